@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "coverage is not available in this offline workspace (remote_coverage_tools is a shim)" >&2
+exit 1
