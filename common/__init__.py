@@ -1,0 +1,1 @@
+"""Types shared by every pipeline stage (the only module stages share)."""

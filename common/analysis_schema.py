@@ -1,0 +1,96 @@
+"""analysis.json: what the analysis stage decides per dispatch, read by codegen and runtime.
+
+Tiles are given per *memory level role* of the hardware description, one entry
+per loop of the dispatch's root op, in the root op's own loop order (the order
+of `linalg-generalize-named-ops`' iteration domain, identical to the named
+op's). A tile is the extent of that loop held at that level; 0 is never used
+here (codegen turns "not tiled at this level" into IREE's 0 itself).
+
+Roles, innermost first:
+- `register`: the vector register file (the innermost parallel tile is a
+  multiple of the target's f32 lanes, or the whole loop when smaller);
+- `l1`: the L1 data cache;
+- `l2`: the L2 cache (the outermost tile codegen distributes across workgroups).
+Each level's tile fits in (is at most) the next level's tile and the loop bound.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+SCHEMA_VERSION = 1
+
+Provenance = Literal["zigzag", "analytical", "iree-default"]
+LevelRole = Literal["register", "l1", "l2"]
+LEVEL_ROLES: tuple[LevelRole, ...] = ("register", "l1", "l2")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Loop(_Strict):
+    name: str  # d0, d1, ... as in the root op's indexing maps
+    bound: int
+    kind: Literal["parallel", "reduction"]
+
+
+class Operand(_Strict):
+    role: Literal["input", "output"]
+    indexing_map: str  # e.g. "(d0, d1, d2) -> (d0, d2)"
+    element_type: str  # e.g. "f32"
+    shape: list[int]
+
+
+class Cost(_Strict):
+    latency_cycles: float
+    energy_pj: float | None = None
+    mac_utilization: float | None = None
+    model: str  # "zigzag" or the analytical model's name, e.g. "roofline"
+
+
+class Dispatch(_Strict):
+    # hal.executable.export symbol, e.g. "main$async_dispatch_3_matmul_64x3136x576_f32".
+    name: str
+    # Symbol of the enclosing hal.executable, e.g. "main$async_dispatch_3".
+    executable: str
+    # The root op as codegen sees it before generalisation, e.g. "linalg.matmul".
+    root_op: str
+    # Operation kind used for costing: "matmul", "conv", "depthwise_conv",
+    # "pooling", "elementwise", "reduction", "transpose", "copy", ...
+    kind: str
+    loops: list[Loop]
+    operands: list[Operand]
+    # Hash of what determines the analysis result (kind, loops, maps, types):
+    # dispatches with equal signatures share one ZigZag run.
+    signature: str
+    provenance: Provenance
+    reason: str  # why this provenance (always set, also for zigzag)
+    # role -> tile per loop (same length as `loops`); None for iree-default.
+    tiles: dict[LevelRole, list[int]] | None = None
+    # Loop order chosen at each level, outermost first (loop names).
+    loop_order: list[str] | None = None
+    cost: Cost | None = None
+    # Raw ZigZag mapping for inspection: spatial/temporal mapping, per-level tiles.
+    zigzag: dict | None = None
+
+
+class Summary(_Strict):
+    dispatches: int
+    distinct_ops: int
+    zigzag: int
+    analytical: int
+    iree_default: int
+
+
+class Analysis(_Strict):
+    schema_version: int = SCHEMA_VERSION
+    model: str
+    target: str
+    hardware: str  # the hardware description's name
+    hardware_sha256: str
+    vector_lanes_f32: int  # f32 elements per vector register at the target's VLEN
+    dispatches: list[Dispatch]
+    summary: Summary

@@ -1,0 +1,43 @@
+"""Providers passed between pipeline stages (frontend -> analysis -> codegen -> runtime).
+
+Later stages take earlier stages' targets through these, never by file name.
+"""
+
+MlirModuleInfo = provider(
+    doc = "A model imported to linalg-on-tensors MLIR (frontend/mlir_import).",
+    fields = {
+        "mlir": "File: MLIR bytecode, linalg-on-tensors",
+        "golden": "File: .npz with the fixed-seed inputs (input_0..) and the framework's outputs (output_0..)",
+        "model_name": "string: the model's name",
+        "framework": "string: 'torch' or 'tensorflow'",
+    },
+)
+
+IreeTargetInfo = provider(
+    doc = "An IREE compile target (common/targets/*.yaml).",
+    fields = {
+        "name": "string",
+        "file": "File: the target's YAML description",
+    },
+)
+
+AnalysisInfo = provider(
+    doc = "Per-dispatch tiling decisions (analysis/zigzag_analysis).",
+    fields = {
+        "analysis_json": "File: analysis.json",
+        "module": "MlirModuleInfo the analysis was made for",
+        "target": "IreeTargetInfo the dispatches were formed for",
+        "hardware": "File: the hardware description analysed against",
+    },
+)
+
+CompiledModuleInfo = provider(
+    doc = "An IREE-compiled module with the analysis' configs applied (codegen/iree_compile).",
+    fields = {
+        "vmfb": "File: the IREE VM flatbuffer",
+        "configs": "File: executable configurations codegen actually used (MLIR text)",
+        "report": "File: JSON, per dispatch: applied tiles or default + reason",
+        "analysis": "AnalysisInfo",
+        "target": "IreeTargetInfo",
+    },
+)
