@@ -1,0 +1,248 @@
+"""Annotated compile: IREE with the analysis' tiles injected as each dispatch's lowering_config.
+
+Route (reaches every dispatch, convolutions included):
+  1. iree-compile --compile-to=executable-configurations   (IREE picks its defaults)
+  2. rewrite the root op's lowering_config of each analysed dispatch (IREE Python bindings)
+  3. iree-compile --compile-from=executable-sources on the rewritten IR -> vmfb, dumping
+     the configurations codegen actually used. IREE's strategy selection keeps a
+     lowering_config/translation_info that is already present, so this compiles exactly
+     the rewritten configs; `--compile-from=executable-configurations` compiles the same
+     configs but skips the phase that writes `--iree-hal-dump-executable-configurations-to`
+     (measured with IREE 3.13: no dump at all), so it could not prove anything.
+  4. check every applied config landed exactly; fail otherwise.
+
+Without --analysis the module is compiled untuned (IREE defaults, same target flags).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from common.analysis_schema import Analysis
+from common.targets import IreeTarget, TargetError, load_target
+
+
+class CompileError(RuntimeError):
+    """One-line, user-facing failure."""
+
+
+def iree_compile_tool() -> str:
+    from iree.compiler.tools.binaries import find_tool
+
+    return find_tool("iree-compile")
+
+
+def run_iree(args: list[str], what: str, cwd: Path | None = None) -> None:
+    proc = subprocess.run([iree_compile_tool(), *args], capture_output=True, text=True, cwd=cwd)
+    if proc.returncode != 0:
+        lines = [l for l in proc.stderr.splitlines() if "error" in l] or proc.stderr.strip().splitlines() or ["(no output)"]
+        raise CompileError(f"iree-compile failed ({what}): {lines[0].strip()}")
+
+
+def load_analysis(path: Path) -> Analysis:
+    try:
+        return Analysis.model_validate_json(path.read_text())
+    except FileNotFoundError:
+        raise CompileError(f"{path}: analysis file not found") from None
+    except ValueError as err:  # pydantic ValidationError and JSON errors
+        first = err.errors()[0] if hasattr(err, "errors") else {"loc": (), "msg": str(err)}
+        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise CompileError(f"{path}: malformed analysis at '{loc}': {first['msg']}") from None
+
+
+def check_analysis_fits(analysis: Analysis, target: IreeTarget, path: Path) -> None:
+    if analysis.target != target.name:
+        raise CompileError(f"{path}: analysis was made for target '{analysis.target}', "
+                           f"but the compile target is '{target.name}'")
+    lanes = target.vector_bits // 32
+    if analysis.vector_lanes_f32 != lanes:
+        raise CompileError(f"{path}: analysis assumes {analysis.vector_lanes_f32} f32 lanes, "
+                           f"target '{target.name}' has {lanes}")
+
+
+def _atomic_write(path: Path, data: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def apply_analysis(module, analysis: Analysis | None, lanes: int) -> list[dict]:
+    """Rewrites the live configurations module; returns the report's per-dispatch entries."""
+    from codegen import configs
+
+    ctx = module.context
+    found = configs.dispatches(module)
+    by_name = {d.name: d for d in found}
+    wanted = {d.name: d for d in analysis.dispatches} if analysis else {}
+    missing = sorted(set(wanted) - set(by_name))
+    if missing:
+        raise CompileError(f"analysis dispatch '{missing[0]}' is not a dispatch of this module "
+                           f"({len(missing)} missing): analysis made for another module or other flags")
+    entries = []
+    for d in found:
+        entry = {
+            "name": d.name, "executable": d.executable, "root_op": d.root_op_name,
+            "pipeline": d.pipeline, "loops": [{"bound": l.bound, "kind": l.kind} for l in d.loops],
+        }
+        a = wanted.get(d.name)
+        if a is None:
+            entry.update(status="default", provenance="iree-default",
+                         reason="untuned build: no analysis" if analysis is None else "dispatch not in analysis")
+        elif a.provenance == "iree-default" or a.tiles is None:
+            entry.update(status="default", provenance="iree-default", reason=a.reason)
+        elif a.executable != d.executable:
+            entry.update(status="default", provenance="iree-default",
+                         reason=f"analysis executable '{a.executable}' != '{d.executable}': IREE default kept")
+        elif [(l.bound, l.kind) for l in a.loops] != [(l.bound, l.kind) for l in d.loops]:
+            entry.update(status="default", provenance="iree-default",
+                         reason=f"loop mismatch: analysis {[(l.bound, l.kind) for l in a.loops]} vs root op "
+                                f"{[(l.bound, l.kind) for l in d.loops]}: IREE default kept")
+        else:
+            tiles, notes = configs.pipeline_adjust(d, dict(a.tiles), lanes)
+            levels = configs.map_levels(tiles, d.loops)
+            attr = configs.config_attr(levels, ctx)
+            d.root.attributes["lowering_config"] = attr
+            others = []
+            for op in d.others:
+                sub = configs.other_op_config(d, op, levels)
+                if sub is None:
+                    del op.attributes["lowering_config"]
+                    others.append({"op": op.name, "config": "dropped"})
+                else:
+                    op.attributes["lowering_config"] = configs.config_attr(sub, ctx)
+                    others.append({"op": op.name, "config": sub})
+            entry.update(status="applied", provenance=a.provenance, reason=a.reason,
+                         analysis_tiles=a.tiles, adjustments=notes, applied=levels,
+                         applied_attr=str(attr), other_ops=others)
+        entries.append(entry)
+    return entries
+
+
+def compile_module(module: Path, target_path: Path, analysis_path: Path | None, out_vmfb: Path,
+                   out_configs: Path, out_report: Path, out_binaries: Path | None = None) -> dict:
+    from iree.compiler import ir
+
+    from codegen import configs
+
+    if not module.is_file():
+        raise CompileError(f"{module}: module file not found")
+    try:
+        target = load_target(target_path)
+    except TargetError as err:
+        raise CompileError(str(err)) from None
+    analysis = None
+    if analysis_path is not None:
+        analysis = load_analysis(analysis_path)
+        check_analysis_fits(analysis, target, analysis_path)
+    flags = target.compile_flags()
+    if out_binaries is not None:
+        # Standalone shared libraries, one per dispatch. These must be given from the
+        # first phase on: the executable variant's target (embedded or system ELF) is
+        # fixed when executable sources are formed.
+        flags += ["--iree-llvmcpu-link-embedded=false", "--iree-hal-link-executables=false"]
+        if not target.triple.startswith("x86_64"):
+            # A cross target needs its own system linker (Debian: binutils-<arch>-linux-gnu).
+            arch, _, rest = target.triple.partition("-")
+            linker = shutil.which(f"{arch}-{rest.split('-', 1)[-1]}-ld")
+            if linker is None:
+                raise CompileError(f"--out-binaries for {target.triple} needs {arch}-{rest.split('-', 1)[-1]}-ld "
+                                   f"(apt-get install binutils-{arch}-linux-gnu)")
+            flags.append(f"--iree-llvmcpu-system-linker-path={Path(linker).name}")
+    lanes = target.vector_bits // 32
+
+    with tempfile.TemporaryDirectory(prefix="codegen.") as tmp:
+        tmp = Path(tmp)
+        run_iree([str(module), *flags, "--compile-to=executable-configurations", "-o", str(tmp / "cfg.mlir")],
+                 "configurations")
+        ctx = ir.Context()
+        mod = configs.parse((tmp / "cfg.mlir").read_text(), ctx)
+        entries = apply_analysis(mod, analysis, lanes)
+        (tmp / "tuned.mlir").write_text(configs.strip_text(mod))
+
+        # Relative paths from inside the temp dir: IREE records source file names in
+        # the vmfb's debug info, which must not depend on where the build ran.
+        dump = tmp / "dump"
+        extra = ["--iree-hal-dump-executable-configurations-to=dump"]
+        if out_binaries is not None:
+            extra += ["--iree-hal-dump-executable-binaries-to=bin"]
+        run_iree(["tuned.mlir", *flags, "--compile-from=executable-sources", *extra, "-o", "out.vmfb"],
+                 "codegen", cwd=tmp)
+
+        # Proof: what codegen used must be exactly what was written.
+        used = configs.dumped_configs(dump, ctx)
+        bad = []
+        for e in entries:
+            got = used.get(e["name"])
+            e["landed_config"] = str(got[1]) if got and got[1] is not None else None
+            e["landed_pipeline"] = got[2] if got else None
+            if e["status"] == "applied":
+                e["landed"] = bool(got and got[1] is not None and got[1] == configs.config_attr(e["applied"], ctx))
+                if not e["landed"]:
+                    bad.append(e["name"])
+        if bad:
+            raise CompileError(f"config did not land for {len(bad)} dispatch(es), first '{bad[0]}': "
+                               f"codegen used {used.get(bad[0], (None, None))[1]}")
+        dumped_text = "\n".join(
+            f"// ---- {p.name}\n" + configs.strip_text(configs.parse(p.read_text(), ctx))
+            for p in sorted(dump.glob("*.mlir")))
+
+        sha = lambda p: hashlib.sha256(Path(p).read_bytes()).hexdigest()
+        report = {
+            "target": target.name, "triple": target.triple, "cpu": target.cpu,
+            "cpu_features": list(target.cpu_features), "vector_lanes_f32": lanes,
+            "compile_flags": flags, "tuned": analysis is not None,
+            "model": analysis.model if analysis else None,
+            "hardware": analysis.hardware if analysis else None,
+            "inputs_sha256": {"module": sha(module), "target": sha(target_path),
+                              **({"analysis": sha(analysis_path)} if analysis_path else {}),
+                              **({"hardware": analysis.hardware_sha256} if analysis else {})},
+            "summary": {"dispatches": len(entries),
+                        "applied": sum(e["status"] == "applied" for e in entries),
+                        "default": sum(e["status"] == "default" for e in entries),
+                        "adjusted": sum(bool(e.get("adjustments")) for e in entries)},
+            "dispatches": entries,
+        }
+        if out_binaries is not None:
+            out_binaries.mkdir(parents=True, exist_ok=True)
+            for p in sorted((tmp / "bin").iterdir()):
+                _atomic_write(out_binaries / p.name, p.read_bytes())
+        _atomic_write(out_configs, dumped_text)
+        _atomic_write(out_report, json.dumps(report, indent=1, sort_keys=True) + "\n")
+        _atomic_write(out_vmfb, (tmp / "out.vmfb").read_bytes())
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m codegen.compile", description=__doc__.splitlines()[0])
+    p.add_argument("--module", required=True, type=Path, help="linalg MLIR (.mlirbc or text)")
+    p.add_argument("--analysis", type=Path, help="analysis.json; omit for an untuned (IREE default) build")
+    p.add_argument("--target", required=True, type=Path, help="common/targets/<name>.yaml")
+    p.add_argument("--out-vmfb", required=True, type=Path)
+    p.add_argument("--out-configs", required=True, type=Path)
+    p.add_argument("--out-report", required=True, type=Path)
+    p.add_argument("--out-binaries", type=Path,
+                   help="also write each dispatch as a standalone shared library (link-embedded=false)")
+    a = p.parse_args(argv)
+    try:
+        r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report, a.out_binaries)
+    except CompileError as err:
+        print(f"codegen.compile: error: {err}", file=sys.stderr)
+        return 1
+    s = r["summary"]
+    print(f"{a.out_vmfb.name}: {s['dispatches']} dispatches, {s['applied']} configs applied and landed "
+          f"({s['adjusted']} adjusted), {s['default']} IREE default")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""codegen: configs land for matmul/conv/pool/... on host and riscv64_rvv; bad inputs fail cleanly."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from codegen import compile as cg  # noqa: E402
+
+DATA = ROOT / "codegen" / "testdata"
+MODULE = DATA / "small.mlirbc"
+TARGET = {t: ROOT / "common" / "targets" / f"{t}.yaml" for t in ("host", "riscv64_rvv")}
+
+
+def outs(tmp: Path) -> dict:
+    return {"out_vmfb": tmp / "m.vmfb", "out_configs": tmp / "c.mlir", "out_report": tmp / "r.json"}
+
+
+def run(tmp, target, analysis=DATA / "analysis_{t}.json", module=MODULE, **kw):
+    if analysis is not None:
+        analysis = Path(str(analysis).format(t=target))
+    return cg.compile_module(module, TARGET[target], analysis, **outs(tmp), **kw)
+
+
+@pytest.fixture(scope="module", params=["host", "riscv64_rvv"])
+def compiled(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(request.param)
+    return request.param, tmp, run(tmp, request.param)
+
+
+def test_configs_landed(compiled):
+    target, tmp, report = compiled
+    on_disk = json.loads((tmp / "r.json").read_text())
+    assert on_disk == json.loads(json.dumps(report))
+    by = {d["name"]: d for d in report["dispatches"]}
+    for name in ("main_dispatch_0_matmul_64x96x128_f32", "main_dispatch_2_matmul_16x256x72_f32",
+                 "main_dispatch_4_conv_16x16x16x3x3_f32", "main_dispatch_5_conv_16x8x8x2x2_f32",
+                 "main_dispatch_6_elementwise_16384_f32", "main_dispatch_7_reduction_64x256_f32"):
+        d = by[name]
+        assert d["status"] == "applied" and d["landed"], name
+        assert d["landed_config"] == d["applied_attr"]
+    mm = by["main_dispatch_0_matmul_64x96x128_f32"]
+    lanes = 8 if target == "host" else 4
+    assert mm["applied"] == {"distribution": [32, 96, 0], "cache_parallel": [16, 48, 0],
+                             "cache_reduction": [0, 0, 64], "vector_common_parallel": [4, 2 * lanes, 0],
+                             "vector_reduction": [0, 0, 1]}
+    assert mm["provenance"] == "zigzag"
+    memcpy = by["main_dispatch_3_slow_memcpy"]
+    assert memcpy["status"] == "default" and memcpy["provenance"] == "iree-default" and memcpy["reason"]
+    # The configs file is what codegen used, location-free.
+    text = (tmp / "c.mlir").read_text()
+    assert mm["applied_attr"] in text and "/tmp" not in text and "loc(" not in text
+    assert (tmp / "m.vmfb").read_bytes()[:2] == b"PK"
+
+
+def test_pool_adjusted_for_conv_pipeline(compiled):
+    _, _, report = compiled
+    pool = next(d for d in report["dispatches"] if d["name"] == "main_dispatch_5_conv_16x8x8x2x2_f32")
+    assert pool["pipeline"] == "ConvTileAndDecomposeExpert"
+    assert pool["applied"]["vector_common_parallel"][2] == 1 and pool["applied"]["vector_reduction"][4] == 1
+    assert len(pool["adjustments"]) == 2
+
+
+def test_host_module_matches_numpy(tmp_path):
+    import iree.runtime as ireert
+
+    run(tmp_path, "host")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 128), dtype=np.float32), rng.standard_normal((128, 96), dtype=np.float32)
+    x, w = rng.standard_normal((1, 8, 18, 18), dtype=np.float32), rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+    dw, e = rng.standard_normal((16, 3, 3), dtype=np.float32), rng.standard_normal((64, 256), dtype=np.float32)
+    ctx = ireert.SystemContext(config=ireert.Config("local-task"))
+    ctx.add_vm_module(ireert.VmModule.copy_buffer(ctx.instance, (tmp_path / "m.vmfb").read_bytes()))
+    r, c, p, el, red = [np.asarray(o) for o in ctx.modules.module["main"](a, b, x, w, dw, e)]
+    win = np.lib.stride_tricks.sliding_window_view(x[0], (3, 3), axis=(1, 2))  # 8,16,16,3,3
+    conv = np.einsum("chwij,fcij->fhw", win, w)[None]
+    cp = np.pad(conv, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    dconv = np.einsum("chwij,cij->chw", np.lib.stride_tricks.sliding_window_view(cp[0], (3, 3), axis=(1, 2)), dw)[None]
+    pool = dconv.reshape(1, 16, 8, 2, 8, 2).max(axis=(3, 5))
+    np.testing.assert_allclose(r, a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(c, conv, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(p, pool, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(el, np.maximum(e, 0), rtol=1e-6)
+    np.testing.assert_allclose(red, e.sum(1), rtol=1e-4, atol=1e-4)
+
+
+def test_untuned_uses_iree_defaults(tmp_path):
+    report = run(tmp_path, "host", analysis=None)
+    assert not report["tuned"] and report["summary"]["applied"] == 0
+    assert all(d["provenance"] == "iree-default" for d in report["dispatches"])
+
+
+def test_loop_mismatch_keeps_default_with_reason(tmp_path):
+    a = json.loads((DATA / "analysis_host.json").read_text())
+    a["dispatches"][0]["loops"][0]["bound"] = 63
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    report = cg.compile_module(MODULE, TARGET["host"], tmp_path / "a.json", **outs(tmp_path))
+    mm = report["dispatches"][0]
+    assert mm["status"] == "default" and "loop mismatch" in mm["reason"]
+
+
+@pytest.mark.parametrize("target", ["host", "riscv64_rvv"])
+def test_out_binaries_one_shared_library_per_dispatch(tmp_path, target):
+    run(tmp_path, target, out_binaries=tmp_path / "bin")
+    libs = sorted(p.name for p in (tmp_path / "bin").iterdir())
+    assert len(libs) == 8 and all(n.endswith(".so") and "system_elf" in n for n in libs)
+    machine = (tmp_path / "bin" / libs[0]).read_bytes()[18]  # e_machine (low byte)
+    assert machine == (0x3E if target == "host" else 0xF3)
+
+
+def cli(tmp, *args):
+    return subprocess.run([sys.executable, "-m", "codegen.compile", *map(str, args), "--out-vmfb", tmp / "m.vmfb",
+                           "--out-configs", tmp / "c.mlir", "--out-report", tmp / "r.json"],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def bad(tmp, *args, match):
+    p = cli(tmp, *args)
+    assert p.returncode != 0
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and match in lines[0], p.stderr
+    assert sorted(x.name for x in tmp.iterdir() if x.name != "in") == []
+
+
+def test_bad_inputs(tmp_path):
+    (tmp_path / "in").mkdir()
+    a = tmp_path / "in" / "a.json"
+    a.write_text("{not json")
+    t = TARGET["host"]
+    bad(tmp_path, "--module", tmp_path / "in" / "missing.mlirbc", "--target", t, match="module file not found")
+    bad(tmp_path, "--module", MODULE, "--target", t, "--analysis", a, match="malformed analysis")
+    bad(tmp_path, "--module", MODULE, "--target", t, "--analysis", DATA / "analysis_riscv64_rvv.json",
+        match="made for target 'riscv64_rvv'")
+    junk = tmp_path / "in" / "junk.mlir"
+    junk.write_text("func.func @f( {")
+    bad(tmp_path, "--module", junk, "--target", t, match="iree-compile failed")
+    other = json.loads((DATA / "analysis_host.json").read_text())
+    other["dispatches"][0]["name"] = "main_dispatch_9_matmul_1x1x1_f32"
+    a.write_text(json.dumps(other))
+    bad(tmp_path, "--module", MODULE, "--target", t, "--analysis", a, match="not a dispatch of this module")
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

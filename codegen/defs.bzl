@@ -1,0 +1,77 @@
+"""`iree_compile`: IREE compile with the analysis' tiles injected per dispatch (codegen/compile.py)."""
+
+load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "IreeTargetInfo", "MlirModuleInfo")
+
+def _iree_compile_impl(ctx):
+    module = ctx.attr.module[MlirModuleInfo]
+    target = ctx.attr.target[IreeTargetInfo]
+    analysis = ctx.attr.analysis[AnalysisInfo] if ctx.attr.analysis else None
+    if analysis == None and not ctx.attr.untuned:
+        fail("%s: no `analysis` given; set `untuned = True` to compile with IREE's defaults" % ctx.label)
+    if analysis != None and ctx.attr.untuned:
+        fail("%s: `untuned = True` and an `analysis` are mutually exclusive" % ctx.label)
+    if analysis != None:
+        if analysis.target.name != target.name or analysis.target.file != target.file:
+            fail("%s: analysis %s was made for target '%s' but the compile target is '%s'" % (
+                ctx.label,
+                ctx.attr.analysis.label,
+                analysis.target.name,
+                target.name,
+            ))
+        if analysis.module.mlir != module.mlir:
+            fail("%s: analysis %s was made for module %s, not %s" % (
+                ctx.label,
+                ctx.attr.analysis.label,
+                analysis.module.mlir.short_path,
+                module.mlir.short_path,
+            ))
+
+    vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
+    configs = ctx.actions.declare_file(ctx.label.name + ".configs.mlir")
+    report = ctx.actions.declare_file(ctx.label.name + ".report.json")
+    args = ctx.actions.args()
+    args.add("--module", module.mlir)
+    args.add("--target", target.file)
+    inputs = [module.mlir, target.file]
+    if analysis != None:
+        args.add("--analysis", analysis.analysis_json)
+        inputs.append(analysis.analysis_json)
+    args.add("--out-vmfb", vmfb)
+    args.add("--out-configs", configs)
+    args.add("--out-report", report)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = inputs,
+        outputs = [vmfb, configs, report],
+        mnemonic = "IreeCompile",
+        progress_message = "IREE compile %s for %s (%s)" % (
+            module.model_name,
+            target.name,
+            "tuned" if analysis else "IREE defaults",
+        ),
+    )
+    return [
+        DefaultInfo(files = depset([vmfb, configs, report])),
+        CompiledModuleInfo(vmfb = vmfb, configs = configs, report = report, analysis = analysis, target = target),
+        module,
+    ]
+
+_iree_compile = rule(
+    implementation = _iree_compile_impl,
+    attrs = {
+        "module": attr.label(mandatory = True, providers = [MlirModuleInfo]),
+        "analysis": attr.label(providers = [AnalysisInfo]),
+        "target": attr.label(mandatory = True, providers = [IreeTargetInfo]),
+        "untuned": attr.bool(default = False),
+        "_tool": attr.label(default = "//codegen:compile", executable = True, cfg = "host"),
+    },
+)
+
+def iree_compile(name, module, target, analysis = None, untuned = False, **kwargs):
+    """Compiles `module` for `target` with `analysis`' per-dispatch tiles (or IREE defaults if `untuned`).
+
+    Outputs <name>.vmfb, <name>.configs.mlir (what codegen used) and <name>.report.json.
+    The build fails if any applied config did not land.
+    """
+    _iree_compile(name = name, module = module, target = target, analysis = analysis, untuned = untuned, **kwargs)

@@ -1,0 +1,2 @@
+// A shared library without the IREE query symbol.
+int plain_library_function(void) { return 42; }

@@ -1,0 +1,135 @@
+"""HAL runtime module: copies the vmfb and writes `<name>.manifest.json` beside it.
+
+The manifest holds entry points (input/output shapes and dtypes, read from the input
+MLIR's public func signatures through IREE's bindings), the target triple and CPU
+features, per-dispatch configuration with provenance (from codegen's report) and the
+sha256 of every input file. No absolute paths, no timestamps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from common.targets import TargetError, load_target
+
+_DTYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "i64": "int64",
+           "i32": "int32", "i16": "int16", "i8": "int8", "i1": "bool", "ui8": "uint8"}
+
+
+class ManifestError(RuntimeError):
+    pass
+
+
+def _tensor(ty) -> dict:
+    from iree.compiler import ir
+
+    ty = ty.maybe_downcast() if hasattr(ty, "maybe_downcast") else ty
+    if isinstance(ty, ir.RankedTensorType):
+        shape = [None if ty.is_dynamic_dim(i) else d for i, d in enumerate(ty.shape)]
+        elt = str(ty.element_type)
+        return {"shape": shape, "dtype": _DTYPES.get(elt, elt)}
+    return {"shape": None, "dtype": str(ty)}
+
+
+def entry_points(module: Path) -> list[dict]:
+    from iree.compiler import ir
+
+    ctx = ir.Context()
+    data = module.read_bytes()
+    try:
+        mod = ir.Module.parse(data if module.suffix == ".mlirbc" else data.decode(), ctx)
+    except Exception as err:  # noqa: BLE001 - MLIR raises a generic error
+        raise ManifestError(f"{module}: cannot parse MLIR: {str(err).splitlines()[0]}") from None
+    out = []
+    for op in mod.body.operations:
+        op = op.operation
+        if op.name != "func.func" or "function_type" not in op.attributes:
+            continue
+        if "sym_visibility" in op.attributes and ir.StringAttr(op.attributes["sym_visibility"]).value != "public":
+            continue
+        if len(op.regions[0].blocks) == 0:
+            continue  # declaration
+        ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        out.append({"name": ir.StringAttr(op.attributes["sym_name"]).value,
+                    "inputs": [_tensor(t) for t in ft.inputs], "outputs": [_tensor(t) for t in ft.results]})
+    return out
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: Path | None,
+          hardware: Path | None, out_vmfb: Path, out_manifest: Path) -> dict:
+    for p in (vmfb, report, module):
+        if not p.is_file():
+            raise ManifestError(f"{p}: file not found")
+    try:
+        target = load_target(target_path)
+    except TargetError as err:
+        raise ManifestError(str(err)) from None
+    try:
+        rep = json.loads(report.read_text())
+        dispatches = [
+            {k: d.get(k) for k in ("name", "executable", "root_op", "pipeline", "status", "provenance", "reason",
+                                   "applied", "adjustments", "landed_config")}
+            for d in rep["dispatches"]]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ManifestError(f"{report}: not a codegen report: {err}") from None
+    if rep.get("target") != target.name:
+        raise ManifestError(f"{report}: compiled for target '{rep.get('target')}', manifest target is '{target.name}'")
+    inputs = {"module": sha256(module), "vmfb": sha256(vmfb), "report": sha256(report), "target": sha256(target_path)}
+    if analysis is not None:
+        inputs["analysis"] = sha256(analysis)
+    if hardware is not None:
+        inputs["hardware"] = sha256(hardware)
+    manifest = {
+        "vmfb": out_vmfb.name,
+        "target": {"name": target.name, "triple": target.triple, "cpu": target.cpu,
+                   "cpu_features": list(target.cpu_features), "vector_bits": target.vector_bits,
+                   "runnable_on_host": target.runnable_on_host},
+        "tuned": bool(rep.get("tuned")),
+        "entry_points": entry_points(module),
+        "dispatches": dispatches,
+        "inputs_sha256": inputs,
+    }
+    _atomic_write(out_manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    _atomic_write(out_vmfb, vmfb.read_bytes())
+    return manifest
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m runtime.manifest", description=__doc__.splitlines()[0])
+    p.add_argument("--vmfb", required=True, type=Path)
+    p.add_argument("--report", required=True, type=Path, help="codegen's report.json")
+    p.add_argument("--module", required=True, type=Path, help="the input MLIR (.mlirbc)")
+    p.add_argument("--target", required=True, type=Path)
+    p.add_argument("--analysis", type=Path)
+    p.add_argument("--hardware", type=Path)
+    p.add_argument("--out-vmfb", required=True, type=Path)
+    p.add_argument("--out-manifest", required=True, type=Path)
+    a = p.parse_args(argv)
+    try:
+        build(a.vmfb, a.report, a.module, a.target, a.analysis, a.hardware, a.out_vmfb, a.out_manifest)
+    except ManifestError as err:
+        print(f"runtime.manifest: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""runtime: hal_module manifest and the runner (host runs and matches; riscv fails with one line)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GOLDEN = ROOT / "codegen" / "testdata" / "small_golden.npz"
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory):
+    """The hal_module outputs from Bazel's runfiles, or built here when run outside Bazel."""
+    names = ("small_host", "small_riscv64_rvv", "small_host_untuned")
+    here = ROOT / "runtime"
+    if all((here / f"{n}.vmfb").is_file() for n in names):
+        return {n: here / f"{n}.vmfb" for n in names}
+    from codegen import compile as cg
+    from runtime import manifest
+
+    tmp = tmp_path_factory.mktemp("mods")
+    out = {}
+    for n, t, tuned in (("small_host", "host", True), ("small_riscv64_rvv", "riscv64_rvv", True),
+                        ("small_host_untuned", "host", False)):
+        target = ROOT / "common" / "targets" / f"{t}.yaml"
+        analysis = ROOT / "codegen" / "testdata" / f"analysis_{t}.json" if tuned else None
+        module = ROOT / "codegen" / "testdata" / "small.mlirbc"
+        cg.compile_module(module, target, analysis, tmp / f"{n}.c.vmfb", tmp / f"{n}.configs.mlir", tmp / f"{n}.report.json")
+        manifest.build(tmp / f"{n}.c.vmfb", tmp / f"{n}.report.json", module, target, analysis, None,
+                       tmp / f"{n}.vmfb", tmp / f"{n}.manifest.json")
+        out[n] = tmp / f"{n}.vmfb"
+    return out
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "runtime.run", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+def test_manifest_contents(modules):
+    m = json.loads(modules["small_riscv64_rvv"].with_name("small_riscv64_rvv.manifest.json").read_text())
+    assert m["target"]["triple"] == "riscv64-unknown-linux-gnu" and "+v" in m["target"]["cpu_features"]
+    ep = m["entry_points"][0]
+    assert ep["name"] == "main" and ep["inputs"][0] == {"shape": [64, 128], "dtype": "float32"}
+    assert ep["outputs"][4] == {"shape": [64], "dtype": "float32"}
+    provs = {d["name"]: d["provenance"] for d in m["dispatches"]}
+    assert provs["main_dispatch_0_matmul_64x96x128_f32"] == "zigzag"
+    assert provs["main_dispatch_3_slow_memcpy"] == "iree-default"
+    assert all(d["reason"] for d in m["dispatches"])
+    assert set(m["inputs_sha256"]) >= {"module", "analysis", "target", "vmfb", "report"}
+    text = json.dumps(m)
+    assert "/tmp" not in text and "/work" not in text and "/home" not in text
+
+
+@pytest.mark.parametrize("name", ["small_host", "small_host_untuned"])
+def test_runner_host_check(modules, name):
+    p = run(modules[name], GOLDEN, "--check", "--runs", "3")
+    assert p.returncode == 0, p.stderr
+    assert "median" in p.stdout and "check: 5 outputs match" in p.stdout
+    assert "output_0: shape=[64, 96]" in p.stdout
+
+
+def test_runner_refuses_riscv(modules):
+    p = run(modules["small_riscv64_rvv"], GOLDEN)
+    assert p.returncode != 0
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "riscv64-unknown-linux-gnu" in lines[0] and "runtime" in lines[0]
+
+
+def test_runner_bad_inputs(modules, tmp_path):
+    p = run(tmp_path / "nope.vmfb", GOLDEN)
+    assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1 and "not found" in p.stderr
+    p = run(modules["small_host"], tmp_path / "nope.npz")
+    assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1 and "not found" in p.stderr
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
