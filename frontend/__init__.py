@@ -1,0 +1,1 @@
+"""Import stage: PyTorch / TensorFlow models to linalg-on-tensors MLIR bytecode."""

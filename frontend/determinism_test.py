@@ -1,0 +1,58 @@
+"""Two imports of the same model (CLI, separate temp dirs) give byte-identical MLIR and goldens."""
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+# The workspace (or runfiles) root, so the CLI runs from any working directory.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def import_into(directory, module, framework, name):
+    directory.mkdir()
+    pythonpath = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+    env = dict(
+        os.environ,
+        HOME=str(directory / "home"),
+        KERAS_HOME=str(directory / "keras"),
+        PYTHONHASHSEED="0",
+        PYTHONPATH=pythonpath,
+    )
+    out_mlir, out_golden = directory / f"{name}.mlirbc", directory / f"{name}.golden.npz"
+    proc = subprocess.run(
+        [sys.executable, "-m", "frontend.import_model", "--model-module", module, "--factory", "make_model",
+         "--framework", framework, "--name", name, "--out-mlir", str(out_mlir), "--out-golden", str(out_golden)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(directory),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == ""
+    return out_mlir, out_golden
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "module,framework,name", [("models.mlp", "torch", "mlp"), ("models.keras_cnn", "tensorflow", "keras_cnn")]
+)
+def test_two_imports_are_byte_identical(tmp_path, module, framework, name):
+    first = import_into(tmp_path / "first", module, framework, name)
+    second = import_into(tmp_path / "second", module, framework, name)
+    for a, b in zip(first, second):
+        assert sha256(a) == sha256(b), a.name
+    # No temp dir, workspace path or user name leaks into the artifacts.
+    data = first[0].read_bytes()
+    for leak in (str(tmp_path), os.getcwd(), "/tmp/", os.path.expanduser("~")):
+        assert leak.encode() not in data, leak
+    golden = np.load(first[1])
+    assert golden.files[0] == "input_0" and any(k.startswith("output_") for k in golden.files)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

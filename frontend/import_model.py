@@ -1,0 +1,199 @@
+"""Imports a PyTorch or TensorFlow/Keras model to linalg-on-tensors MLIR bytecode.
+
+    python -m frontend.import_model --model-module models.resnet18 --factory make_model \
+        --framework torch --name resnet18 --out-mlir resnet18.mlirbc --out-golden resnet18.golden.npz
+
+The factory is a function of the model module taking no arguments and returning
+`(model, example_inputs)`: a torch.nn.Module or a Keras model, and a tuple of
+fixed-seed example inputs (numpy arrays or framework tensors).
+
+Outputs:
+  --out-mlir    MLIR bytecode, linalg-on-tensors, locations stripped; one public
+                entry function taking exactly the example inputs (torch: `main`
+                as torch-mlir names it; TensorFlow: renamed to `main` too).
+  --out-golden  an .npz with `input_0..` (the example inputs) and `output_0..`
+                (the framework's own outputs for them), written deterministically.
+
+Bad input gives one line `import_model: <name>: <reason>` on stderr, exit code 1,
+and no output files (both are written to temporaries next to the outputs, then
+renamed).
+"""
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+import tempfile
+import warnings
+
+from frontend.errors import ImportFailure, first_line
+
+FRAMEWORKS = ("torch", "tensorflow")
+SUPPORTED_DTYPES = ("float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+def _prepare_environment():
+    """Quiet TensorFlow, and create the scratch dirs the build points HOME-like variables at."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    for var in ("HOME", "KERAS_HOME", "XDG_CACHE_HOME", "TORCH_HOME", "MPLCONFIGDIR", "TMPDIR"):
+        path = os.environ.get(var)
+        if path and not os.path.isdir(path):
+            try:
+                os.makedirs(path, exist_ok=True)
+            except OSError:
+                pass
+
+
+@contextlib.contextmanager
+def _quiet_stderr(enabled):
+    """Sends file descriptor 2 (Python and C++ framework logging alike) to a scratch file.
+
+    torch.export and TensorFlow log warnings and graph dumps on failure; the
+    importer's own report is the single line printed after this block.
+    """
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _load_factory(module_name, factory_name):
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ImportFailure(f"cannot import model module '{module_name}': {first_line(e)}") from e
+    factory = getattr(module, factory_name, None)
+    if factory is None:
+        raise ImportFailure(f"model module '{module_name}' has no factory '{factory_name}'")
+    if not callable(factory):
+        raise ImportFailure(f"'{module_name}.{factory_name}' is not callable")
+    return factory
+
+
+def _to_numpy(value, index):
+    import numpy as np
+
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch.Tensor
+        value = value.detach().cpu().numpy()
+    elif hasattr(value, "numpy") and not isinstance(value, np.ndarray):  # tf.Tensor
+        value = value.numpy()
+    try:
+        array = np.asarray(value)
+    except Exception as e:  # noqa: BLE001
+        raise ImportFailure(f"example input {index} is not an array: {first_line(e)}") from e
+    if array.dtype.name not in SUPPORTED_DTYPES:
+        raise ImportFailure(
+            f"example input {index} has unsupported dtype {array.dtype.name} "
+            f"(supported dtypes: {', '.join(SUPPORTED_DTYPES)})"
+        )
+    return array
+
+
+def _call_factory(factory, module_name, factory_name):
+    result = factory()
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise ImportFailure(f"'{module_name}.{factory_name}()' must return (model, example_inputs)")
+    model, inputs = result
+    if not isinstance(inputs, (tuple, list)):
+        inputs = (inputs,)
+    if not inputs:
+        raise ImportFailure(f"'{module_name}.{factory_name}()' returned no example inputs")
+    return model, tuple(inputs)
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _tmp_name(path):
+    directory, base = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, f".{base}.{os.getpid()}.tmp")
+
+
+def write_outputs(out_mlir, mlir_bytes, out_golden, golden):
+    """Writes both outputs through temporaries; on any failure neither output remains."""
+    from frontend.npz import write_npz
+
+    tmp_mlir, tmp_golden = _tmp_name(out_mlir), _tmp_name(out_golden)
+    try:
+        with open(tmp_mlir, "wb") as f:
+            f.write(mlir_bytes)
+        write_npz(tmp_golden, golden)
+        os.replace(tmp_mlir, out_mlir)
+        os.replace(tmp_golden, out_golden)
+    except BaseException:
+        for path in (tmp_mlir, tmp_golden, out_mlir, out_golden):
+            _remove(path)
+        raise
+
+
+def import_model(model_module, factory_name, framework, name):
+    """Returns (mlir bytecode, ordered dict of golden arrays)."""
+    factory = _load_factory(model_module, factory_name)
+    model, inputs = _call_factory(factory, model_module, factory_name)
+    np_inputs = [_to_numpy(x, i) for i, x in enumerate(inputs)]
+    if framework == "torch":
+        from frontend import torch_importer
+
+        mlir_bytes, outputs = torch_importer.import_torch(model, inputs, np_inputs)
+    else:
+        from frontend import tf_importer
+
+        mlir_bytes, outputs = tf_importer.import_tf(model, np_inputs)
+    golden = {}
+    for i, x in enumerate(np_inputs):
+        golden[f"input_{i}"] = x
+    for i, y in enumerate(outputs):
+        golden[f"output_{i}"] = y
+    return mlir_bytes, golden
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="import_model", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model-module", required=True, help="Python module of the model, e.g. models.resnet18")
+    parser.add_argument("--factory", required=True, help="factory function returning (model, example_inputs)")
+    parser.add_argument("--framework", required=True, choices=FRAMEWORKS)
+    parser.add_argument("--name", required=True, help="model name (used in messages)")
+    parser.add_argument("--out-mlir", required=True, help="output MLIR bytecode (.mlirbc)")
+    parser.add_argument("--out-golden", required=True, help="output golden inputs/outputs (.npz)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="let the frameworks' own log output through to stderr"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    _prepare_environment()
+    # Framework deprecation chatter is not ours to report: stderr is for the one error line.
+    warnings.simplefilter("ignore")
+    for path in (args.out_mlir, args.out_golden):
+        _remove(path)  # never leave a stale output behind a failed import
+    try:
+        with _quiet_stderr(enabled=not args.verbose):
+            mlir_bytes, golden = import_model(args.model_module, args.factory, args.framework, args.name)
+        write_outputs(args.out_mlir, mlir_bytes, args.out_golden, golden)
+    except ImportFailure as e:
+        print(f"import_model: {args.name}: {first_line(e)}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - anything from a user's model: one line, no traceback
+        print(f"import_model: {args.name}: {type(e).__name__}: {first_line(e)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

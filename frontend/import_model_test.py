@@ -1,0 +1,97 @@
+"""import_model's bad-input contract: one stderr line, non-zero exit, no output left behind."""
+
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+
+def run_import(tmp_path, module, factory, framework="torch", name="bad"):
+    out_mlir, out_golden = tmp_path / f"{name}.mlirbc", tmp_path / f"{name}.golden.npz"
+    env = dict(os.environ, HOME=str(tmp_path / "home"), KERAS_HOME=str(tmp_path / "keras"), PYTHONHASHSEED="0")
+    proc = subprocess.run(
+        [sys.executable, "-m", "frontend.import_model", "--model-module", module, "--factory", factory,
+         "--framework", framework, "--name", name, "--out-mlir", str(out_mlir), "--out-golden", str(out_golden)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    return proc, out_mlir, out_golden
+
+
+def assert_clean_failure(proc, tmp_path, name, *fragments):
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert proc.returncode != 0
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"import_model: {name}: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name not in ("home", "keras")]
+    assert leftovers == [], leftovers
+
+
+BAD = "frontend.testdata.bad_models"
+
+
+def test_missing_module(tmp_path):
+    proc, _, _ = run_import(tmp_path, "frontend.testdata.no_such_model", "make_model")
+    assert_clean_failure(proc, tmp_path, "bad", "cannot import model module", "no_such_model")
+
+
+def test_missing_factory(tmp_path):
+    proc, _, _ = run_import(tmp_path, BAD, "no_such_factory")
+    assert_clean_failure(proc, tmp_path, "bad", "has no factory 'no_such_factory'")
+
+
+def test_factory_not_callable(tmp_path):
+    proc, _, _ = run_import(tmp_path, BAD, "NOT_CALLABLE")
+    assert_clean_failure(proc, tmp_path, "bad", "is not callable")
+
+
+def test_factory_must_return_model_and_inputs(tmp_path):
+    proc, _, _ = run_import(tmp_path, BAD, "not_a_pair")
+    assert_clean_failure(proc, tmp_path, "bad", "must return (model, example_inputs)")
+
+
+def test_data_dependent_control_flow_cannot_be_exported(tmp_path):
+    proc, _, _ = run_import(tmp_path, BAD, "data_dependent", name="data_dependent")
+    assert_clean_failure(proc, tmp_path, "data_dependent", "cannot be exported with torch.export")
+
+
+@pytest.mark.parametrize("factory,dtype", [("float64_input", "float64"), ("complex_input", "complex64")])
+def test_unsupported_dtype_names_the_supported_ones(tmp_path, factory, dtype):
+    proc, _, _ = run_import(tmp_path, BAD, factory)
+    assert_clean_failure(proc, tmp_path, "bad", f"unsupported dtype {dtype}", "supported dtypes: float32")
+
+
+def test_failed_import_removes_stale_outputs(tmp_path):
+    (tmp_path / "bad.mlirbc").write_bytes(b"stale")
+    (tmp_path / "bad.golden.npz").write_bytes(b"stale")
+    proc, _, _ = run_import(tmp_path, BAD, "no_such_factory")
+    assert_clean_failure(proc, tmp_path, "bad")
+
+
+def test_framework_must_be_torch_or_tensorflow(tmp_path):
+    proc, _, _ = run_import(tmp_path, BAD, "data_dependent", framework="jax")
+    assert proc.returncode != 0 and "invalid choice" in proc.stderr
+
+
+def test_npz_writer_is_deterministic_and_loadable(tmp_path):
+    from frontend.npz import write_npz
+
+    arrays = {"input_0": np.arange(6, dtype=np.float32).reshape(2, 3), "output_0": np.array([True, False])}
+    write_npz(tmp_path / "a.npz", arrays)
+    write_npz(tmp_path / "b.npz", arrays)
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    with zipfile.ZipFile(tmp_path / "a.npz") as zf:
+        assert [i.date_time for i in zf.infolist()] == [(1980, 1, 1, 0, 0, 0)] * 2
+    loaded = np.load(tmp_path / "a.npz")
+    assert loaded.files == ["input_0", "output_0"]
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(loaded[key], value)
+        assert loaded[key].dtype == value.dtype
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -1,0 +1,58 @@
+"""StableHLO text -> linalg-on-tensors MLIR bytecode with IREE's input conversion.
+
+    python -m frontend.stablehlo_to_linalg IN.mlir OUT.mlirbc
+
+Run as its own process (by frontend.tf_importer): IREE's MLIR libraries must not
+be loaded next to TensorFlow's. `iree-compile --compile-to=input` legalises
+StableHLO to linalg and wraps functions in IREE's `util.func`; those are turned
+back into plain `func.func`/`return` (the same entry form torch-mlir emits), then
+locations are stripped and the module is written as bytecode.
+"""
+
+import re
+import subprocess
+import sys
+
+
+def _fail(message):
+    print(f"stablehlo_to_linalg: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        return _fail("usage: python -m frontend.stablehlo_to_linalg IN.mlir OUT.mlirbc")
+    src, dst = argv
+    from iree.compiler.tools.binaries import find_tool
+
+    proc = subprocess.run(
+        [find_tool("iree-compile"), "--iree-input-type=stablehlo", "--compile-to=input", src],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if proc.returncode != 0:
+        lines = [l for l in proc.stderr.splitlines() if "error" in l] or proc.stderr.splitlines() or ["?"]
+        return _fail(f"iree-compile: {lines[0].strip()}")
+    text = proc.stdout
+    text = re.sub(r"\butil\.func (?:public )?@", "func.func @", text)
+    text = re.sub(r"\butil\.func private @", "func.func private @", text)
+    text = re.sub(r"\butil\.return\b", "return", text)
+    text = re.sub(r"\butil\.call\b", "call", text)
+    left = sorted(set(re.findall(r"\b(util\.[a-z_.]+)", text)))
+    if left:
+        return _fail(f"IREE input conversion left ops that are not plain MLIR: {', '.join(left)}")
+
+    from iree.compiler import ir, passmanager
+
+    with ir.Context():
+        module = ir.Module.parse(text)
+        passmanager.PassManager.parse("builtin.module(strip-debuginfo)").run(module.operation)
+        with open(dst, "wb") as f:
+            module.operation.write_bytecode(f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Small, deliberately bad models for frontend tests."""

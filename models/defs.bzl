@@ -1,0 +1,114 @@
+"""`model_pipeline`: one stanza per model yields the whole chain.
+
+    model_pipeline(
+        name = "resnet",            # prefix of the pipeline targets
+        model_name = "resnet18",    # the import target is <model_name>_import
+        model = ":resnet18",        # py_library with the factory
+        module = "models.resnet18",
+        framework = "torch",
+    )
+
+gives, for each target T in (riscv, host):
+    <name>_T_analysis   zigzag_analysis against the T hardware description
+    <name>_T_compiled   iree_compile with the analysis' tiles
+    <name>_T            hal_module: <name>_T.vmfb + <name>_T.manifest.json
+plus <name>_host_untuned (IREE's defaults, same target flags) for comparison,
+and the tests <name>_pipeline_test (host numerics vs the framework golden,
+configs landed, riscv HAL executables are RVV code) and
+<name>_riscv_dispatch_test (every riscv dispatch run under qemu vs host).
+"""
+
+load("@rules_python//python:defs.bzl", "py_test")
+load("@pypi//:requirements.bzl", "requirement")
+load("//analysis:defs.bzl", "zigzag_analysis")
+load("//codegen:defs.bzl", "iree_compile")
+load("//frontend:defs.bzl", "mlir_import")
+load("//runtime:defs.bzl", "hal_module")
+
+# Pipeline target suffix -> (IREE target, hardware description it is tuned for).
+PIPELINE_TARGETS = {
+    "riscv": ("//common:riscv64_rvv", "//analysis:hardware/riscv_rvv.yaml"),
+    "host": ("//common:host", "//analysis:hardware/host.yaml"),
+}
+
+def model_pipeline(name, model_name, model, module, framework, factory = "make_model", test_size = "medium", tags = []):
+    """Import, analyse, compile and package `model` for every pipeline target.
+
+    Args:
+      name: prefix of the pipeline targets (e.g. "resnet" -> //models:resnet_riscv).
+      model_name: the model's name; its import target is <model_name>_import.
+      model: py_library holding `module`.
+      module: dotted Python module with the factory.
+      framework: "torch" or "tensorflow".
+      factory: function in `module` returning (model, example_inputs).
+      test_size: size of the generated tests ("large" for big models).
+      tags: tags for the generated tests.
+    """
+    if not name or "/" in name:
+        fail("model_pipeline: bad name %r" % name)
+    imported = model_name + "_import"
+    mlir_import(
+        name = imported,
+        model = model,
+        module = module,
+        factory = factory,
+        framework = framework,
+        model_name = model_name,
+    )
+    for suffix, (target, hardware) in PIPELINE_TARGETS.items():
+        zigzag_analysis(
+            name = "%s_%s_analysis" % (name, suffix),
+            module = ":" + imported,
+            hardware = hardware,
+            target = target,
+        )
+        iree_compile(
+            name = "%s_%s_compiled" % (name, suffix),
+            module = ":" + imported,
+            analysis = ":%s_%s_analysis" % (name, suffix),
+            target = target,
+        )
+        hal_module(
+            name = "%s_%s" % (name, suffix),
+            compiled = ":%s_%s_compiled" % (name, suffix),
+        )
+    iree_compile(
+        name = name + "_host_untuned_compiled",
+        module = ":" + imported,
+        target = "//common:host",
+        untuned = True,
+    )
+    hal_module(
+        name = name + "_host_untuned",
+        compiled = ":%s_host_untuned_compiled" % name,
+    )
+
+    py_test(
+        name = name + "_pipeline_test",
+        size = test_size,
+        srcs = ["//models:pipeline_test.py"],
+        main = "//models:pipeline_test.py",
+        # Files are found by name in the runfiles (bazel-bin layout of this package).
+        args = [
+            "--package=" + native.package_name(),
+            "--name=" + name,
+            "--model-name=" + model_name,
+        ],
+        data = [
+            ":" + imported,
+            ":%s_host" % name,
+            ":%s_host_untuned" % name,
+            ":%s_riscv" % name,
+            ":%s_host_analysis" % name,
+            ":%s_riscv_analysis" % name,
+            ":%s_host_compiled" % name,
+            ":%s_riscv_compiled" % name,
+        ],
+        tags = tags,
+        deps = [
+            "//runtime",
+            requirement("iree-base-runtime"),
+            requirement("numpy"),
+            requirement("pytest"),
+        ],
+    )
