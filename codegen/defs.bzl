@@ -52,7 +52,7 @@ def _iree_compile_impl(ctx):
         ),
     )
     return [
-        DefaultInfo(files = depset([vmfb, configs, report])),
+        DefaultInfo(files = depset([vmfb, configs, report]), runfiles = ctx.runfiles(files = [vmfb, configs, report])),
         CompiledModuleInfo(vmfb = vmfb, configs = configs, report = report, analysis = analysis, target = target),
         module,
     ]

@@ -1,0 +1,47 @@
+"""`zigzag_analysis`: per-dispatch tiling decisions for a model (analysis/analyze.py)."""
+
+load("//common:providers.bzl", "AnalysisInfo", "IreeTargetInfo", "MlirModuleInfo")
+
+def _zigzag_analysis_impl(ctx):
+    module = ctx.attr.module[MlirModuleInfo]
+    target = ctx.attr.target[IreeTargetInfo]
+    out = ctx.actions.declare_file(ctx.label.name + ".analysis.json")
+    args = ctx.actions.args()
+    args.add("--module", module.mlir)
+    args.add("--target", target.file)
+    args.add("--hardware", ctx.file.hardware)
+    args.add("--model-name", module.model_name)
+    args.add("--out", out)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = [module.mlir, target.file, ctx.file.hardware],
+        outputs = [out],
+        mnemonic = "ZigZagAnalysis",
+        progress_message = "Analysing %s for %s on %s" % (module.model_name, target.name, ctx.file.hardware.basename),
+    )
+    return [
+        AnalysisInfo(analysis_json = out, module = module, target = target, hardware = ctx.file.hardware),
+        DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
+    ]
+
+_zigzag_analysis = rule(
+    implementation = _zigzag_analysis_impl,
+    attrs = {
+        "module": attr.label(mandatory = True, providers = [MlirModuleInfo], doc = "frontend output"),
+        "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "analysis/hardware/*.yaml"),
+        "target": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "//common:host or //common:riscv64_rvv"),
+        "_tool": attr.label(default = "//analysis:analyze", executable = True, cfg = "host"),
+    },
+    doc = "Runs the analysis stage: analysis.json with tiles per dispatch (AnalysisInfo).",
+)
+
+def zigzag_analysis(name, module, hardware, target, **kwargs):
+    """Analyses `module`'s dispatches for `target` against `hardware`; output <name>.analysis.json."""
+    if not module:
+        fail("zigzag_analysis(%s): `module` must be a target providing MlirModuleInfo" % name)
+    if not hardware or not hardware.endswith(".yaml"):
+        fail("zigzag_analysis(%s): `hardware` must be a .yaml hardware description, got %r" % (name, hardware))
+    if not target:
+        fail("zigzag_analysis(%s): `target` must be //common:host or //common:riscv64_rvv" % name)
+    _zigzag_analysis(name = name, module = module, hardware = hardware, target = target, **kwargs)

@@ -1,0 +1,216 @@
+"""Hardware descriptions (analysis/hardware/*.yaml): validated with pydantic, turned into ZigZag input.
+
+A description is a vector core (lanes, FMA pipes, vector register file) and its memory
+hierarchy, innermost first, one level per role: register, l1, l2, dram. Sizes are bytes,
+bandwidths bytes per cycle, energies pJ per access of `access_bits` (per MAC for compute).
+ZigZag wants bits: `zigzag_accelerator()` converts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+ROLES = ("register", "l1", "l2", "dram")  # required, innermost first
+OPTIONAL_ROLES = ("l3",)  # may sit between l2 and dram
+OPERANDS = ("input", "weight", "output")
+_ZZ_OPERAND = {"input": "I1", "weight": "I2", "output": "O"}
+
+
+class HardwareError(ValueError):
+    """A hardware file is missing, malformed or inconsistent; the message names file and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Compute(_Strict):
+    vector_bits: int = Field(gt=0, multiple_of=32)  # VLEN
+    vector_registers: int = Field(gt=0)
+    fma_pipes: int = Field(gt=0)
+    mac_energy_pj: float = Field(gt=0)
+
+
+class MemoryLevel(_Strict):
+    name: str
+    role: Literal["register", "l1", "l2", "l3", "dram"]
+    size_bytes: int = Field(gt=0)
+    read_bytes_per_cycle: float = Field(gt=0)
+    write_bytes_per_cycle: float = Field(gt=0)
+    read_energy_pj: float = Field(ge=0)  # per access of access_bits
+    write_energy_pj: float = Field(ge=0)
+    access_bits: int = Field(gt=0)
+    latency_cycles: int = Field(ge=1)
+    operands: tuple[str, ...] = OPERANDS
+    shared_by_cores: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _known_operands(self):
+        for op in self.operands:
+            if op not in OPERANDS:
+                raise ValueError(f"unknown operand '{op}' (expected one of {', '.join(OPERANDS)})")
+        if not self.operands:
+            raise ValueError("a memory level must hold at least one operand")
+        return self
+
+
+class Hardware(_Strict):
+    name: str
+    description: str = ""
+    clock_ghz: float = Field(gt=0)
+    cores: int = Field(ge=1)
+    compute: Compute
+    memory: tuple[MemoryLevel, ...]
+
+    @property
+    def lanes_f32(self) -> int:
+        return self.compute.vector_bits // 32
+
+    @property
+    def macs_per_cycle(self) -> int:
+        return self.lanes_f32 * self.compute.fma_pipes
+
+    def level(self, role: str) -> MemoryLevel:
+        return next(m for m in self.memory if m.role == role)
+
+
+def _check(hw: Hardware) -> tuple[str, str] | None:
+    """Consistency rules pydantic field types cannot express: (field, reason) or None."""
+    roles = [m.role for m in hw.memory]
+    for i, role in enumerate(ROLES):
+        if role not in roles:
+            return "memory", f"missing level with role '{role}'"
+    order = ["register", "l1", "l2", "l3", "dram"]
+    if roles != [r for r in order if r in roles]:
+        return "memory", f"levels must be {', '.join(ROLES)} innermost first (l3 optional), " \
+                         f"got {', '.join(roles)}"
+    for i in range(1, len(hw.memory)):
+        if hw.memory[i].size_bytes <= hw.memory[i - 1].size_bytes:
+            return (f"memory.{i}.size_bytes",
+                    f"level '{hw.memory[i].name}' ({hw.memory[i].size_bytes} B) must be larger than "
+                    f"'{hw.memory[i - 1].name}' ({hw.memory[i - 1].size_bytes} B)")
+    for i, m in enumerate(hw.memory):
+        if set(m.operands) != set(OPERANDS):
+            return f"memory.{i}.operands", "every level must hold input, weight and output"
+    reg = hw.level("register")
+    want = hw.compute.vector_registers * hw.compute.vector_bits // 8
+    if reg.size_bytes != want:
+        return ("memory.0.size_bytes",
+                f"register level is {reg.size_bytes} B but compute says "
+                f"{hw.compute.vector_registers} x {hw.compute.vector_bits} bits = {want} B")
+    return None
+
+
+def load_hardware(path: str | Path) -> Hardware:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise HardwareError(f"{path}: hardware file not found") from None
+    except yaml.YAMLError as err:
+        raise HardwareError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise HardwareError(f"{path}: expected a mapping of hardware fields")
+    try:
+        hw = Hardware(**data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        msg = first["msg"].removeprefix("Value error, ")
+        raise HardwareError(f"{path}: field '{field}': {msg}") from None
+    problem = _check(hw)
+    if problem:
+        raise HardwareError(f"{path}: field '{problem[0]}': {problem[1]}")
+    return hw
+
+
+def file_sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _ports(read_bits: int, write_bits: int, operands: list[str], top: bool) -> list[dict]:
+    read_alloc, write_alloc = [], []
+    for op in operands:
+        read_alloc.append(f"{op}, tl")
+        if not top:
+            write_alloc.append(f"{op}, fh")
+        if op == "O":
+            write_alloc.append("O, fl")
+            if not top:
+                read_alloc.append("O, th")
+    return [
+        {"name": "r_port_1", "type": "read", "bandwidth_min": max(8, read_bits // 8),
+         "bandwidth_max": read_bits, "allocation": read_alloc},
+        {"name": "w_port_1", "type": "write", "bandwidth_min": max(8, write_bits // 8),
+         "bandwidth_max": write_bits, "allocation": write_alloc},
+    ]
+
+
+def zigzag_accelerator(hw: Hardware) -> dict:
+    """ZigZag accelerator description (sizes and bandwidths in bits).
+
+    The operational array is one dimension `D1` of `macs_per_cycle` MAC units (f32 lanes times
+    FMA pipes). The register level becomes per-lane registers for each operand (the vector
+    register file split evenly), so no operand is a broadcast register: a broadcast input
+    register makes ZigZag cap unrolling on its bandwidth (see toolchain-facts.md). Caches and
+    DRAM serve the whole array.
+    """
+    lanes = hw.macs_per_cycle
+    reg = hw.level("register")
+    per_lane_bits = max(32, (reg.size_bytes * 8 // (3 * lanes)) // 32 * 32)
+    memories: dict[str, dict] = {}
+    for op in ("I1", "I2", "O"):
+        memories[f"reg_{op}"] = {
+            "size": per_lane_bits,
+            "r_cost": reg.read_energy_pj * 32 / reg.access_bits,
+            "w_cost": reg.write_energy_pj * 32 / reg.access_bits,
+            "area": 0,
+            "latency": 1,
+            "auto_cost_extraction": False,
+            "operands": [op],
+            "ports": _ports(32, 32, [op], top=False),
+            "served_dimensions": [],
+        }
+    for m in hw.memory[1:]:
+        size_bytes = m.size_bytes // m.shared_by_cores
+        memories[m.name] = {
+            "size": size_bytes * 8,
+            "r_cost": m.read_energy_pj,
+            "w_cost": m.write_energy_pj,
+            "area": 0,
+            "latency": m.latency_cycles,
+            "auto_cost_extraction": False,
+            "operands": ["I1", "I2", "O"],
+            "ports": _ports(int(m.read_bytes_per_cycle * 8), int(m.write_bytes_per_cycle * 8),
+                            ["I1", "I2", "O"], top=m.role == "dram"),
+            "served_dimensions": ["D1"],
+        }
+    return {
+        "name": hw.name,
+        "memories": memories,
+        "operational_array": {
+            "input_precision": [32, 32],
+            "unit_energy": hw.compute.mac_energy_pj,
+            "unit_area": 1,
+            "dimensions": ["D1"],
+            "sizes": [lanes],
+        },
+    }
+
+
+def zigzag_mapping() -> list[dict]:
+    """Mapping without spatial_mapping: ZigZag generates one per layer."""
+    return [{"name": "default", "memory_operand_links": {"O": "O", "W": "I2", "I": "I1"}}]
+
+
+def write_zigzag_inputs(hw: Hardware, folder: Path) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    acc, mapping = folder / "accelerator.yaml", folder / "mapping.yaml"
+    acc.write_text(yaml.safe_dump(zigzag_accelerator(hw), sort_keys=False))
+    mapping.write_text(yaml.safe_dump(zigzag_mapping(), sort_keys=False))
+    return acc, mapping

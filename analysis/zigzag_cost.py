@@ -1,0 +1,171 @@
+"""Root-op loop nests as ZigZag layers, ZigZag runs, and what comes back (mapping, tiles, cost).
+
+Loop i of the root op becomes ZigZag dim `L{i}` (not D{i}: those collide with the array's
+dimension names). An operand index `a*di + b*dj` becomes a derived dim `P{k}` with a
+`dimension_relations` entry. Operand 0 is ZigZag's I, operand 1 its W, the output O.
+No spatial_mapping is given: ZigZag generates one per layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from analysis.dispatches import LoopNest
+
+ZIGZAG_KINDS = {"matmul": "Gemm", "batch_matmul": "Gemm", "conv": "Conv",
+                "depthwise_conv": "Conv", "pooling": "Pooling", "elementwise": "Add"}
+LPF_LIMIT = int(os.environ.get("ANALYSIS_ZIGZAG_LPF", "5"))
+
+
+class NotExpressible(Exception):
+    """The loop nest cannot be written as a ZigZag layer; the message says why."""
+
+
+def _bits(elt: str) -> int:
+    digits = "".join(ch for ch in elt if ch.isdigit())
+    if not digits:
+        raise NotExpressible(f"element type {elt} has no bit width")
+    return int(digits)
+
+
+def to_layer(kind: str, nest: LoopNest, layer_id: int = 0) -> dict:
+    """The ZigZag workload entry for a root op (raises NotExpressible)."""
+    if kind not in ZIGZAG_KINDS:
+        raise NotExpressible(f"{kind} has no ZigZag operator (unary/reduction/data movement)")
+    ins = [i for i, o in enumerate(nest.operands) if o[0] == "input"]
+    outs = [i for i, o in enumerate(nest.operands) if o[0] == "output"]
+    if len(ins) != 2 or len(outs) != 1:
+        raise NotExpressible(f"{len(ins)} inputs and {len(outs)} outputs; ZigZag needs 2 and 1")
+    if any(b < 1 for _, b, _ in nest.loops):
+        raise NotExpressible("dynamic or empty loop bound")
+    relations, pr_dims, pr_sizes = [], [], []
+
+    def index(op: int, r: int) -> str:
+        expr = nest.terms[op][r]
+        if len(expr) == 1 and expr[0][1] == 1:
+            return f"l{expr[0][0]}"
+        if len(expr) == 2 and all(c > 0 for _, c in expr):
+            name = f"p{len(relations)}"
+            (d1, c1), (d2, c2) = expr
+            relations.append(f"{name}={c1}*l{d1}+{c2}*l{d2}")
+            pr_dims.append(name.upper())
+            pr_sizes.append(nest.operands[op][3][r])
+            return name
+        raise NotExpressible(f"operand {op} index {r} is {expr or 'a constant'}")
+
+    def access(op: int, letter: str) -> str:
+        idx = [index(op, r) for r in range(len(nest.terms[op]))]
+        return letter + ("".join(f"[{i}]" for i in idx) if idx else "[]")
+
+    o = access(outs[0], "O")
+    if any(len(e) != 1 or e[0][1] != 1 for e in nest.terms[outs[0]]):
+        raise NotExpressible("output is not indexed by plain loops")
+    i, w = access(ins[0], "I"), access(ins[1], "W")
+    sep = "+" if kind == "elementwise" else "*"
+    eq_op = "=" if kind == "elementwise" else "+="
+    reduction = [n for n, _, k in nest.loops if k == "reduction"]
+    if kind == "elementwise" and reduction:
+        raise NotExpressible("elementwise with reduction loops")
+    prec_in = _bits(nest.operands[ins[0]][2])
+    layer = {
+        "id": layer_id,
+        "name": f"op{layer_id}",
+        "operator_type": ZIGZAG_KINDS[kind],
+        "equation": f"{o}{eq_op}{i}{sep}{w}",
+        "loop_dims": [f"L{k}" for k in range(len(nest.loops))],
+        "loop_sizes": [b for _, b, _ in nest.loops],
+        "operand_precision": {"I": prec_in, "W": _bits(nest.operands[ins[1]][2]),
+                              "O": _bits(nest.operands[outs[0]][2]),
+                              "O_final": _bits(nest.operands[outs[0]][2])},
+    }
+    if relations:
+        layer["dimension_relations"] = relations
+        layer["pr_loop_dims"] = pr_dims
+        layer["pr_loop_sizes"] = pr_sizes
+        layer["padding"] = [[0, 0] for _ in pr_dims]
+    return layer
+
+
+def _num(x) -> float:
+    return float(f"{float(x):.9g}")
+
+
+def run(layer: dict, accelerator: Path, mapping: Path, nloops: int) -> dict:
+    """Runs ZigZag on one layer; returns a JSON-able result (deterministic, no paths)."""
+    logging.getLogger("zigzag").setLevel(logging.ERROR)
+    logging.getLogger().setLevel(logging.ERROR)
+    from zigzag.api import get_hardware_performance_zigzag
+
+    dump = Path(tempfile.mkdtemp(prefix="zz_"))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            energy, latency, cmes = get_hardware_performance_zigzag(
+                [layer], str(accelerator), str(mapping), opt="latency",
+                dump_folder=str(dump / "out"), loma_show_progress_bar=False, lpf_limit=LPF_LIMIT)
+    finally:
+        shutil.rmtree(dump, ignore_errors=True)
+    cme = cmes[0][1][0][0]
+    return extract(cme, nloops, energy, latency)
+
+
+def _dim_index(dim) -> int | None:
+    name = str(dim)
+    return int(name[1:]) if name.startswith("L") and name[1:].isdigit() else None
+
+
+def extract(cme, nloops: int, energy: float, latency: float) -> dict:
+    combined = cme.mapping.combined_mapping_dict_1s1t
+    per_level: dict[str, list[list[int]]] = {}
+    for op, levels in combined.items():
+        tiles = []
+        acc = [1] * nloops
+        for lv, loops in enumerate(levels):
+            for dim, size in loops:
+                k = _dim_index(dim)
+                if k is not None:
+                    acc[k] *= int(round(size))
+            if lv >= 1:
+                tiles.append(list(acc))
+        per_level[str(op)] = tiles
+    mem_names = {str(op): [m.name for m in levels] for op, levels in cme.mem_hierarchy_dict.items()}
+    spatial = {str(op): [[[str(d), int(round(s))] for d, s in lv] for lv in levels]
+               for op, levels in cme.spatial_mapping.mapping_dict_origin.items()}
+    temporal = {str(op): [[[str(d), int(round(s))] for d, s in lv] for lv in levels]
+                for op, levels in cme.temporal_mapping.mapping_dic_origin.items()}
+    # loop order (outermost first) from the output operand's temporal loops
+    out_key = next(k for k in temporal if k == "O")
+    seq = [d for lv in temporal[out_key] for d, _ in lv]  # innermost first
+    order: list[int] = []
+    for d in reversed(seq):
+        k = _dim_index(d)
+        if k is not None and k not in order:
+            order.append(k)
+    order += [k for k in range(nloops) if k not in order]
+    return {
+        "energy_pj": _num(energy),
+        "latency_cycles": _num(latency),
+        "mac_utilization": _num(cme.mac_utilization2),
+        "spatial_mapping": dict(sorted(spatial.items())),
+        "temporal_mapping": dict(sorted(temporal.items())),
+        "tiles_per_level": dict(sorted(per_level.items())),
+        "memory_levels": dict(sorted(mem_names.items())),
+        "loop_order": [f"d{k}" for k in order],
+    }
+
+
+def level_tiles(result: dict, nloops: int) -> dict[str, list[int]]:
+    """ZigZag's tiles at register (level 0), L1 (1), L2 (2): per loop, the max over operands."""
+    out = {}
+    for role, lv in (("register", 0), ("l1", 1), ("l2", 2)):
+        t = [1] * nloops
+        for tiles in result["tiles_per_level"].values():
+            if lv < len(tiles):
+                t = [max(a, b) for a, b in zip(t, tiles[lv])]
+        out[role] = t
+    return out
