@@ -17,6 +17,7 @@ Without --analysis the module is compiled untuned (IREE defaults, same target fl
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -128,6 +129,125 @@ def apply_analysis(module, analysis: Analysis | None, lanes: int) -> list[dict]:
     return entries
 
 
+def binaries_flags(target: IreeTarget) -> list[str]:
+    """Extra iree-compile flags that make each dispatch a standalone shared library.
+
+    These must be given from the first phase on: the executable variant's target
+    (embedded or system ELF) is fixed when executable sources are formed.
+    """
+    flags = ["--iree-llvmcpu-link-embedded=false", "--iree-hal-link-executables=false"]
+    if not target.triple.startswith("x86_64"):
+        # A cross target needs its own system linker (Debian: binutils-<arch>-linux-gnu).
+        arch, _, rest = target.triple.partition("-")
+        linker = shutil.which(f"{arch}-{rest.split('-', 1)[-1]}-ld")
+        if linker is None:
+            raise CompileError(f"--out-binaries for {target.triple} needs {arch}-{rest.split('-', 1)[-1]}-ld "
+                               f"(apt-get install binutils-{arch}-linux-gnu)")
+        flags.append(f"--iree-llvmcpu-system-linker-path={Path(linker).name}")
+    return flags
+
+
+@dataclasses.dataclass
+class TunedSources:
+    """The rewritten executable-configurations IR of a module (steps 1-2)."""
+
+    path: Path  # <workdir>/tuned.mlir: compile it with `flags` + --compile-from=executable-sources
+    flags: list[str]  # the iree-compile flags of every phase (target flags [+ binaries_flags])
+    entries: list[dict]  # per-dispatch report entries (status, applied levels, ...)
+    target: IreeTarget
+    analysis: Analysis | None
+
+
+def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path | IreeTarget, workdir: Path,
+                  binaries: bool = False) -> TunedSources:
+    """Steps 1-2 of the compile: IREE's configurations with the analysis' tiles written in.
+
+    Writes <workdir>/cfg.mlir (IREE's defaults) and <workdir>/tuned.mlir (rewritten).
+    `binaries=True` adds `binaries_flags` (standalone shared libraries, as --out-binaries).
+    Compiling tuned.mlir with `.flags` and `--compile-from=executable-sources` is exactly
+    what compile_module does; `check_landed` then proves the configs were used.
+    """
+    from iree.compiler import ir
+
+    from codegen import configs
+
+    module = Path(module)
+    if not module.is_file():
+        raise CompileError(f"{module}: module file not found")
+    if not isinstance(target, IreeTarget):
+        try:
+            target = load_target(Path(target))
+        except TargetError as err:
+            raise CompileError(str(err)) from None
+    if analysis is not None and not isinstance(analysis, Analysis):
+        path = Path(analysis)
+        analysis = load_analysis(path)
+        check_analysis_fits(analysis, target, path)
+    elif analysis is not None:
+        check_analysis_fits(analysis, target, Path(f"<analysis of {analysis.model}>"))
+    flags = target.compile_flags()
+    if binaries:
+        flags += binaries_flags(target)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    run_iree([str(module), *flags, "--compile-to=executable-configurations", "-o", str(workdir / "cfg.mlir")],
+             "configurations")
+    ctx = ir.Context()
+    mod = configs.parse((workdir / "cfg.mlir").read_text(), ctx)
+    entries = apply_analysis(mod, analysis, target.vector_bits // 32)
+    (workdir / "tuned.mlir").write_text(configs.strip_text(mod))
+    return TunedSources(workdir / "tuned.mlir", flags, entries, target, analysis)
+
+
+def check_landed(entries: list[dict], dump_dir: Path, ctx=None) -> None:
+    """Fills each entry's landed_* fields from a `--iree-hal-dump-executable-configurations-to`
+    directory; raises CompileError when an applied config is not exactly what codegen used."""
+    from iree.compiler import ir
+
+    from codegen import configs
+
+    ctx = ctx or ir.Context()
+    used = configs.dumped_configs(dump_dir, ctx)
+    bad = []
+    for e in entries:
+        got = used.get(e["name"])
+        e["landed_config"] = str(got[1]) if got and got[1] is not None else None
+        e["landed_pipeline"] = got[2] if got else None
+        if e["status"] == "applied":
+            e["landed"] = bool(got and got[1] is not None and got[1] == configs.config_attr(e["applied"], ctx))
+            if not e["landed"]:
+                bad.append(e["name"])
+    if bad:
+        raise CompileError(f"config did not land for {len(bad)} dispatch(es), first '{bad[0]}': "
+                           f"codegen used {used.get(bad[0], (None, None))[1]}")
+
+
+def run_codegen(tuned: TunedSources, binaries: bool = False) -> Path:
+    """Step 3: compiles <workdir>/tuned.mlir to <workdir>/out.vmfb (and, with `binaries`,
+    each executable's library into <workdir>/bin); returns the configurations dump dir
+    <workdir>/dump (what codegen actually used, for `check_landed`)."""
+    workdir = tuned.path.parent
+    # Relative paths from inside the work dir: IREE records source file names in
+    # the vmfb's debug info, which must not depend on where the build ran.
+    extra = ["--iree-hal-dump-executable-configurations-to=dump"]
+    if binaries:
+        extra += ["--iree-hal-dump-executable-binaries-to=bin"]
+    run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources", *extra, "-o", "out.vmfb"],
+             "codegen", cwd=workdir)
+    return workdir / "dump"
+
+
+def dumped_configs_text(dump_dir: Path, ctx=None) -> str:
+    """The --out-configs text: every dumped configuration, location-free, in name order."""
+    from iree.compiler import ir
+
+    from codegen import configs
+
+    ctx = ctx or ir.Context()
+    return "\n".join(f"// ---- {p.name}\n" + configs.strip_text(configs.parse(p.read_text(), ctx))
+                     for p in sorted(Path(dump_dir).glob("*.mlir")))
+
+
 def compile_module(module: Path, target_path: Path, analysis_path: Path | None, out_vmfb: Path,
                    out_configs: Path, out_report: Path, out_binaries: Path | None = None) -> dict:
     from iree.compiler import ir
@@ -144,57 +264,21 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
     if analysis_path is not None:
         analysis = load_analysis(analysis_path)
         check_analysis_fits(analysis, target, analysis_path)
-    flags = target.compile_flags()
     if out_binaries is not None:
-        # Standalone shared libraries, one per dispatch. These must be given from the
-        # first phase on: the executable variant's target (embedded or system ELF) is
-        # fixed when executable sources are formed.
-        flags += ["--iree-llvmcpu-link-embedded=false", "--iree-hal-link-executables=false"]
-        if not target.triple.startswith("x86_64"):
-            # A cross target needs its own system linker (Debian: binutils-<arch>-linux-gnu).
-            arch, _, rest = target.triple.partition("-")
-            linker = shutil.which(f"{arch}-{rest.split('-', 1)[-1]}-ld")
-            if linker is None:
-                raise CompileError(f"--out-binaries for {target.triple} needs {arch}-{rest.split('-', 1)[-1]}-ld "
-                                   f"(apt-get install binutils-{arch}-linux-gnu)")
-            flags.append(f"--iree-llvmcpu-system-linker-path={Path(linker).name}")
+        binaries_flags(target)  # fail on a missing cross linker before compiling
     lanes = target.vector_bits // 32
 
     with tempfile.TemporaryDirectory(prefix="codegen.") as tmp:
         tmp = Path(tmp)
-        run_iree([str(module), *flags, "--compile-to=executable-configurations", "-o", str(tmp / "cfg.mlir")],
-                 "configurations")
-        ctx = ir.Context()
-        mod = configs.parse((tmp / "cfg.mlir").read_text(), ctx)
-        entries = apply_analysis(mod, analysis, lanes)
-        (tmp / "tuned.mlir").write_text(configs.strip_text(mod))
+        tuned = tuned_sources(module, analysis, target, tmp, binaries=out_binaries is not None)
+        flags, entries = tuned.flags, tuned.entries
 
-        # Relative paths from inside the temp dir: IREE records source file names in
-        # the vmfb's debug info, which must not depend on where the build ran.
-        dump = tmp / "dump"
-        extra = ["--iree-hal-dump-executable-configurations-to=dump"]
-        if out_binaries is not None:
-            extra += ["--iree-hal-dump-executable-binaries-to=bin"]
-        run_iree(["tuned.mlir", *flags, "--compile-from=executable-sources", *extra, "-o", "out.vmfb"],
-                 "codegen", cwd=tmp)
+        dump = run_codegen(tuned, binaries=out_binaries is not None)
 
         # Proof: what codegen used must be exactly what was written.
-        used = configs.dumped_configs(dump, ctx)
-        bad = []
-        for e in entries:
-            got = used.get(e["name"])
-            e["landed_config"] = str(got[1]) if got and got[1] is not None else None
-            e["landed_pipeline"] = got[2] if got else None
-            if e["status"] == "applied":
-                e["landed"] = bool(got and got[1] is not None and got[1] == configs.config_attr(e["applied"], ctx))
-                if not e["landed"]:
-                    bad.append(e["name"])
-        if bad:
-            raise CompileError(f"config did not land for {len(bad)} dispatch(es), first '{bad[0]}': "
-                               f"codegen used {used.get(bad[0], (None, None))[1]}")
-        dumped_text = "\n".join(
-            f"// ---- {p.name}\n" + configs.strip_text(configs.parse(p.read_text(), ctx))
-            for p in sorted(dump.glob("*.mlir")))
+        ctx = ir.Context()
+        check_landed(entries, dump, ctx)
+        dumped_text = dumped_configs_text(dump, ctx)
 
         sha = lambda p: hashlib.sha256(Path(p).read_bytes()).hexdigest()
         report = {

@@ -1,7 +1,8 @@
 """Checks every dispatch of a model on riscv64 (under qemu) against the host.
 
     python -m runtime.hal_runner.check_dispatches MODULE.mlirbc \
-        [--target riscv64_rvv] [--reference host] [--vlen N]
+        [--target riscv64_rvv] [--reference host] [--vlen N] \
+        [--analysis RISCV_ANALYSIS.json] [--reference-analysis HOST_ANALYSIS.json]
 
 MODULE is MLIR (bytecode or text) IREE accepts, e.g. a model import's
 `.mlirbc`. Both targets are compiled with their common/targets flags plus
@@ -15,6 +16,16 @@ bindings:
   (its materialized workgroup-count region, evaluated here);
 - `--iree-hal-dump-executable-sources-to`: each binding's
   `hal.interface.binding.subspan` (offset, access, tensor type).
+
+With `--analysis`, the target is compiled exactly as the codegen stage does
+(`codegen.compile.tuned_sources` + `run_codegen` with `binaries=True`, i.e.
+`codegen.compile --out-binaries`): IREE's configurations with the analysis'
+tiles written in ("tuned.mlir"), then `--compile-from=executable-sources`.
+Every applied lowering_config is proven to have landed (`check_landed` on the
+dumped configurations), and the host program, workgroup counts and binding
+subspans are all read from that same tuned IR, so the tiles' workgroup counts
+are the ones run. `--reference-analysis` does the same for the reference;
+without it the reference is IREE's untuned defaults (an independent check).
 
 Each export is then run with the same fixed-seed inputs by `hal_runner`
 natively (reference) and by the riscv64 `hal_runner` under
@@ -85,6 +96,38 @@ def compile_target(module: Path, target: IreeTarget, workdir: Path) -> "Compiled
     return CompiledTarget(target, host_ir.decode(), sorted(bins.glob("*.so")), sorted(srcs.glob("*.mlir")))
 
 
+def compile_tuned(module: Path, target: IreeTarget, analysis: Path, workdir: Path):
+    """Compiles |module| for |target| with |analysis|' tiles, as codegen does.
+
+    Returns (CompiledTarget, codegen.compile.TunedSources). Raises SystemExit with a
+    one-line message when codegen rejects the analysis or a config does not land.
+    """
+    from iree.compiler import ir, tools
+
+    from codegen import compile as cg
+
+    wd = workdir / f"{target.name}_tuned"
+    try:
+        tuned = cg.tuned_sources(module, analysis, target, wd, binaries=True)
+        # The libraries: codegen's step 3 itself (the same command as --out-binaries).
+        dump = cg.run_codegen(tuned, binaries=True)
+        ctx = ir.Context()  # one context, as compile_module: configs.mlir == its --out-configs
+        cg.check_landed(tuned.entries, dump, ctx)
+    except cg.CompileError as err:
+        raise SystemExit(f"check_dispatches: {target.name}: {err}") from None
+    (wd / "configs.mlir").write_text(cg.dumped_configs_text(dump, ctx))
+    # The host program and the materialized workgroup-count regions, from the same tuned IR.
+    host_ir = tools.compile_file(
+        str(tuned.path),
+        extra_args=tuned.flags
+        + ["--compile-from=executable-sources", "--compile-to=executable-targets", "--mlir-print-debuginfo=false"],
+        output_file=None,
+    )
+    # tuned.mlir holds each dispatch's func.func with its binding subspans.
+    compiled = CompiledTarget(target, host_ir.decode(), sorted((wd / "bin").glob("*.so")), [tuned.path])
+    return compiled, tuned
+
+
 # --------------------------------------------------------------------------
 # Reading the IR
 # --------------------------------------------------------------------------
@@ -152,6 +195,10 @@ class Evaluator:
         if op is None:
             raise DriveError("value depends on an unknown block argument")
         name = op.name
+        if name == "util.assume.int":
+            # `%a, %b = util.assume.int %x<...>, %y<...>`: result i is operand i (bufferized
+            # tuned IR annotates push-constant offsets this way).
+            return self(op.operands[ir.OpResult(value).result_number])
         args = [self(v) for v in op.operands] if name not in ("arith.constant",) else []
         if name == "arith.constant":
             return _int_attr(op.attributes["value"])
@@ -220,6 +267,34 @@ _DTYPES = {
     "f32": np.float32, "f16": np.float16, "f64": np.float64,
     "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "i1": np.int8,
 }
+
+
+def _subspan_type(op, context) -> tuple[str, tuple[int, ...], np.dtype]:
+    """(access, shape, dtype) of a binding subspan: a dispatch tensor (executable sources)
+    or, once bufferized (IREE 3.13's executable-configurations, i.e. tuned.mlir), a
+    contiguous memref whose access comes from the subspan's flags."""
+    from iree.compiler import ir
+
+    type_text = str(op.results[0].type)
+    if not type_text.startswith("memref<"):
+        return _tensor_of_dispatch_type(type_text, context)
+    mtype = ir.MemRefType(op.results[0].type)
+    if not mtype.has_static_shape:
+        raise DriveError(f"binding type {type_text} has a dynamic shape")
+    shape = tuple(mtype.shape)
+    strides, _offset = mtype.get_strides_and_offset()
+    expected, step = [], 1
+    for extent in reversed(shape):
+        expected.insert(0, step)
+        step *= extent
+    if any(st != ex for st, ex, n in zip(strides, expected, shape) if n != 1):
+        raise DriveError(f"binding type {type_text} is not contiguous")
+    elem = str(mtype.element_type)
+    if elem not in _DTYPES:
+        raise DriveError(f"element type {elem} not supported")
+    # `flags("ReadOnly|Indirect")` is stored as descriptor_flags, a bit set (ReadOnly = 1).
+    flags = _int_attr(op.attributes["descriptor_flags"]) if "descriptor_flags" in op.attributes else 0
+    return ("readonly" if flags & 1 else "readwrite"), shape, np.dtype(_DTYPES[elem])
 
 
 def _tensor_of_dispatch_type(type_text: str, context) -> tuple[str, tuple[int, ...], np.dtype]:
@@ -330,7 +405,7 @@ class CompiledTarget:
                         # Operands: [offset, dynamic dims...]; none when offset is absent.
                         operands = list(op.operands)
                         offset = ev(operands[0]) if operands else 0
-                        access, shape, dtype = _tensor_of_dispatch_type(str(op.results[0].type), self.context)
+                        access, shape, dtype = _subspan_type(op, self.context)
                         found.append(Subspan(binding, offset, access, shape, dtype))
 
                 _walk(func, collect)
@@ -344,6 +419,24 @@ class CompiledTarget:
 # --------------------------------------------------------------------------
 # Running
 # --------------------------------------------------------------------------
+
+
+WORKSPACE = "riscv_ml_toolchain"
+
+
+def find_runner(name: str) -> Path:
+    """`hal_runner` / `hal_runner_riscv64`: next to this file (a py_binary's or a
+    dependent py_test's runfiles), under the runfiles root (RUNFILES_DIR, or the cwd of
+    a py_test), or in the workspace's bazel-bin (a source-tree run)."""
+    rel = Path("runtime") / "hal_runner" / name
+    candidates = [HERE / name]
+    if os.environ.get("RUNFILES_DIR"):
+        candidates.append(Path(os.environ["RUNFILES_DIR"]) / WORKSPACE / rel)
+    candidates += [Path.cwd() / rel, Path.cwd() / WORKSPACE / rel, HERE.parent.parent / "bazel-bin" / rel]
+    for c in candidates:
+        if c.is_file():
+            return c
+    return candidates[0]
 
 
 def _library_exports(runner: list[str], library: Path) -> dict[str, int]:
@@ -415,8 +508,22 @@ def _compare(d: Dispatch, ref_dir: Path, dut_dir: Path) -> str | None:
     return None
 
 
+def _corrupt(d: Dispatch, out_dir: Path) -> None:
+    """Flips one value in the first written region of |d|'s output (negative testing)."""
+    s = next(s for s in d.subspans if s.access in ("writeonly", "readwrite"))
+    path = out_dir / f"out{s.binding}.bin"
+    buf = np.fromfile(path, dtype=np.uint8)
+    region = buf[s.offset : s.offset + s.nbytes].view(s.dtype)
+    region[region.size // 2] += s.dtype.type(0.5 if s.dtype.kind == "f" else 1)
+    buf.tofile(path)
+
+
 def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
-          host_runner: Path, riscv_runner: Path, keep: Path | None = None) -> int:
+          host_runner: Path | None = None, riscv_runner: Path | None = None, keep: Path | None = None,
+          analysis: Path | None = None, reference_analysis: Path | None = None,
+          tamper: str | None = None) -> int:
+    """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
+    riscv64 output is corrupted before comparing (proves the comparison can fail)."""
     target = named_target(target_name)
     reference = named_target(reference_name)
     if not reference.runnable_on_host:
@@ -424,6 +531,11 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     if not target.is_riscv:
         raise SystemExit(f"check_dispatches: target '{target_name}' is not a riscv target")
     vlen = vlen or target.vector_bits
+    host_runner = host_runner or find_runner("hal_runner")
+    riscv_runner = riscv_runner or find_runner("hal_runner_riscv64")
+    for path, what in ((analysis, "analysis"), (reference_analysis, "reference analysis")):
+        if path is not None and not path.is_file():
+            raise SystemExit(f"check_dispatches: {path}: {what} file not found")
     for tool in (host_runner, riscv_runner):
         if not tool.exists():
             raise SystemExit(f"check_dispatches: runner {tool} not found")
@@ -437,8 +549,19 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
-        ref_c = compile_target(module, reference, work)
-        dut_c = compile_target(module, target, work)
+        tuned_names = {}
+        compiled = []
+        for t, a in ((reference, reference_analysis), (target, analysis)):
+            if a is None:
+                compiled.append(compile_target(module, t, work))
+                continue
+            c, tuned = compile_tuned(module, t, a, work)
+            compiled.append(c)
+            applied = [e["name"] for e in tuned.entries if e["status"] == "applied"]
+            tuned_names[t.name] = set(applied)
+            print(f"{t.name}: tuned by {a.name}: {len(applied)} of {len(tuned.entries)} dispatches "
+                  f"with analysis tiles, every config landed")
+        ref_c, dut_c = compiled
         print(f"compiled {module.name} for {reference.name} and {target.name} in {time.monotonic() - start:.1f} s")
         ref_libs = {name: (lib, idx) for lib in ref_c.libraries for name, idx in _library_exports(ref_cmd, lib).items()}
         dut_libs = {name: (lib, idx) for lib in dut_c.libraries for name, idx in _library_exports(dut_cmd, lib).items()}
@@ -457,8 +580,9 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
                         raise DriveError(f"{who}: {d.error}")
                 if (rd.workgroup_count is None) or rd.binding_lengths != dd.binding_lengths or rd.constants != dd.constants:
                     raise DriveError("binding ranges or push constants differ between the targets")
-                if [(s.binding, s.offset, s.shape, s.dtype) for s in rd.subspans] != [
-                    (s.binding, s.offset, s.shape, s.dtype) for s in dd.subspans
+                # Byte regions, not shapes: bufferized (tuned) IR may add unit dims (1x8x8 vs 8x8).
+                if [(s.binding, s.offset, s.nbytes, s.dtype) for s in rd.subspans] != [
+                    (s.binding, s.offset, s.nbytes, s.dtype) for s in dd.subspans
                 ]:
                     raise DriveError("binding layouts differ between the targets")
                 if name not in ref_libs or name not in dut_libs:
@@ -480,15 +604,19 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
                         args += ["--output", f"{s}={ddir / label / f'out{s}.bin'}"]
                     results[label] = _run(args, {"ref": reference.name, "dut": target.name}[label])
                 emu_time += results["dut"]
+                if tamper == name:
+                    _corrupt(dd, ddir / "dut")
                 problem = _compare(dd, ddir / "ref", ddir / "dut")
                 if problem:
                     raise DriveError(problem)
                 passed += 1
                 wg = "x".join(str(c) for c in dd.workgroup_count)
-                print(f"PASS {name} (workgroups {wg}, {target.name} {results['dut']:.2f} s)")
+                tag = ", tuned" if name in tuned_names.get(target.name, ()) else ""
+                print(f"PASS {name} (workgroups {wg}{tag}, {target.name} {results['dut']:.2f} s)")
             except DriveError as err:
                 print(f"FAIL {name}: {err}")
-        print(f"{target.name} vs {reference.name}: qemu vlen={vlen}, {emu_time:.1f} s under emulation")
+        print(f"{target.name} vs {reference.name}: qemu vlen={vlen}, {emu_time:.1f} s under emulation, "
+              f"{time.monotonic() - start:.1f} s in all")
         print(f"{len(names)} checked, {passed} passed")
         return 0 if names and passed == len(names) else 1
 
@@ -499,15 +627,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="riscv64_rvv", help="riscv target (common/targets/<name>.yaml)")
     parser.add_argument("--reference", default="host", help="host target to check against")
     parser.add_argument("--vlen", type=int, default=None, help="qemu VLEN (default: the target's vector_bits)")
-    parser.add_argument("--host-runner", type=Path, default=HERE / "hal_runner")
-    parser.add_argument("--riscv-runner", type=Path, default=HERE / "hal_runner_riscv64")
+    parser.add_argument("--analysis", type=Path, default=None,
+                        help="analysis.json for --target: run the tuned dispatches, compiled as codegen does")
+    parser.add_argument("--reference-analysis", type=Path, default=None,
+                        help="analysis.json for --reference (default: the reference is IREE's untuned defaults)")
+    parser.add_argument("--host-runner", type=Path, default=None,
+                        help="host hal_runner (default: found next to this file, in runfiles or bazel-bin)")
+    parser.add_argument("--riscv-runner", type=Path, default=None, help="riscv64 hal_runner (default: as above)")
     parser.add_argument("--keep", type=Path, default=None, help="keep binaries and buffers in this folder")
+    parser.add_argument("--tamper", metavar="EXPORT", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.module.is_file():
         print(f"check_dispatches: {args.module}: input module not found", file=sys.stderr)
         return 2
     try:
-        return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner, args.keep)
+        return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner,
+                     args.keep, args.analysis, args.reference_analysis, args.tamper)
     except TargetError as err:
         print(f"check_dispatches: {err}", file=sys.stderr)
         return 2

@@ -31,6 +31,117 @@ def test_every_dispatch_passes():
     assert "qemu vlen=128" in out.stdout
 
 
+ANALYSIS = {t: HERE / "testdata" / f"tiny_analysis_{t}.json" for t in ("riscv64_rvv", "host")}
+TUNED = ("_initializer_0_dispatch_0_elementwise_broadcast_8x64_f32", "main_dispatch_1_generic_3x3x3x8x8_f32",
+         "main_dispatch_2_matmul_8x64x27_f32", "main_dispatch_4_conv_8x8x8x3x3_f32",
+         "main_dispatch_5_matmul_1x10x512_f32")
+
+
+def results(stdout: str) -> dict[str, str]:
+    """export -> the rest of its PASS/FAIL line."""
+    return {m.group(2): m.group(1) + m.group(3) for m in re.finditer(r"^(PASS|FAIL) (\S+?):?( .*)$", stdout, re.M)}
+
+
+def test_tuned_dispatches_are_codegens_and_pass(tmp_path):
+    """--analysis runs exactly what `codegen.compile --out-binaries` emits, with the tiles'
+    workgroup counts, and every dispatch passes."""
+    from codegen import compile as cg
+    from common.targets import TARGETS_DIR
+
+    keep = tmp_path / "keep"
+    out = driver(MODEL, "--target", "riscv64_rvv", "--analysis", ANALYSIS["riscv64_rvv"], "--keep", keep)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert re.search(r"^7 checked, 7 passed$", out.stdout, re.M), out.stdout
+    assert "riscv64_rvv: tuned by tiny_analysis_riscv64_rvv.json: 5 of 7 dispatches with analysis tiles, " \
+           "every config landed" in out.stdout
+    got = results(out.stdout)
+    for name in TUNED:
+        assert got[name].startswith("PASS") and ", tuned," in got[name], (name, out.stdout)
+    # The fixture's distribution tiles change the grids from IREE's defaults (1, 8 and 8 workgroups).
+    assert "workgroups 2x1x1" in got["main_dispatch_5_matmul_1x10x512_f32"]  # 10 columns, tile 8: partial tile
+    assert "workgroups 2x1x1" in got["main_dispatch_4_conv_8x8x8x3x3_f32"]
+    assert "workgroups 4x1x1" in got["main_dispatch_2_matmul_8x64x27_f32"]
+
+    # Same lowering_configs and the very same libraries as the codegen stage.
+    cg_out = tmp_path / "codegen"
+    report = cg.compile_module(MODEL, TARGETS_DIR / "riscv64_rvv.yaml", ANALYSIS["riscv64_rvv"],
+                               cg_out / "m.vmfb", cg_out / "configs.mlir", cg_out / "report.json",
+                               out_binaries=cg_out / "bin")
+    assert report["summary"]["applied"] == 5
+    ran = keep / "riscv64_rvv_tuned"
+    assert (ran / "configs.mlir").read_text() == (cg_out / "configs.mlir").read_text()
+    libs = sorted(p.name for p in (cg_out / "bin").glob("*.so"))
+    assert libs == sorted(p.name for p in (ran / "bin").glob("*.so")) and len(libs) == 7
+    for lib in libs:
+        assert (ran / "bin" / lib).read_bytes() == (cg_out / "bin" / lib).read_bytes(), lib
+
+
+def test_a_wrong_result_fails(tmp_path):
+    """Both sides tuned; one riscv64 output value corrupted after the run: that dispatch FAILs."""
+    bad = "main_dispatch_2_matmul_8x64x27_f32"
+    out = driver(MODEL, "--analysis", ANALYSIS["riscv64_rvv"], "--reference-analysis", ANALYSIS["host"],
+                 "--tamper", bad)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "host: tuned by tiny_analysis_host.json" in out.stdout
+    got = results(out.stdout)
+    assert re.match(r"FAIL binding 3: max abs error 0\.5\b", got[bad]), out.stdout
+    assert sum(v.startswith("PASS") for v in got.values()) == 6, out.stdout
+    assert re.search(r"^7 checked, 6 passed$", out.stdout, re.M), out.stdout
+
+
+def test_analysis_for_another_target_is_an_error():
+    out = driver(MODEL, "--analysis", ANALYSIS["host"])
+    assert out.returncode == 2
+    assert "analysis was made for target 'host', but the compile target is 'riscv64_rvv'" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not out.stdout
+
+
+def test_missing_analysis_is_an_error(tmp_path):
+    out = driver(MODEL, "--analysis", tmp_path / "none.json")
+    assert out.returncode == 2
+    assert "none.json: analysis file not found" in out.stderr
+
+
+def test_runners_found_from_another_cwd(tmp_path):
+    """A py_test elsewhere runs from its own runfiles root: the runners are still found."""
+    from runtime.hal_runner import check_dispatches as cd
+
+    for name in ("hal_runner", "hal_runner_riscv64"):
+        assert cd.find_runner(name).is_file(), name
+    out = subprocess.run(
+        [sys.executable, "-m", "runtime.hal_runner.check_dispatches", str(tmp_path / "none.mlirbc")],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": ":".join(sys.path)},
+    )
+    assert out.returncode == 2 and "input module not found" in out.stderr, out.stderr
+
+
+def test_offsets_through_util_assume_int():
+    """Bufferized (tuned) IR routes push-constant offsets through util.assume.int (mobilenet_v2)."""
+    from iree.compiler import ir
+
+    from runtime.hal_runner.check_dispatches import Evaluator, _walk
+
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    mod = ir.Module.parse("""
+      func.func @f(%x: i32, %y: i32) -> index {
+        %2 = arith.index_castui %x : i32 to index
+        %3 = arith.index_castui %y : i32 to index
+        %4:2 = util.assume.int %2[<umin = 64, umax = 128, udiv = 64>, <umin = 64, umax = 64>],
+                               %3[<umin = 0, umax = 0>, <umin = 32, umax = 32>] : index, index
+        %c4 = arith.constant 4 : index
+        %5 = arith.addi %4#1, %c4 : index
+        return %5 : index
+      }""", ctx)
+    ops = []
+    _walk(mod.operation, ops.append)
+    ret = next(o for o in ops if o.name == "func.return")
+    func = next(o for o in ops if o.name == "func.func")
+    x, y = func.regions[0].blocks[0].arguments
+    assert Evaluator({x: 128, y: 32})(ret.operands[0]) == 36
+
+
 def test_missing_module_is_an_error():
     out = driver(HERE / "testdata" / "missing.mlirbc")
     assert out.returncode == 2
