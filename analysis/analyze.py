@@ -52,9 +52,16 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None):
     l1 = hw.level("l1").size_bytes
     l2 = hw.level("l2").size_bytes
     rl = roofline.cost(nest, hw)
-    if info.root_op == "iree_tensor_ext.dispatch.tensor.store":
-        return ("iree-default", "no compute op (pure copy between bindings): IREE lowers it "
-                "without a root op to configure", None, None, Cost(**rl), None)
+    if not info.root_op:
+        return ("iree-default", "no op with tiling levels in IREE's configuration: nothing for "
+                "codegen to configure", None, None, Cost(**rl) if nest.loops else None, None)
+    if nest.on_buffers:
+        return ("iree-default", f"root {info.root_op} ({info.kind}) works on buffers (memref "
+                "copy between bindings, IREE's buffer-ops pipeline): left to IREE", None, None,
+                Cost(**rl), None)
+    if info.root_op.startswith("linalg.softmax") or not info.root_op.startswith("linalg."):
+        return ("iree-default", f"root {info.root_op} is not a linalg structured op: codegen "
+                "cannot read its loops from indexing maps", None, None, Cost(**rl), None)
     if not nest.loops or any(b <= 0 for b in bounds):
         return ("iree-default", "root op has no static iteration domain", None, None, Cost(**rl),
                 None)
@@ -64,12 +71,13 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None):
         # it underused, so the tile amortises loop overhead (the Quidditch small-tile trap).
         prop["l1"] = tiles.grow(bounds, kinds, prop["l1"], accesses, l1 // 2, outer=prop["l2"]
                                 if all(a <= b for a, b in zip(prop["l1"], prop["l2"])) else None)
-        legal = tiles.legalize(bounds, kinds, prop, lanes, reg_elems)
+        legal = tiles.cap_parallel_l1(kinds, tiles.legalize(bounds, kinds, prop, lanes, reg_elems))
         cost = Cost(latency_cycles=zz["latency_cycles"], energy_pj=zz["energy_pj"],
                     mac_utilization=zz["mac_utilization"], model="zigzag")
         return ("zigzag", f"{info.kind} expressed as ZigZag layer; tiles from ZigZag's per-level "
                 "mapping, legalised", legal, zz["loop_order"], cost, zz)
-    legal = tiles.analytical_tiles(bounds, kinds, accesses, lanes, reg_elems, l1, l2)
+    legal = tiles.cap_parallel_l1(kinds, tiles.analytical_tiles(bounds, kinds, accesses, lanes,
+                                                                 reg_elems, l1, l2))
     order = [n for n, _, _ in nest.loops]
     return ("analytical", f"{zz_err}; roofline cost, cache-filling tiles", legal, order,
             Cost(**rl), None)
@@ -82,9 +90,10 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
     hw = hwmod.load_hardware(hw_path)
     with tempfile.TemporaryDirectory(prefix="analysis_") as tmp:
         tmp = Path(tmp)
-        print(f"analysis: compiling {module.name} to executable sources", file=sys.stderr)
-        sources = dsp.compile_to_executable_sources(module, target.compile_flags(), tmp)
-        infos = dsp.read_dispatches(sources)
+        print(f"analysis: compiling {module.name} to executable configurations", file=sys.stderr)
+        configurations = dsp.compile_to_executable_configurations(module, target.compile_flags(),
+                                                                  tmp)
+        infos = dsp.read_dispatches(configurations)
         acc, mapping = hwmod.write_zigzag_inputs(hw, tmp / "zigzag")
         by_sig: dict[str, dsp.DispatchInfo] = {}
         for info in infos:

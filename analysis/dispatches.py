@@ -1,12 +1,17 @@
-"""Reads every dispatch of a module as codegen sees it and extracts its root op's loop nest.
+"""Reads every dispatch of a module as codegen configures it and extracts its root op's loop nest.
 
-Recipe (see /work/shared/notes/toolchain-facts.md): `iree-compile --compile-to=executable-sources`
-with the target's compile flags; parse with IREE's own bindings; run `linalg-generalize-named-ops`
-nested in hal.executable/variant/module/func; print each dispatch's func.func alone in generic
-form and parse it with xDSL. The root op is chosen like IREE's CPU codegen (KernelDispatch.cpp,
-`getRootOperation`): walking the compute ops backwards, the last linalg op that is not all-parallel
-or the last other TilingInterface op (softmax, ...) except pad/pack/unpack; failing that, the last
-linalg op (elementwise); a dispatch without a compute op is a copy.
+Recipe (see /work/shared/notes/toolchain-facts.md): `iree-compile
+--compile-to=executable-configurations` with the target's compile flags (exactly what
+codegen/compile.py rewrites); parse with IREE's own bindings; pick each dispatch's root op
+with the rule codegen uses (common/iree_root.py: the last op whose `lowering_config` has the
+`distribution` level) and mark it; run `linalg-generalize-named-ops` nested in
+hal.executable/variant/module/func; print each dispatch's func.func alone in generic form and
+parse it with xDSL, which gives the marked root's loops, maps and element types.
+
+Reading the configurations rather than the executable sources matters: by then IREE has
+re-inserted unit batch dims into depthwise convs and poolings, decomposed softmax and turned
+copies into memref generics, and codegen compares its root op's loops with the analysis'.
+IREE's own tile sizes in that IR are ignored.
 """
 
 from __future__ import annotations
@@ -14,15 +19,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-# Ops whose iteration domain IREE takes as a root (TilingInterface) without being linalg ops.
-_TILING_NON_LINALG = ("linalg.softmax", "iree_linalg_ext.")
-_NOT_ROOT = ("tensor.pad", "linalg.pack", "linalg.unpack", "tensor.pack", "tensor.unpack")
+from common import iree_root
+
+# Attribute put on the root op before printing, to find it again in xDSL's parse.
+_ROOT_MARK = "analysis.root"
 _CONTRACTION_NAMES = ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.vecmat",
                       "linalg.batch_matvec", "linalg.contract", "linalg.matmul_transpose_b",
                       "linalg.batch_matmul_transpose_b")
@@ -39,6 +42,8 @@ class LoopNest:
     body_ops: tuple[str, ...]  # op names in the generic's body (arith.mulf, ...)
     # Per operand, per result expression: ((loop index, coefficient), ...) (+ constants dropped).
     terms: tuple[tuple[tuple[tuple[int, int], ...], ...], ...] = ()
+    # The root works on memrefs (IREE bufferised it early: copies between bindings).
+    on_buffers: bool = False
 
     def operand_dims(self, i: int) -> set[int]:
         return {d for expr in self.terms[i] for d, _ in expr}
@@ -57,19 +62,23 @@ class DispatchInfo:
     compute_ops: tuple[str, ...]  # all compute ops of the dispatch (named), in order
 
     def signature(self) -> str:
-        payload = json.dumps([self.kind, self.nest.loops, self.nest.operands, self.nest.body_ops],
+        payload = json.dumps([self.kind, self.nest.loops, self.nest.operands, self.nest.body_ops,
+                              self.nest.on_buffers],
                              sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def compile_to_executable_sources(module_path: Path, flags: list[str], workdir: Path) -> Path:
-    out = workdir / "executable_sources.mlir"
-    cmd = [_iree_compile(), str(module_path), "--compile-to=executable-sources",
+def compile_to_executable_configurations(module_path: Path, flags: list[str], workdir: Path
+                                        ) -> Path:
+    """`iree-compile --compile-to=executable-configurations`: the IR codegen rewrites."""
+    out = workdir / "executable_configurations.mlir"
+    cmd = [_iree_compile(), str(module_path), "--compile-to=executable-configurations",
            "--mlir-print-debuginfo=false", *flags, "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no message)"])[0]
-        raise AnalysisInputError(f"{module_path}: iree-compile failed: {last}")
+        lines = [l for l in proc.stderr.splitlines() if "error" in l] or \
+            proc.stderr.strip().splitlines() or ["(no message)"]
+        raise AnalysisInputError(f"{module_path}: iree-compile failed: {lines[0].strip()}")
     return out
 
 
@@ -77,33 +86,6 @@ def _iree_compile() -> str:
     from iree.compiler.tools import binaries
 
     return binaries.find_tool("iree-compile")
-
-
-def _is_linalg(name: str) -> bool:
-    return name.startswith("linalg.") and name not in _NOT_ROOT and name != "linalg.yield" \
-        and name != "linalg.index" and name != "linalg.softmax"
-
-
-def _is_compute(name: str) -> bool:
-    return _is_linalg(name) or name.startswith(_TILING_NON_LINALG) or name in _NOT_ROOT
-
-
-def pick_root(ops: list[tuple[str, bool]]) -> int | None:
-    """Index of the root among top-level ops given as (name, all_parallel); None: no compute op."""
-    for i in range(len(ops) - 1, -1, -1):
-        name, all_parallel = ops[i]
-        if _is_linalg(name):
-            if not all_parallel:
-                return i
-        elif name.startswith(_TILING_NON_LINALG) and name not in _NOT_ROOT:
-            return i
-    for i in range(len(ops) - 1, -1, -1):
-        if _is_linalg(ops[i][0]):
-            return i
-    for i in range(len(ops) - 1, -1, -1):
-        if ops[i][0] in _NOT_ROOT:
-            return i
-    return None
 
 
 def _xdsl_context():
@@ -116,46 +98,55 @@ def _xdsl_context():
     return ctx
 
 
-def read_dispatches(sources: Path) -> list[DispatchInfo]:
-    """Every hal.executable.export of an executable-sources file with its root op's loop nest."""
+def read_dispatches(configurations: Path) -> list[DispatchInfo]:
+    """Every hal.executable.export of an executable-configurations file with its root op's
+    loop nest (the root as codegen picks it)."""
     from iree.compiler import ir, passmanager
     from xdsl.parser import Parser
 
     ctx = ir.Context()
-    text = sources.read_text()
-    module = ir.Module.parse(text, ctx)
-    named = _top_level_funcs(module)  # before generalisation
+    module = ir.Module.parse(configurations.read_text(), ctx)
+    funcs = _dispatch_funcs(module)
+    marked: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+    for key, func in funcs.items():
+        ops = iree_root.config_ops(func)
+        r = iree_root.root_index(ops)
+        names = tuple(o.name for o in ops)
+        if r is None:
+            marked[key] = ("", names)
+            continue
+        with ctx:
+            ops[r].attributes[_ROOT_MARK] = ir.UnitAttr.get()
+        marked[key] = (ops[r].name, names)
     pm = passmanager.PassManager.parse(
         "builtin.module(hal.executable(hal.executable.variant(builtin.module("
         "func.func(linalg-generalize-named-ops)))))", ctx)
     pm.run(module.operation)
-    generic = _top_level_funcs(module)
+    generic = _dispatch_funcs(module)
     xctx = _xdsl_context()
     result = []
-    for key in sorted(named):
+    for key in sorted(funcs):
         executable, export = key
-        named_ops = named[key]
-        func_op = generic[key]
-        xmod = Parser(xctx, func_op.get_asm(print_generic_op_form=True)).parse_module()
-        xfunc = next(op for op in xmod.walk() if op.name == "func.func")
-        xops = list(xfunc.body.block.ops)
-        if len(xops) != len(named_ops):
-            raise AnalysisInputError(f"{export}: generalisation changed the op count")
-        desc = [(_op_name(op), _all_parallel(op)) for op in xops]
-        compute = tuple(n for n in named_ops if _is_compute(n))
-        root = pick_root(desc)
-        if root is None:
-            nest, kind, root_name = _copy_nest(xops), "copy", "iree_tensor_ext.dispatch.tensor.store"
-        else:
-            root_name = named_ops[root]
-            nest = _loop_nest(xops[root])
-            kind = classify(root_name, nest)
-        result.append(DispatchInfo(export, executable, root_name, kind, nest, compute))
+        root_name, config_names = marked[key]
+        if not root_name:
+            result.append(DispatchInfo(export, executable, "", "unconfigured",
+                                       LoopNest((), (), ()), config_names))
+            continue
+        text = generic[key].get_asm(print_generic_op_form=True)
+        try:
+            xmod = Parser(xctx, text).parse_module()
+        except Exception as err:  # xDSL cannot read this dispatch: say which and why
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise AnalysisInputError(f"{export}: xDSL cannot parse the dispatch: {first}") from None
+        (xroot,) = [op for op in xmod.walk() if _ROOT_MARK in op.attributes]
+        nest = _loop_nest(xroot)
+        kind = classify(root_name, nest)
+        result.append(DispatchInfo(export, executable, root_name, kind, nest, config_names))
     return result
 
 
-def _top_level_funcs(module) -> dict[tuple[str, str], "_FuncView"]:
-    """(executable, export) -> the export's func.func with its top-level op names."""
+def _dispatch_funcs(module) -> dict[tuple[str, str], object]:
+    """(executable, export) -> the export's func.func (IREE binding operation)."""
     out = {}
     for exe in module.body.operations:
         if exe.operation.name != "hal.executable":
@@ -175,32 +166,14 @@ def _top_level_funcs(module) -> dict[tuple[str, str], "_FuncView"]:
                         continue
                     fname = func.attributes["sym_name"].value
                     if fname in exports:
-                        ops = [o.operation.name for o in func.regions[0].blocks[0].operations]
-                        out[(exe_name, fname)] = _FuncView(func.operation, ops)
+                        out[(exe_name, fname)] = func.operation
     return out
-
-
-class _FuncView(list):
-    def __init__(self, op, ops):
-        super().__init__(ops)
-        self.op = op
-
-    def get_asm(self, **kw):
-        return self.op.get_asm(**kw)
 
 
 def _op_name(op) -> str:
     """Name of an xDSL op, also for unregistered ones (which xDSL names builtin.unregistered)."""
     op_name = getattr(op, "op_name", None)
     return op_name.data if op_name is not None else op.name
-
-
-def _all_parallel(op) -> bool:
-    its = getattr(op, "iterator_types", None)
-    if its is None:
-        return True
-    return all(str(t.data.value if hasattr(t.data, "value") else t.data) == "parallel"
-               for t in its.data)
 
 
 def _elt_and_shape(t) -> tuple[str, tuple[int, ...]]:
@@ -210,6 +183,7 @@ def _elt_and_shape(t) -> tuple[str, tuple[int, ...]]:
 
 
 def _loop_nest(op) -> LoopNest:
+    from xdsl.dialects.builtin import MemRefType
     from xdsl.dialects.linalg.ops import GenericOp
 
     if isinstance(op, GenericOp):
@@ -226,9 +200,11 @@ def _loop_nest(op) -> LoopNest:
         loops = tuple((f"d{i}", b, k) for i, (b, k) in enumerate(zip(ranges, kinds)))
         body = tuple(o.name for o in op.body.block.ops if o.name != "linalg.yield")
         terms = tuple(tuple(_terms(e) for e in m.results) for m in maps)
-        return LoopNest(loops, tuple(operands), body, terms)
-    # A TilingInterface op that is not generalised (linalg.softmax): all-parallel domain of its
-    # input's rank, identity maps.
+        on_buffers = any(isinstance(v.type, MemRefType) for v in (*op.inputs, *op.outputs))
+        return LoopNest(loops, tuple(operands), body, terms, on_buffers)
+    # A TilingInterface root that is not a linalg.generic after generalisation (linalg.softmax,
+    # iree_linalg_ext ops): all-parallel domain of its input's rank, identity maps. Codegen
+    # reads loops from indexing maps only, so analysis leaves such roots to IREE.
     ins = [v for v in op.operands]
     elt, shape = _elt_and_shape(ins[0].type)
     n = len(shape)
@@ -236,15 +212,6 @@ def _loop_nest(op) -> LoopNest:
     loops = tuple((f"d{i}", b, "parallel") for i, b in enumerate(shape))
     operands = (("input", ident, elt, shape), ("output", ident, elt, shape))
     return LoopNest(loops, operands, (_op_name(op),), _identity_terms(n, 2))
-
-
-def _copy_nest(ops) -> LoopNest:
-    store = next(o for o in ops if _op_name(o) == "iree_tensor_ext.dispatch.tensor.store")
-    elt, shape = _elt_and_shape(store.operands[0].type)
-    ident = _identity(len(shape))
-    loops = tuple((f"d{i}", b, "parallel") for i, b in enumerate(shape))
-    return LoopNest(loops, (("input", ident, elt, shape), ("output", ident, elt, shape)), (),
-                    _identity_terms(len(shape), 2))
 
 
 def _identity_terms(n: int, count: int):

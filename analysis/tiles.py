@@ -169,3 +169,33 @@ def check(bounds: Sequence[int], kinds: Sequence[str], tiles: dict[str, Sequence
         if others > 1 and prod(tiles["register"]) > register_elems:
             errs.append(f"register tile {prod(tiles['register'])} elements > {register_elems}")
     return errs
+
+
+# IREE's LLVMCPU backend rejects vectors above 512 native vectors ("large vector sizes"): an
+# op it does not tile to vector size (the accumulator's linalg.fill under a non-dividing cache
+# tile, seen on ResNet-18's 512x49x256 matmul with cache tile 512x8 = 16 KiB) is vectorised at
+# its cache tile. Keeping the parallel part of the L1 tile at or below 8 KiB avoids that.
+MAX_PARALLEL_L1_BYTES = 8192
+
+
+def cap_parallel_l1(kinds: Sequence[str], legal: dict[str, list[int]], elt_bytes: int = 4,
+                    max_bytes: int = MAX_PARALLEL_L1_BYTES) -> dict[str, list[int]]:
+    """Halves (by divisors) the largest parallel L1 tiles until their product fits `max_bytes`;
+    never below the register tile, and the innermost parallel loop last. Keeps legality:
+    a divisor of a tile that divides the L2 tile still divides it."""
+    out = {k: list(v) for k, v in legal.items()}
+    par = [i for i, k in enumerate(kinds) if k == "parallel"]
+    inner = innermost_parallel(kinds)
+    while prod(out["l1"][i] for i in par) * elt_bytes > max_bytes:
+        cands = [i for i in par if out["l1"][i] > out["register"][i]]
+        if not cands:
+            break
+        non_inner = [i for i in cands if i != inner] or cands
+        i = max(non_inner, key=lambda j: (out["l1"][j], -j))
+        t = out["l1"][i]
+        new = max(d for d in range(1, t // 2 + 1) if t % d == 0 and d % out["register"][i] == 0) \
+            if any(t % d == 0 and d % out["register"][i] == 0 for d in range(1, t // 2 + 1)) else t
+        if new == t:
+            break
+        out["l1"][i] = new
+    return out

@@ -36,6 +36,8 @@ from pathlib import Path
 
 from iree.compiler import ir, passmanager
 
+from common import iree_root
+
 LEVELS = (
     "distribution",
     "cache_parallel",
@@ -86,11 +88,7 @@ class DispatchIR:
 
 def _ops(op: ir.Operation):
     """Pre-order walk over `op` and everything nested in it."""
-    yield op
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                yield from _ops(child.operation)
+    return iree_root.walk(op)
 
 
 def _sym(op: ir.Operation) -> str:
@@ -98,12 +96,12 @@ def _sym(op: ir.Operation) -> str:
 
 
 def _config_ops(func: ir.Operation) -> list[ir.Operation]:
-    return [o for o in _ops(func) if o is not func and "lowering_config" in o.attributes]
+    return iree_root.config_ops(func)
 
 
 def _is_root_config(attr: ir.Attribute) -> bool:
-    # The root op is the one tiled across workgroups: its config has `distribution`.
-    return "distribution = " in str(attr)
+    # The root op is the one tiled across workgroups (rule shared with analysis).
+    return iree_root.is_root_config(attr)
 
 
 def _loops_of_generic(op: ir.Operation) -> tuple[list[Loop], list[ir.AffineMap]]:
@@ -163,10 +161,9 @@ def dispatches(module: ir.Module) -> list[DispatchIR]:
         ops, gops = _config_ops(func), _config_ops(gfunc)
         if len(ops) != len(gops):
             raise ConfigError(f"{name}: generalisation changed the configured ops")
-        roots = [i for i, o in enumerate(ops) if _is_root_config(o.attributes["lowering_config"])]
-        if not roots:
+        r = iree_root.root_index(ops)
+        if r is None:
             continue  # nothing tiled (e.g. a pure copy); nothing to configure
-        r = roots[-1]
         loops, in_maps = _loops_of_generic(gops[r])
         result.append(DispatchIR(
             name=name, executable=exe, func=func, root=ops[r],
@@ -312,7 +309,8 @@ def dumped_configs(dump_dir: Path, ctx: ir.Context) -> dict[str, tuple[str, ir.A
         funcs = [o for o in _ops(mod.operation) if o.name == "func.func"]
         for exp, func in zip(exports, funcs):
             ops = _config_ops(func)
-            roots = [o for o in ops if _is_root_config(o.attributes["lowering_config"])]
+            r = iree_root.root_index(ops)
+            roots = [ops[r]] if r is not None else []
             ti = str(func.attributes["translation_info"]) if "translation_info" in func.attributes else ""
             found[_sym(exp)] = (roots[-1].name if roots else "", roots[-1].attributes["lowering_config"] if roots else None, ti)
     return found

@@ -112,3 +112,20 @@ def model_pipeline(name, model_name, model, module, framework, factory = "make_m
             requirement("pytest"),
         ],
     )
+
+    py_test(
+        name = name + "_riscv_dispatch_test",
+        size = test_size,
+        srcs = ["//models:riscv_dispatch_test.py"],
+        main = "//models:riscv_dispatch_test.py",
+        args = [
+            "%s/%s.mlirbc" % (native.package_name(), model_name),
+            "%s/%s_riscv_analysis.analysis.json" % (native.package_name(), name),
+        ],
+        data = [
+            ":" + imported,
+            ":%s_riscv_analysis" % name,
+        ],
+        tags = tags,
+        deps = ["//runtime/hal_runner:check_dispatches_lib"],
+    )
