@@ -1,0 +1,98 @@
+"""Where the bench finds a model's pipeline outputs: the runfiles of //tools:bench (the py_binary's
+data deps, built by `bazel run`), or `bazel-bin/` of a workspace when run outside Bazel."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+# model_pipeline(name=...) -> (model_name, factory module, framework); mirrors models/BUILD.bazel.
+MODELS: dict[str, tuple[str, str, str]] = {
+    "resnet": ("resnet18", "models.resnet18", "torch"),
+    "mobilenet_v2": ("mobilenet_v2", "models.mobilenet_v2", "torch"),
+    "mlp": ("mlp", "models.mlp", "torch"),
+    "keras_cnn": ("keras_cnn", "models.keras_cnn", "tensorflow"),
+}
+
+
+class ArtifactError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass
+class Artifacts:
+    name: str  # pipeline name, e.g. "resnet"
+    model_name: str  # e.g. "resnet18"
+    module: str  # factory module, e.g. "models.resnet18"
+    framework: str  # "torch" | "tensorflow"
+    mlirbc: Path
+    golden: Path
+    tuned_vmfb: Path
+    default_vmfb: Path
+    analysis: Path
+    tuned_report: Path
+    default_report: Path
+    target: Path  # common/targets/host.yaml
+    hardware: Path  # analysis/hardware/host.yaml
+
+    def paths(self) -> dict[str, str]:
+        return {k: str(v) for k, v in dataclasses.asdict(self).items() if isinstance(v, Path)}
+
+
+def workspace_roots() -> list[Path]:
+    """Candidate roots holding `models/...` outputs and `common/targets/...` sources."""
+    here = Path(os.path.abspath(__file__)).parent.parent  # runfiles/<workspace> under Bazel (not resolved)
+    roots = []
+    if os.environ.get("RUNFILES_DIR"):
+        roots += [p for p in Path(os.environ["RUNFILES_DIR"]).iterdir() if p.is_dir()]
+    roots.append(here)
+    return roots
+
+
+def find(name: str, root: Path | None = None) -> Artifacts:
+    if name not in MODELS:
+        raise ArtifactError(f"unknown model '{name}' (known: {', '.join(sorted(MODELS))})")
+    model_name, module, framework = MODELS[name]
+    candidates = [root] if root else workspace_roots()
+    for r in candidates:
+        outs = None
+        for o in (r, r / "bazel-bin"):
+            if (o / "models" / f"{name}_host.vmfb").is_file():
+                outs = o
+                break
+        if outs is None:
+            continue
+        src = r
+        m = outs / "models"
+        a = Artifacts(
+            name=name, model_name=model_name, module=module, framework=framework,
+            mlirbc=m / f"{model_name}.mlirbc", golden=m / f"{model_name}.golden.npz",
+            tuned_vmfb=m / f"{name}_host.vmfb", default_vmfb=m / f"{name}_host_untuned.vmfb",
+            analysis=m / f"{name}_host_analysis.analysis.json",
+            tuned_report=m / f"{name}_host_compiled.report.json",
+            default_report=m / f"{name}_host_untuned_compiled.report.json",
+            target=src / "common" / "targets" / "host.yaml",
+            hardware=src / "analysis" / "hardware" / "host.yaml",
+        )
+        missing = [k for k, v in a.paths().items() if not Path(v).is_file()]
+        if missing:
+            raise ArtifactError(f"{name}: {missing[0]} not found at {a.paths()[missing[0]]} "
+                                f"(is //models:{name}_host* a data dependency of this binary?)")
+        check_consistent(a)
+        return a
+    raise ArtifactError(f"{name}: no models/{name}_host.vmfb under {', '.join(str(c) for c in candidates)} "
+                        f"(run through `bazel run //tools:bench`, or pass --artifacts <dir with models/>)")
+
+
+def check_consistent(a: Artifacts) -> None:
+    """The tuned vmfb must have been built from the analysis the bench reads (the manifest says so)."""
+    import hashlib
+
+    man = json.loads(a.tuned_vmfb.with_name(a.tuned_vmfb.name[:-5] + ".manifest.json").read_text())
+    want = man.get("inputs_sha256", {}).get("analysis")
+    got = hashlib.sha256(a.analysis.read_bytes()).hexdigest()
+    if want and want != got:
+        raise ArtifactError(f"{a.tuned_vmfb.name}: built from another analysis than {a.analysis.name} "
+                            f"(manifest sha256 {want[:12]} != {got[:12]}); rebuild //models:{a.name}_host")

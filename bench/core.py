@@ -1,0 +1,359 @@
+"""The benchmark machinery shared by `//tools:bench` and `//tools:report`.
+
+Three variants of one model go through the same pipeline and are timed in one process,
+interleaved (round-robin, the order rotated every round), after warm-up:
+  tuned     //models:<name>_host          (ZigZag's tiles as lowering_configs)
+  default   //models:<name>_host_untuned  (IREE's heuristics, same target flags)
+  framework torch eager / Keras through the model's factory `make_model()`
+Per dispatch, each executable of the tuned and the default compile is rebuilt as its own
+IREE dispatch benchmark (bench/prepare.py, in a child process) and timed with
+iree-benchmark-module, again interleaved tuned/default over several rounds.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench import stats
+from bench.artifacts import Artifacts
+
+VARIANTS = ("tuned", "default", "framework")
+CONTRACTIONS = {"matmul", "conv", "depthwise_conv", "batch_matmul"}
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+class _NoBar:
+    def __init__(self, iterable=None):
+        self.iterable = iterable
+
+    def __iter__(self):
+        return iter(self.iterable)
+
+    def update(self, n=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def progress(iterable=None, total=None, desc="", disable=False):
+    """tqdm on stderr (tqdm is in the lock through a dependency; no bar if it is missing)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar(iterable)
+    return tqdm(iterable, total=total, desc=desc, file=sys.stderr, disable=disable, leave=False,
+                dynamic_ncols=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end
+
+
+def _iree_callable(vmfb: Path, golden: Path):
+    from runtime.run import inputs_from, load
+
+    fn, _, entry = load(vmfb)
+    args = inputs_from(golden, entry)
+
+    def call():
+        res = fn(*args)
+        res = res if isinstance(res, (list, tuple)) else [res]
+        return [np.asarray(r) for r in res]  # forces completion (to_host)
+
+    return call
+
+
+def _framework_callable(art: Artifacts):
+    mod = importlib.import_module(art.module)
+    model, inputs = mod.make_model()
+    if art.framework == "torch":
+        import torch
+
+        model.eval()
+
+        def call():
+            with torch.inference_mode():
+                out = model(*inputs)
+            out = out if isinstance(out, (list, tuple)) else [out]
+            return [o.detach().numpy() for o in out]
+
+        return call, f"torch {torch.__version__} eager, {torch.get_num_threads()} threads"
+    if art.framework == "tensorflow":
+        import tensorflow as tf
+
+        xs = [tf.convert_to_tensor(x) for x in inputs]
+
+        def call():
+            out = model(xs[0] if len(xs) == 1 else xs, training=False)
+            out = out if isinstance(out, (list, tuple)) else [out]
+            return [np.asarray(o) for o in out]
+
+        return call, f"keras {mod.__name__} on tensorflow {tf.__version__} (eager call)"
+    raise BenchError(f"{art.name}: unknown framework '{art.framework}'")
+
+
+def end_to_end(art: Artifacts, reps: int, warmup: int, quiet: bool = False) -> dict:
+    """Median end-to-end latency of the three variants, interleaved in this process."""
+    calls = {
+        "tuned": _iree_callable(art.tuned_vmfb, art.golden),
+        "default": _iree_callable(art.default_vmfb, art.golden),
+    }
+    calls["framework"], fw_desc = _framework_callable(art)
+    golden = np.load(art.golden)
+    want = golden["output_0"] if "output_0" in golden else None
+    err = {}
+    for v, c in calls.items():  # one call each first: numerics (not asserted, reported)
+        out = c()[0]
+        err[v] = float(np.max(np.abs(out.astype(np.float64) - want))) if want is not None and out.shape == want.shape else None
+    times = {v: [] for v in calls}
+    order = list(calls)
+    for i in progress(range(warmup + reps), desc=f"{art.name} end-to-end", disable=quiet):
+        k = i % len(order)
+        for v in order[k:] + order[:k]:  # rotate who goes first
+            t0 = time.perf_counter()
+            calls[v]()
+            dt = time.perf_counter() - t0
+            if i >= warmup:
+                times[v].append(dt)
+    res = {v: stats.summary(ts) | {"max_abs_err_vs_golden": err[v]} for v, ts in times.items()}
+    res["framework"]["description"] = fw_desc
+    t, d, f = (res[v]["median"] for v in VARIANTS)
+    return {"variants": res, "tuned_over_default": t / d, "tuned_over_framework": t / f,
+            "reps": reps, "warmup": warmup}
+
+
+# ---------------------------------------------------------------------------------------------
+# Per dispatch
+
+
+def prepare_dispatches(art: Artifacts, work: Path, jobs: int, quiet: bool = False) -> dict:
+    """Runs bench.prepare in a child process (IREE's MLIR libraries stay out of this one)."""
+    cmd = [sys.executable, "-m", "bench.prepare", "--module", str(art.mlirbc), "--target", str(art.target),
+           "--analysis", str(art.analysis), "--work", str(work), "--jobs", str(jobs)]
+    env = dict(os.environ)
+    root = str(Path(os.path.abspath(__file__)).parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if not quiet:
+        print(f"[bench] compiling per-dispatch benchmarks of {art.name} (tuned + default) ...", file=sys.stderr)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or ["(no output)"]
+        raise BenchError(f"preparing dispatch benchmarks failed: {lines[-1]}")
+    return json.loads((work / "prepare.json").read_text())
+
+
+def benchmark_tool() -> str:
+    from iree.runtime.benchmark import benchmark_exe
+
+    return os.path.realpath(benchmark_exe())
+
+
+def time_dispatch(vmfb: str, function: str | None, device: str, batch: int, min_time: float) -> float:
+    """Seconds per dispatch: iree-benchmark-module runs `batch` dispatches per iteration
+    (KeepRunningBatch), so its real_time is already per dispatch."""
+    cmd = [benchmark_tool(), f"--module={vmfb}", f"--device={device}", f"--batch_size={batch}",
+           f"--benchmark_min_time={min_time}s", "--benchmark_format=json", "--benchmark_repetitions=1"]
+    if function:
+        cmd.append(f"--function={function}")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines() or ["(no output)"]
+        raise BenchError(f"{Path(vmfb).name}: iree-benchmark-module failed: {lines[-1]}")
+    rows = [b for b in json.loads(proc.stdout)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    if not rows:
+        raise BenchError(f"{Path(vmfb).name}: iree-benchmark-module reported nothing")
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[rows[0]["time_unit"]]
+    return rows[0]["real_time"] * scale
+
+
+def per_dispatch(prep: dict, rounds: int, device: str, batch: int, min_time: float, quiet: bool = False) -> dict:
+    names = sorted(set(prep["tuned"]["dispatches"]) & set(prep["default"]["dispatches"]), key=_dispatch_key)
+    times = {n: {"tuned": [], "default": []} for n in names}
+    bar = progress(total=rounds * len(names) * 2, desc="dispatch benchmarks", disable=quiet)
+    for r in range(rounds):
+        for i, n in enumerate(names):
+            order = ("tuned", "default") if (r + i) % 2 == 0 else ("default", "tuned")
+            for v in order:
+                d = prep[v]["dispatches"][n]
+                times[n][v].append(time_dispatch(d["vmfb"], d["function"], device, batch, min_time))
+                bar.update(1)
+    bar.close()
+    return times
+
+
+def _dispatch_key(name: str):
+    import re
+
+    m = re.search(r"dispatch_(\d+)", name)
+    return (int(m.group(1)) if m else 1 << 30, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Joining with the analysis and the compile reports
+
+
+def _parse_config(text: str | None) -> dict | None:
+    import re
+
+    if not text:
+        return None
+    return {k: [int(x) for x in v.split(",") if x.strip()] for k, v in re.findall(r"(\w+) = \[([-\d, ]*)\]", text)}
+
+
+def hardware_info(path: Path) -> dict:
+    import yaml
+
+    hw = yaml.safe_load(path.read_text())
+    c = hw.get("compute", {})
+    per_core = c.get("vector_bits", 0) // 32 * c.get("fma_pipes", 1)
+    return {"name": hw.get("name"), "clock_ghz": float(hw.get("clock_ghz", 1.0)), "cores": int(hw.get("cores", 1)),
+            "peak_f32_macs_per_cycle_per_core": per_core}
+
+
+def join(art: Artifacts, prep: dict, times: dict, hw: dict) -> list[dict]:
+    analysis = json.loads(art.analysis.read_text())
+    by_a = {d["name"]: d for d in analysis["dispatches"]}
+    rep_t = {d["name"]: d for d in json.loads(art.tuned_report.read_text())["dispatches"]}
+    rep_d = {d["name"]: d for d in json.loads(art.default_report.read_text())["dispatches"]}
+    hz = hw["clock_ghz"] * 1e9
+    rows = []
+    for name in sorted(times, key=_dispatch_key):
+        a, t, d = by_a.get(name, {}), rep_t.get(name, {}), rep_d.get(name, {})
+        loops = a.get("loops") or [{"name": f"d{i}", **l} for i, l in enumerate(t.get("loops", []))]
+        bounds = [l["bound"] for l in loops]
+        kind = a.get("kind") or "?"
+        cost = a.get("cost") or {}
+        tt, dt = stats.summary(times[name]["tuned"]), stats.summary(times[name]["default"])
+        pred = cost.get("latency_cycles")
+        points = math.prod(bounds) if bounds else None
+        landed_t = t.get("landed_config")
+        prep_t = prep["tuned"]["dispatches"][name]
+        row = {
+            "name": name, "executable": a.get("executable") or t.get("executable"),
+            "root_op": a.get("root_op") or t.get("root_op"), "kind": kind,
+            "shape": "x".join(str(b) for b in bounds),
+            "loops": [f"{l['name']}:{l['bound']}{'r' if l['kind'] == 'reduction' else 'p'}" for l in loops],
+            "calls": prep_t["calls"],
+            "provenance": a.get("provenance") or t.get("provenance", "iree-default"),
+            "reason": a.get("reason") or t.get("reason"),
+            "cost_model": cost.get("model"), "predicted_cycles": pred,
+            "predicted_s": pred / hz if pred is not None else None,
+            "mac_utilization_pred": cost.get("mac_utilization"),
+            "analysis_tiles": a.get("tiles"), "loop_order": a.get("loop_order"),
+            "status": t.get("status"), "adjustments": t.get("adjustments"),
+            "tuned_config": _parse_config(landed_t), "default_config": _parse_config(d.get("landed_config")),
+            "tuned_pipeline": t.get("landed_pipeline"), "default_pipeline": d.get("landed_pipeline"),
+            # The rebuilt benchmark must carry the config the Bazel-built module landed.
+            "config_verified": (landed_t in prep_t["configs_in_benchmark"]) if landed_t else None,
+            "tuned": tt, "default": dt,
+            "speedup": dt["median"] / tt["median"],
+            "measured_over_predicted": (tt["median"] * hz / pred) if pred else None,
+            "iteration_points": points,
+        }
+        if kind in CONTRACTIONS and points:
+            row["macs"] = points
+            row["tuned_macs_per_cycle"] = points / (tt["median"] * hz)
+            row["default_macs_per_cycle"] = points / (dt["median"] * hz)
+        rows.append(row)
+    return rows
+
+
+def summarize(rows: list[dict], e2e: dict | None, hw: dict) -> dict:
+    def corr(sel):
+        xs = [r["predicted_cycles"] for r in sel]
+        ys = [r["tuned"]["median"] for r in sel]
+        return {"n": len(sel), "spearman": stats.spearman(xs, ys),
+                "pearson_log": stats.pearson([math.log(x) for x in xs], [math.log(y) for y in ys]) if len(sel) > 1 and min(xs) > 0 else None}
+
+    costed = [r for r in rows if r["predicted_cycles"]]
+    zz = [r for r in costed if r["provenance"] == "zigzag"]
+    contr = [r for r in rows if r["kind"] in CONTRACTIONS]
+    ratio = lambda sel: stats.geomean([r["measured_over_predicted"] for r in sel if r["measured_over_predicted"]])
+    by_kind = {}
+    for r in rows:
+        k = by_kind.setdefault(r["kind"], {"n": 0, "tuned_s": 0.0, "default_s": 0.0, "speedups": [], "ratios": []})
+        k["n"] += 1
+        k["tuned_s"] += r["tuned"]["median"] * max(1, r["calls"])
+        k["default_s"] += r["default"]["median"] * max(1, r["calls"])
+        k["speedups"].append(r["speedup"])
+        if r["measured_over_predicted"]:
+            k["ratios"].append(r["measured_over_predicted"])
+    for k in by_kind.values():
+        k["geomean_speedup"] = stats.geomean(k.pop("speedups"))
+        k["geomean_measured_over_predicted"] = stats.geomean(k.pop("ratios"))
+    out = {
+        "dispatches": len(rows),
+        "spearman_zigzag": corr(zz), "spearman_all_costed": corr(costed),
+        "geomean_speedup_all": stats.geomean([r["speedup"] for r in rows]),
+        "geomean_speedup_zigzag": stats.geomean([r["speedup"] for r in zz]),
+        "geomean_speedup_contractions": stats.geomean([r["speedup"] for r in contr]),
+        "tuned_faster": sum(r["speedup"] > 1 for r in rows),
+        "tuned_faster_contractions": sum(r["speedup"] > 1 for r in contr), "contractions": len(contr),
+        "geomean_measured_over_predicted_zigzag": ratio(zz),
+        "geomean_measured_over_predicted_all": ratio(costed),
+        "sum_dispatch_tuned_s": sum(r["tuned"]["median"] * max(1, r["calls"]) for r in rows),
+        "sum_dispatch_default_s": sum(r["default"]["median"] * max(1, r["calls"]) for r in rows),
+        "sum_predicted_s": sum((r["predicted_s"] or 0) * max(1, r["calls"]) for r in rows),
+        "configs_verified": sum(bool(r["config_verified"]) for r in rows),
+        "configs_applied": sum(r["status"] == "applied" for r in rows),
+        "by_kind": by_kind,
+    }
+    return out
+
+
+def environment(device: str) -> dict:
+    import iree.runtime
+
+    env = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+           "iree_runtime": getattr(iree.runtime, "version", None) and iree.runtime.version.VERSION,
+           "dispatch_device": device}
+    try:
+        env["cpu_model"] = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return env
+
+
+def run(art: Artifacts, reps: int = 20, warmup: int = 3, dispatch_rounds: int = 5, device: str = "local-task",
+        batch: int = 10, min_time: float = 0.05, jobs: int = 2, work: Path | None = None, skip_dispatches: bool = False,
+        skip_e2e: bool = False, quiet: bool = False) -> dict:
+    hw = hardware_info(art.hardware)
+    load0 = os.getloadavg()
+    t0 = time.time()
+    results: dict = {"model": art.name, "model_name": art.model_name, "framework": art.framework,
+                     "target": "host", "hardware": hw, "environment": environment(device),
+                     "settings": {"reps": reps, "warmup": warmup, "dispatch_rounds": dispatch_rounds,
+                                  "dispatch_device": device, "dispatch_batch": batch,
+                                  "dispatch_min_time_s": min_time}}
+    with tempfile.TemporaryDirectory(prefix="bench.") as tmp:
+        work = Path(work) if work else Path(tmp)
+        prep = None
+        if not skip_dispatches:
+            # Compile first (child process, CPU heavy) so it does not overlap any timing.
+            prep = prepare_dispatches(art, work, jobs, quiet)
+        if not skip_e2e:
+            results["end_to_end"] = end_to_end(art, reps, warmup, quiet)
+        if prep is not None:
+            times = per_dispatch(prep, dispatch_rounds, device, batch, min_time, quiet)
+            rows = join(art, prep, times, hw)
+            results["dispatches"] = rows
+            results["summary"] = summarize(rows, results.get("end_to_end"), hw)
+    results["environment"]["loadavg_before"] = list(load0)
+    results["environment"]["loadavg_after"] = list(os.getloadavg())
+    results["environment"]["wall_s"] = time.time() - t0
+    return results
