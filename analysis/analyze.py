@@ -65,22 +65,78 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None):
     if not nest.loops or any(b <= 0 for b in bounds):
         return ("iree-default", "root op has no static iteration domain", None, None, Cost(**rl),
                 None)
+    if info.kind in IREE_SHAPED_KINDS:
+        return ("iree-default", f"{info.kind}: {IREE_SHAPED_KINDS[info.kind]}", None, None,
+                _per_core(Cost(**rl), hw, None), None)
+    reg = tiles.register_proposal(bounds, kinds, lanes, reg_elems)
     if zz is not None:
-        prop = zigzag_cost.level_tiles(zz, len(bounds))
+        prop = zigzag_cost.level_tiles(zz, len(bounds), zigzag_cost.relevant_loops(nest))
+        # The register tile comes from the register-file model (tiles.register_proposal):
+        # ZigZag's register level is per-lane scalar registers, so its register tiles
+        # (e.g. 4x8x4 or 1x128x1) say nothing about vectors and accumulators.
+        prop["register"] = reg
+        # The accumulators are loaded and stored once per L1 reduction tile (IREE hoists them
+        # out of the reduction loop only inside a cache tile), so an L1 reduction tile of a
+        # few register steps (ZigZag gives 8 = one step for 512x49x4608) turns every step
+        # into an accumulator round trip: at least MIN_L1_REDUCTION_STEPS register steps.
+        prop["l1"] = [max(t, min(b, MIN_L1_REDUCTION_STEPS * r)) if k == "reduction" else t
+                      for t, b, r, k in zip(prop["l1"], bounds, reg, kinds)]
+        # every level holds the register tile (ZigZag's per-lane register level may have left
+        # an L1/L2 tile of 2 rows, which would cut the 8 accumulator rows to 2)
+        prop["l1"] = [max(a, b) for a, b in zip(prop["l1"], reg)]
+        prop["l2"] = [max(a, b) for a, b in zip(prop["l2"], prop["l1"])]
         # ZigZag's L1 tile as the start; grown by exact divisors to half the L1 when ZigZag left
         # it underused, so the tile amortises loop overhead (the Quidditch small-tile trap).
-        prop["l1"] = tiles.grow(bounds, kinds, prop["l1"], accesses, l1 // 2, outer=prop["l2"]
+        prop["l1"] = tiles.grow(bounds, kinds, [max(a, b) for a, b in zip(prop["l1"], reg)],
+                                accesses, l1 // 2, outer=prop["l2"]
                                 if all(a <= b for a, b in zip(prop["l1"], prop["l2"])) else None)
-        legal = tiles.cap_parallel_l1(kinds, tiles.legalize(bounds, kinds, prop, lanes, reg_elems))
-        cost = Cost(latency_cycles=zz["latency_cycles"], energy_pj=zz["energy_pj"],
-                    mac_utilization=zz["mac_utilization"], model="zigzag")
-        return ("zigzag", f"{info.kind} expressed as ZigZag layer; tiles from ZigZag's per-level "
-                "mapping, legalised", legal, zz["loop_order"], cost, zz)
-    legal = tiles.cap_parallel_l1(kinds, tiles.analytical_tiles(bounds, kinds, accesses, lanes,
-                                                                 reg_elems, l1, l2))
+        legal = _distribute(kinds, bounds, tiles.cap_parallel_l1(
+            kinds, tiles.legalize(bounds, kinds, prop, lanes, reg_elems)), hw)
+        cost = _per_core(Cost(latency_cycles=zz["latency_cycles"], energy_pj=zz["energy_pj"],
+                              mac_utilization=zz["mac_utilization"], model="zigzag"),
+                         hw, tiles.workgroups(bounds, kinds, legal["l2"]))
+        return ("zigzag", f"{info.kind} expressed as ZigZag layer; L1/L2 tiles from ZigZag's "
+                "per-level mapping, register tile from the register-file model, l2 split into "
+                "per-core workgroups, legalised", legal, zz["loop_order"], cost, zz)
+    legal = _distribute(kinds, bounds, tiles.cap_parallel_l1(
+        kinds, tiles.analytical_tiles(bounds, kinds, accesses, lanes, reg_elems, l1, l2)), hw)
     order = [n for n, _, _ in nest.loops]
     return ("analytical", f"{zz_err}; roofline cost, cache-filling tiles", legal, order,
-            Cost(**rl), None)
+            _per_core(Cost(**rl), hw, tiles.workgroups(bounds, kinds, legal["l2"])), None)
+
+
+MIN_L1_REDUCTION_STEPS = 16
+
+# Kinds whose tiles are left to IREE's defaults (provenance iree-default), and why: ZigZag's
+# mapping has no basis for them (a depthwise conv or pooling is a per-channel window with no
+# reuse across a reduction that ZigZag could exploit; a reduction is not a ZigZag layer), and
+# measured on the host bench (ResNet-18 / MobileNetV2, one run) our tiles lost to IREE's on
+# every one of them: max-pool 3.3x slower, global average pool 3.5x slower, depthwise convs
+# slower. IREE's defaults for these are shaped by its ConvTileAndDecompose / reduction
+# heuristics (unit output-row tiles, 8-wide channel or reduction vectors) which we would
+# only copy.
+IREE_SHAPED_KINDS = {
+    "depthwise_conv": "per-channel windowed op: no cross-channel reuse for ZigZag to map; "
+                      "IREE's default tiles measured faster",
+    "pooling": "windowed reduction without weights: nothing for ZigZag to map; IREE's "
+               "default tiles measured faster",
+    "reduction": "not a ZigZag layer and memory bound; IREE's default tiles measured faster",
+}
+
+
+def _distribute(kinds, bounds, legal, hw):
+    return tiles.distribute(bounds, kinds, legal, hw.cores)
+
+
+def _per_core(cost: Cost, hw, groups: int | None) -> Cost:
+    """ZigZag and the roofline model one core running the whole op; IREE runs `groups`
+    workgroups on `hw.cores` cores, so the latency is that of the busiest core:
+    ceil(groups / cores) / groups of the single-core latency (None: IREE's own split,
+    assumed balanced over the cores)."""
+    if hw.cores <= 1:
+        return cost
+    share = 1 / hw.cores if groups is None else -(-groups // hw.cores) / groups
+    return cost.model_copy(update={"latency_cycles": float(f"{cost.latency_cycles * share:.9g}")})
 
 
 def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, jobs: int

@@ -3,10 +3,17 @@
 Rules (proved by tiles_test.py with hypothesis):
 - every tile is >= 1 and <= the loop bound; register <= l1 <= l2 per loop;
 - tiles are divisors of the next outer tile (or bound) whenever the lane rule allows;
-- the innermost parallel loop's register tile is a multiple of the f32 lanes, or the whole
-  loop when the loop is shorter than the lanes;
-- reduction register tiles are 1..4;
-- the register tiles' product (elements held at once) fits the vector register file.
+- the innermost parallel loop's register tile is 1 or 2 vectors (lanes or 2 x lanes), or the
+  whole loop when the loop is shorter than the lanes (never a multi-KiB "vector");
+- the register level holds accumulators AND operands: the parallel register tiles' product
+  (one accumulator element each) is at most half the vector register file, the other half
+  being for the streamed operand vectors and broadcasts (host: 8 of 16 YMM accumulators, the
+  shape of IREE's own 8x8 matmul tile; RVV: 16 of 32);
+- reduction register tiles are an unroll factor: their product is 1..lanes;
+- hence every vector-level tile product is <= half the register file x lanes elements, far
+  below IREE's "large vector sizes" limit;
+- distribution (the l2 tile of parallel loops) is a per-workgroup tile: it yields at least
+  `WORKGROUPS_PER_CORE` x cores workgroups when the l1 tiles allow (see `distribute`).
 `grow_l1`/`analytical_tiles` choose tiles that fill a cache budget, so tiles amortise loop
 overhead instead of being tiny (the Quidditch trap).
 """
@@ -16,7 +23,15 @@ from __future__ import annotations
 from math import prod
 from typing import Sequence
 
-MAX_REDUCTION_REGISTER_TILE = 4
+# Largest innermost-parallel register tile, in vectors (1-2 accumulator columns).
+MAX_INNER_VECTORS = 2
+# Workgroups per core the distribution tile aims for (load balance over the cores).
+WORKGROUPS_PER_CORE = 4
+
+
+def accumulator_elems(register_elems: int) -> int:
+    """Accumulator elements the register tile may hold: half the register file."""
+    return max(1, register_elems // 2)
 
 # Operand access: per result expression ((loop index, coefficient), ...).
 Access = Sequence[Sequence[tuple[int, int]]]
@@ -62,18 +77,24 @@ def legalize(bounds: Sequence[int], kinds: Sequence[str], proposal: dict[str, Se
     for i in range(n):
         want = int(proposal["register"][i])
         if kinds[i] == "reduction":
-            reg.append(divisor_at_most(l1[i], min(want, MAX_REDUCTION_REGISTER_TILE)))
+            reg.append(divisor_at_most(l1[i], min(want, lanes)))
         elif i == inner:
-            r = lane_tile(bounds[i], lanes, want)
-            reg.append(r)
+            reg.append(lane_tile(bounds[i], lanes, min(want, MAX_INNER_VECTORS * lanes)))
         else:
             reg.append(divisor_at_most(l1[i], want))
-    # register budget: shrink the largest shrinkable register tile until it fits
-    while prod(reg) > register_elems:
-        cands = [i for i in range(n) if reg[i] > 1 and i != inner]
+    # reduction unroll: the product of the reduction register tiles is at most the lanes
+    red = [i for i in range(n) if kinds[i] == "reduction"]
+    while prod(reg[i] for i in red) > lanes:
+        i = max((j for j in red if reg[j] > 1), key=lambda j: (reg[j], -j))
+        reg[i] = divisor_at_most(reg[i], reg[i] // 2)
+    # accumulators: shrink the largest non-innermost parallel register tile until they fit
+    par = [i for i in range(n) if kinds[i] == "parallel"]
+    acc = accumulator_elems(register_elems)
+    while prod(reg[i] for i in par) > acc:
+        cands = [i for i in par if reg[i] > 1 and i != inner]
         if cands:
             i = max(cands, key=lambda j: (reg[j], -j))
-            reg[i] = divisor_at_most(reg[i], reg[i] // 2) if reg[i] > 1 else 1
+            reg[i] = divisor_at_most(reg[i], reg[i] // 2)
             continue
         if inner is not None and reg[inner] > lanes and bounds[inner] > lanes:
             reg[inner] = lane_tile(bounds[inner], lanes, reg[inner] - lanes)
@@ -134,17 +155,92 @@ def grow(bounds: Sequence[int], kinds: Sequence[str], start: Sequence[int],
     return tile
 
 
+def register_proposal(bounds: Sequence[int], kinds: Sequence[str], lanes: int,
+                      register_elems: int) -> list[int]:
+    """The register tile from a model of the vector register file (not from ZigZag, whose
+    register level is per-lane scalars and has no notion of vectors, broadcasts or FMA latency).
+
+    - ops with a reduction (contractions, convs): accumulators fill half the register file as
+      `rows x 1 vector`: the innermost parallel loop gets one vector (lanes), the next parallel
+      loop with extent > 1 gets accumulator_vectors rows (host 8x8 f32, RVV 16x4: the shape of
+      IREE's own matmul tile, and of BLAS micro-kernels); when no such loop exists (matvec),
+      two vectors for two independent FMA chains. The innermost reduction loop is unrolled by
+      the lanes (one broadcast per row and step).
+    - all-parallel ops (elementwise, copies): one vector on the innermost loop, like IREE.
+    """
+    n = len(bounds)
+    reg = [1] * n
+    inner = innermost_parallel(kinds)
+    reds = [i for i in range(n) if kinds[i] == "reduction"]
+    if inner is None:
+        if reds:
+            reg[reds[-1]] = lanes
+        return reg
+    reg[inner] = lanes
+    if not reds:
+        return reg
+    reg[reds[-1]] = lanes
+    rows_loop = next((i for i in range(inner - 1, -1, -1)
+                      if kinds[i] == "parallel" and bounds[i] > 1), None)
+    if rows_loop is None:
+        reg[inner] = MAX_INNER_VECTORS * lanes
+    else:
+        reg[rows_loop] = max(1, accumulator_elems(register_elems) // lanes)
+    return reg
+
+
+def workgroups(bounds: Sequence[int], kinds: Sequence[str], l2: Sequence[int]) -> int:
+    """Workgroups IREE launches for a distribution tile (parallel loops only)."""
+    return prod(-(-b // t) for b, k, t in zip(bounds, kinds, l2) if k == "parallel")
+
+
+def distribute(bounds: Sequence[int], kinds: Sequence[str], legal: dict[str, list[int]],
+               cores: int, per_core: int = WORKGROUPS_PER_CORE) -> dict[str, list[int]]:
+    """Makes the l2 tile of parallel loops a per-workgroup tile for `cores` cores.
+
+    IREE turns `distribution` (= the l2 tile of parallel loops) into workgroups, one per core
+    at a time: an l2 tile equal to the problem is ONE workgroup on one core. ZigZag models one
+    core, so its L2 tile is the per-core working set; here it is split until there are at
+    least per_core x cores workgroups (load balance), shrinking the loop with the most l1
+    tiles per l2 tile first, by exact multiples of the l1 tile (so l1 still divides l2). When
+    l2 == l1 everywhere and that is still too few workgroups, the l1 (and l2) tiles shrink the
+    same way down to the register tile. Never shrinks below what the problem allows.
+    """
+    out = {k: list(v) for k, v in legal.items()}
+    want = cores * per_core
+    par = [i for i, k in enumerate(kinds) if k == "parallel"]
+    for level in ("l2", "l1"):
+        while workgroups(bounds, kinds, out["l2"]) < want:
+            inner_lv = "l1" if level == "l2" else "register"
+            best = None
+            for i in par:
+                unit = out[inner_lv][i]
+                cur = out[level][i]
+                steps = -(-cur // unit)
+                if steps <= 1:
+                    continue
+                # next smaller multiple of the inner tile that divides the current tile (or any
+                # smaller multiple when none divides)
+                cands = [m for m in range(steps - 1, 0, -1) if cur % (m * unit) == 0] or \
+                    [steps - 1]
+                key = (steps, -i)
+                if best is None or key > best[0]:
+                    best = (key, i, cands[0] * unit)
+            if best is None:
+                break
+            _, i, new = best
+            out[level][i] = new
+            if level == "l1":
+                out["l2"][i] = new
+    return out
+
+
 def analytical_tiles(bounds: Sequence[int], kinds: Sequence[str], accesses: Sequence[Access],
                      lanes: int, register_elems: int, l1_bytes: int, l2_bytes: int
                      ) -> dict[str, list[int]]:
-    """Tiles without ZigZag: register tile = lanes on the innermost parallel loop (x4 unroll
-    when possible), small reduction tile; L1 and L2 tiles grown to half the cache each
-    (the other half for streaming neighbours), then legalised."""
-    n = len(bounds)
-    inner = innermost_parallel(kinds)
-    reg = [1] * n
-    if inner is not None:
-        reg[inner] = lane_tile(bounds[inner], lanes, lanes * 4)
+    """Tiles without ZigZag: the register tile of `register_proposal`; L1 and L2 tiles grown
+    to half the cache each (the other half for streaming neighbours), then legalised."""
+    reg = register_proposal(bounds, kinds, lanes, register_elems)
     l1 = grow(bounds, kinds, reg, accesses, l1_bytes // 2)
     l2 = grow(bounds, kinds, l1, accesses, l2_bytes // 2)
     return legalize(bounds, kinds, {"register": reg, "l1": l1, "l2": l2}, lanes, register_elems)
@@ -155,19 +251,22 @@ def check(bounds: Sequence[int], kinds: Sequence[str], tiles: dict[str, Sequence
     """Violations of the legality rules (empty when legal)."""
     errs = []
     inner = innermost_parallel(kinds)
+    reg = tiles["register"]
     for i, b in enumerate(bounds):
-        r, a, c = tiles["register"][i], tiles["l1"][i], tiles["l2"][i]
+        r, a, c = reg[i], tiles["l1"][i], tiles["l2"][i]
         if not (1 <= r <= a <= c <= b):
             errs.append(f"loop {i}: need 1 <= {r} <= {a} <= {c} <= {b}")
-        if kinds[i] == "reduction" and r > MAX_REDUCTION_REGISTER_TILE:
-            errs.append(f"loop {i}: reduction register tile {r} > {MAX_REDUCTION_REGISTER_TILE}")
+    red = prod(r for r, k in zip(reg, kinds) if k == "reduction")
+    if red > lanes:
+        errs.append(f"reduction register tiles' product {red} > {lanes} lanes")
     if inner is not None:
-        r, b = tiles["register"][inner], bounds[inner]
-        if not (r == b if b <= lanes else r % lanes == 0):
+        r, b = reg[inner], bounds[inner]
+        if not (r == b if b <= lanes else r % lanes == 0 and r <= MAX_INNER_VECTORS * lanes):
             errs.append(f"innermost parallel loop {inner}: register tile {r} vs lanes {lanes}")
-        others = prod(t for i, t in enumerate(tiles["register"]) if i != inner)
-        if others > 1 and prod(tiles["register"]) > register_elems:
-            errs.append(f"register tile {prod(tiles['register'])} elements > {register_elems}")
+        acc = prod(r for r, k in zip(reg, kinds) if k == "parallel")
+        if acc > accumulator_elems(register_elems):
+            errs.append(f"accumulators {acc} elements > half the register file "
+                        f"({accumulator_elems(register_elems)})")
     return errs
 
 

@@ -1,6 +1,7 @@
 """Tile legality (analysis/tiles.py) over random shapes and hardware parameters."""
 
 import sys
+from math import prod
 
 import pytest
 from hypothesis import given, settings
@@ -60,10 +61,72 @@ def test_lane_tile(bound, lanes, want):
     assert t == bound if bound <= lanes else t % lanes == 0
 
 
+@settings(max_examples=300, deadline=None)
+@given(problems())
+def test_register_tile_models_accumulators_and_operands(p):
+    """Register tile: innermost parallel = 1-2 vectors (or the whole short loop), accumulators
+    (product of parallel register tiles) <= half the register file, reduction unroll product
+    <= lanes; so every vector-level tile product is small (no IREE "large vector sizes")."""
+    bounds, kinds, lanes, reg_elems, prop = p
+    for proposal in (prop, {**prop, "register": tiles.register_proposal(bounds, kinds, lanes,
+                                                                         reg_elems)}):
+        t = tiles.legalize(bounds, kinds, proposal, lanes, reg_elems)
+        reg = t["register"]
+        inner = tiles.innermost_parallel(kinds)
+        par = [r for r, k in zip(reg, kinds) if k == "parallel"]
+        red = [r for r, k in zip(reg, kinds) if k == "reduction"]
+        assert prod(red) <= lanes
+        assert prod(par) <= reg_elems // 2
+        if inner is not None:
+            r, b = reg[inner], bounds[inner]
+            assert r == b if b <= lanes else r % lanes == 0 and r <= tiles.MAX_INNER_VECTORS * lanes
+        # vector bytes of the whole register tile: far below IREE's 16 KiB vector limit
+        assert prod(reg) * 4 <= (reg_elems // 2) * lanes * 4 <= 16384
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems(), st.integers(1, 8))
+def test_distribution_gives_workgroups_for_the_cores(p, cores):
+    """distribute: stays legal, never grows a tile, and yields >= WORKGROUPS_PER_CORE x cores
+    workgroups unless every parallel l1 tile already equals its register tile (nothing left
+    to split)."""
+    bounds, kinds, lanes, reg_elems, prop = p
+    legal = tiles.legalize(bounds, kinds, prop, lanes, reg_elems)
+    d = tiles.distribute(bounds, kinds, legal, cores)
+    assert tiles.check(bounds, kinds, d, lanes, reg_elems) == []
+    assert all(d[lv][i] <= legal[lv][i] for lv in d for i in range(len(bounds)))
+    assert d["register"] == legal["register"]
+    groups = tiles.workgroups(bounds, kinds, d["l2"])
+    par = [i for i, k in enumerate(kinds) if k == "parallel"]
+    exhausted = all(-(-d["l2"][i] // d["register"][i]) <= 1 for i in par)
+    assert groups >= tiles.WORKGROUPS_PER_CORE * cores or exhausted
+    # reduction loops are never distributed: their l2 tile is untouched
+    assert all(d["l2"][i] == legal["l2"][i] for i, k in enumerate(kinds) if k == "reduction")
+
+
+def test_register_proposal_host_matmul():
+    # host: 8 f32 lanes, 16 YMM = 128 f32: 8 rows x 1 vector of accumulators, K unrolled by 8
+    assert tiles.register_proposal([64, 3136, 576], ["parallel", "parallel", "reduction"],
+                                   8, 128) == [8, 8, 8]
+    # matvec (M = 1): two vectors, two independent FMA chains
+    assert tiles.register_proposal([1, 1000, 512], ["parallel", "parallel", "reduction"],
+                                   8, 128) == [1, 16, 8]
+    # elementwise: one vector, like IREE
+    assert tiles.register_proposal([64, 56, 56], ["parallel"] * 3, 8, 128) == [1, 1, 8]
+
+
+def test_distribution_splits_a_whole_problem_l2_tile():
+    kinds = ["parallel", "parallel", "reduction"]
+    legal = {"register": [8, 8, 8], "l1": [64, 32, 576], "l2": [64, 3136, 576]}
+    d = tiles.distribute([64, 3136, 576], kinds, legal, 2)
+    assert tiles.workgroups([64, 3136, 576], kinds, d["l2"]) >= 8
+    assert d["l1"] == legal["l1"] and d["l2"][1] % 32 == 0
+
+
 def test_examples_exact_tiling():
     t = tiles.legalize([64, 128, 96], ["parallel", "parallel", "reduction"],
                        {"register": [1, 32, 16], "l1": [64, 32, 96], "l2": [64, 128, 96]}, 4, 128)
-    assert t == {"register": [1, 32, 4], "l1": [64, 32, 96], "l2": [64, 128, 96]}
+    assert t == {"register": [1, 8, 4], "l1": [64, 32, 96], "l2": [64, 128, 96]}
     # a loop shorter than the lanes keeps the whole loop as its register tile
     t = tiles.legalize([3], ["parallel"], {"register": [8], "l1": [8], "l2": [8]}, 8, 128)
     assert t["register"] == [3]
