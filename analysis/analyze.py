@@ -66,8 +66,12 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None):
         return ("iree-default", "root op has no static iteration domain", None, None, Cost(**rl),
                 None)
     if info.kind in IREE_SHAPED_KINDS:
-        return ("iree-default", f"{info.kind}: {IREE_SHAPED_KINDS[info.kind]}", None, None,
-                _per_core(Cost(**rl), hw, None), None)
+        # ZigZag still maps the layer when it can (recorded under `zigzag` for inspection),
+        # but its tiles are not applied; the cost is the roofline of IREE's own schedule.
+        mapped = (f"ZigZag mapped it ({zz['latency_cycles']:.0f} cycles predicted for its own "
+                  "mapping) but " if zz is not None else "")
+        return ("iree-default", f"{info.kind}: {mapped}{IREE_SHAPED_KINDS[info.kind]}", None, None,
+                _per_core(Cost(**rl), hw, None), zz)
     reg = tiles.register_proposal(bounds, kinds, lanes, reg_elems)
     if zz is not None:
         prop = zigzag_cost.level_tiles(zz, len(bounds), zigzag_cost.relevant_loops(nest))
