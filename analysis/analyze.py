@@ -22,6 +22,7 @@ from analysis import dispatches as dsp
 from analysis import hardware as hwmod
 from analysis import roofline, tiles, zigzag_cost
 from common.analysis_schema import Analysis, Cost, Dispatch, Loop, Operand, Summary
+from common.files import atomic_write, sha256_file
 from common.targets import TargetError, load_target
 
 
@@ -202,7 +203,7 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
         analytical=sum(d.provenance == "analytical" for d in out),
         iree_default=sum(d.provenance == "iree-default" for d in out))
     result = Analysis(model=model_name, target=target.name, hardware=hw.name,
-                      hardware_sha256=hwmod.file_sha256(hw_path), vector_lanes_f32=hw.lanes_f32,
+                      hardware_sha256=sha256_file(hw_path), vector_lanes_f32=hw.lanes_f32,
                       dispatches=out, summary=summary)
     if target.vector_bits != hw.compute.vector_bits:
         print(f"analysis: note: target {target.name} vector_bits {target.vector_bits} differs from "
@@ -242,9 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = to_json(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, args.out)
+    atomic_write(args.out, text)
     s = result.summary
     print(f"analysis {args.model_name}: {s.dispatches} dispatches, {s.distinct_ops} distinct ops, "
           f"{s.zigzag} zigzag-costed, {s.analytical} analytically costed, {s.iree_default} left "

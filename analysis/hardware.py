@@ -8,12 +8,13 @@ ZigZag wants bits: `zigzag_accelerator()` converts.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from common.yaml_model import load_yaml_model
 
 ROLES = ("register", "l1", "l2", "dram")  # required, innermost first
 OPTIONAL_ROLES = ("l3",)  # may sit between l2 and dram
@@ -107,30 +108,11 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
 
 
 def load_hardware(path: str | Path) -> Hardware:
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise HardwareError(f"{path}: hardware file not found") from None
-    except yaml.YAMLError as err:
-        raise HardwareError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise HardwareError(f"{path}: expected a mapping of hardware fields")
-    try:
-        hw = Hardware(**data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        msg = first["msg"].removeprefix("Value error, ")
-        raise HardwareError(f"{path}: field '{field}': {msg}") from None
+    hw = load_yaml_model(path, Hardware, "hardware", HardwareError)
     problem = _check(hw)
     if problem:
-        raise HardwareError(f"{path}: field '{problem[0]}': {problem[1]}")
+        raise HardwareError(f"{Path(path)}: field '{problem[0]}': {problem[1]}")
     return hw
-
-
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _ports(read_bits: int, write_bits: int, operands: list[str], top: bool) -> list[dict]:

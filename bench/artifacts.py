@@ -88,11 +88,11 @@ def find(name: str, root: Path | None = None) -> Artifacts:
 
 def check_consistent(a: Artifacts) -> None:
     """The tuned vmfb must have been built from the analysis the bench reads (the manifest says so)."""
-    import hashlib
+    from common.files import sha256_file
 
     man = json.loads(a.tuned_vmfb.with_name(a.tuned_vmfb.name[:-5] + ".manifest.json").read_text())
     want = man.get("inputs_sha256", {}).get("analysis")
-    got = hashlib.sha256(a.analysis.read_bytes()).hexdigest()
+    got = sha256_file(a.analysis)
     if want and want != got:
         raise ArtifactError(f"{a.tuned_vmfb.name}: built from another analysis than {a.analysis.name} "
                             f"(manifest sha256 {want[:12]} != {got[:12]}); rebuild //models:{a.name}_host")

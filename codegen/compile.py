@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from common.analysis_schema import Analysis
+from common.files import atomic_write, sha256_file
 from common.targets import IreeTarget, TargetError, load_target
 
 
@@ -67,14 +66,6 @@ def check_analysis_fits(analysis: Analysis, target: IreeTarget, path: Path) -> N
     if analysis.vector_lanes_f32 != lanes:
         raise CompileError(f"{path}: analysis assumes {analysis.vector_lanes_f32} f32 lanes, "
                            f"target '{target.name}' has {lanes}")
-
-
-def _atomic_write(path: Path, data: bytes | str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
-    os.replace(tmp, path)
 
 
 def apply_analysis(module, analysis: Analysis | None, lanes: int) -> list[dict]:
@@ -280,15 +271,14 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
         check_landed(entries, dump, ctx)
         dumped_text = dumped_configs_text(dump, ctx)
 
-        sha = lambda p: hashlib.sha256(Path(p).read_bytes()).hexdigest()
         report = {
             "target": target.name, "triple": target.triple, "cpu": target.cpu,
             "cpu_features": list(target.cpu_features), "vector_lanes_f32": lanes,
             "compile_flags": flags, "tuned": analysis is not None,
             "model": analysis.model if analysis else None,
             "hardware": analysis.hardware if analysis else None,
-            "inputs_sha256": {"module": sha(module), "target": sha(target_path),
-                              **({"analysis": sha(analysis_path)} if analysis_path else {}),
+            "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path),
+                              **({"analysis": sha256_file(analysis_path)} if analysis_path else {}),
                               **({"hardware": analysis.hardware_sha256} if analysis else {})},
             "summary": {"dispatches": len(entries),
                         "applied": sum(e["status"] == "applied" for e in entries),
@@ -299,10 +289,10 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
         if out_binaries is not None:
             out_binaries.mkdir(parents=True, exist_ok=True)
             for p in sorted((tmp / "bin").iterdir()):
-                _atomic_write(out_binaries / p.name, p.read_bytes())
-        _atomic_write(out_configs, dumped_text)
-        _atomic_write(out_report, json.dumps(report, indent=1, sort_keys=True) + "\n")
-        _atomic_write(out_vmfb, (tmp / "out.vmfb").read_bytes())
+                atomic_write(out_binaries / p.name, p.read_bytes())
+        atomic_write(out_configs, dumped_text)
+        atomic_write(out_report, json.dumps(report, indent=1, sort_keys=True) + "\n")
+        atomic_write(out_vmfb, (tmp / "out.vmfb").read_bytes())
     return report
 
 

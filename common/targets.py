@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from common.yaml_model import load_yaml_model
 
 TARGETS_DIR = Path(__file__).parent / "targets"
 
@@ -55,21 +56,7 @@ class IreeTarget(BaseModel):
 
 def load_target(path: str | Path) -> IreeTarget:
     """Loads and validates a target file."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise TargetError(f"{path}: target file not found") from None
-    except yaml.YAMLError as err:
-        raise TargetError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise TargetError(f"{path}: expected a mapping of target fields")
-    try:
-        return IreeTarget(**data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise TargetError(f"{path}: field '{field}': {first['msg']}") from None
+    return load_yaml_model(path, IreeTarget, "target", TargetError)
 
 
 def named_target(name: str) -> IreeTarget:

@@ -37,8 +37,12 @@ def _file(suffix: str) -> Path:
     return path
 
 
+def _golden_path() -> Path:
+    return Path(_arg("package")) / f"{_arg('model_name')}.golden.npz"
+
+
 def _golden() -> np.lib.npyio.NpzFile:
-    return np.load(Path(_arg("package")) / f"{_arg('model_name')}.golden.npz")
+    return np.load(_golden_path())
 
 
 @pytest.mark.parametrize("variant", ["host", "host_untuned"])
@@ -46,10 +50,9 @@ def test_host_module_matches_framework_golden(variant):
     vmfb = _file(f"{variant}.vmfb")
     fn, _, entry = run.load(vmfb)
     golden = _golden()
-    inputs = [golden[f"input_{i}"] for i in range(len(entry["inputs"]))]
-    result = fn(*inputs)
+    result = fn(*run.inputs_from(_golden_path(), entry))
     outputs = [np.asarray(r) for r in (result if isinstance(result, (list, tuple)) else [result])]
-    expected = [golden[k] for k in sorted(golden.files) if k.startswith("output_")]
+    expected = [golden[f"output_{i}"] for i in range(sum(k.startswith("output_") for k in golden.files))]
     assert len(outputs) == len(expected), f"{vmfb.name}: {len(outputs)} outputs, golden has {len(expected)}"
     for i, (out, ref) in enumerate(zip(outputs, expected)):
         assert out.shape == ref.shape, f"output_{i}: shape {out.shape} vs golden {ref.shape}"

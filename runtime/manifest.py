@@ -9,13 +9,11 @@ sha256 of every input file. No absolute paths, no timestamps.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from common.files import atomic_write, sha256_file
 from common.targets import TargetError, load_target
 
 _DTYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "i64": "int64",
@@ -61,18 +59,6 @@ def entry_points(module: Path) -> list[dict]:
     return out
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: Path | None,
           hardware: Path | None, out_vmfb: Path, out_manifest: Path) -> dict:
     for p in (vmfb, report, module):
@@ -92,11 +78,11 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         raise ManifestError(f"{report}: not a codegen report: {err}") from None
     if rep.get("target") != target.name:
         raise ManifestError(f"{report}: compiled for target '{rep.get('target')}', manifest target is '{target.name}'")
-    inputs = {"module": sha256(module), "vmfb": sha256(vmfb), "report": sha256(report), "target": sha256(target_path)}
+    inputs = {"module": sha256_file(module), "vmfb": sha256_file(vmfb), "report": sha256_file(report), "target": sha256_file(target_path)}
     if analysis is not None:
-        inputs["analysis"] = sha256(analysis)
+        inputs["analysis"] = sha256_file(analysis)
     if hardware is not None:
-        inputs["hardware"] = sha256(hardware)
+        inputs["hardware"] = sha256_file(hardware)
     manifest = {
         "vmfb": out_vmfb.name,
         "target": {"name": target.name, "triple": target.triple, "cpu": target.cpu,
@@ -107,8 +93,8 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         "dispatches": dispatches,
         "inputs_sha256": inputs,
     }
-    _atomic_write(out_manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
-    _atomic_write(out_vmfb, vmfb.read_bytes())
+    atomic_write(out_manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    atomic_write(out_vmfb, vmfb.read_bytes())
     return manifest
 
 
