@@ -149,6 +149,12 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
     start = time.monotonic()
     target = load_target(target_path)
     hw = hwmod.load_hardware(hw_path)
+    if target.is_riscv and target.vector_bits != hw.compute.vector_bits:
+        # Lanes, IREE's +zvl<N>b and qemu's vlen must be one number: accelerator_target derives it.
+        raise dsp.AnalysisInputError(
+            f"{target_path}: target {target.name} has vector_bits {target.vector_bits} but hardware "
+            f"{hw.name} has {hw.compute.vector_bits}: derive the target from the hardware description "
+            f"(python -m analysis.accelerator_target / accelerator_target in analysis/defs.bzl)")
     with tempfile.TemporaryDirectory(prefix="analysis_") as tmp:
         tmp = Path(tmp)
         print(f"analysis: compiling {module.name} to executable configurations", file=sys.stderr)
@@ -205,9 +211,6 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
     result = Analysis(model=model_name, target=target.name, hardware=hw.name,
                       hardware_sha256=sha256_file(hw_path), vector_lanes_f32=hw.lanes_f32,
                       dispatches=out, summary=summary)
-    if target.vector_bits != hw.compute.vector_bits:
-        print(f"analysis: note: target {target.name} vector_bits {target.vector_bits} differs from "
-              f"hardware {hw.name} vector_bits {hw.compute.vector_bits}", file=sys.stderr)
     return result, time.monotonic() - start
 
 

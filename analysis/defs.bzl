@@ -1,10 +1,18 @@
-"""`zigzag_analysis`: per-dispatch tiling decisions for a model (analysis/analyze.py)."""
+"""Analysis-stage rules: `zigzag_analysis` (per-dispatch tiling decisions, analysis/analyze.py)
+and `accelerator_target` (a riscv IREE target whose VLEN comes from an accelerator description)."""
 
 load("//common:providers.bzl", "AnalysisInfo", "IreeTargetInfo", "MlirModuleInfo")
 
 def _zigzag_analysis_impl(ctx):
     module = ctx.attr.module[MlirModuleInfo]
     target = ctx.attr.target[IreeTargetInfo]
+    if target.hardware != None and target.hardware != ctx.file.hardware:
+        fail("%s: target %s was derived from %s, but the analysis is against %s: an accelerator's VLEN has one source" % (
+            ctx.label,
+            ctx.attr.target.label,
+            target.hardware.short_path,
+            ctx.file.hardware.short_path,
+        ))
     out = ctx.actions.declare_file(ctx.label.name + ".analysis.json")
     args = ctx.actions.args()
     args.add("--module", module.mlir)
@@ -45,3 +53,34 @@ def zigzag_analysis(name, module, hardware, target, **kwargs):
     if not target:
         fail("zigzag_analysis(%s): `target` must be //common:host or //common:riscv64_rvv" % name)
     _zigzag_analysis(name = name, module = module, hardware = hardware, target = target, **kwargs)
+
+def _accelerator_target_impl(ctx):
+    base = ctx.attr.base[IreeTargetInfo]
+    out = ctx.actions.declare_file(ctx.label.name + ".target.yaml")
+    args = ctx.actions.args()
+    args.add("--base", base.file)
+    args.add("--hardware", ctx.file.hardware)
+    args.add("--out", out)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = [base.file, ctx.file.hardware],
+        outputs = [out],
+        mnemonic = "AcceleratorTarget",
+        progress_message = "Deriving IREE target %s from %s" % (ctx.label.name, ctx.file.hardware.basename),
+    )
+    return [
+        IreeTargetInfo(name = ctx.label.name, file = out, hardware = ctx.file.hardware),
+        DefaultInfo(files = depset([out])),
+    ]
+
+accelerator_target = rule(
+    implementation = _accelerator_target_impl,
+    attrs = {
+        "base": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "riscv target: ISA, CPU, flags"),
+        "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "accelerator description: VLEN"),
+        "_tool": attr.label(default = "//analysis:accelerator_target", executable = True, cfg = "host"),
+    },
+    doc = """A riscv IREE target for one accelerator: `base`'s ISA and flags with the VLEN
+(`vector_bits`, `+zvl<N>b`) of `hardware`. Analysis, codegen and perf all read this one file.""",
+)

@@ -14,6 +14,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from common.riscv_cores import CoreModelError, core_model
 from common.yaml_model import load_yaml_model
 
 ROLES = ("register", "l1", "l2", "dram")  # required, innermost first
@@ -67,6 +68,9 @@ class Hardware(_Strict):
     cores: int = Field(ge=1)
     compute: Compute
     memory: tuple[MemoryLevel, ...]
+    # The llvm-mca core model RISC-V code for this accelerator is measured on (perf/):
+    # its VLEN must be compute.vector_bits. None for hardware that is timed, not modelled.
+    model_core: str | None = None
 
     @property
     def lanes_f32(self) -> int:
@@ -98,6 +102,14 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
     for i, m in enumerate(hw.memory):
         if set(m.operands) != set(OPERANDS):
             return f"memory.{i}.operands", "every level must hold input, weight and output"
+    if hw.model_core is not None:
+        try:
+            core = core_model(hw.model_core)
+        except CoreModelError as err:
+            return "model_core", str(err)
+        if core.vlen != hw.compute.vector_bits:
+            return ("model_core", f"{core.name} models VLEN {core.vlen}, but compute.vector_bits is "
+                                  f"{hw.compute.vector_bits}: model cycles would not be of this accelerator")
     reg = hw.level("register")
     want = hw.compute.vector_registers * hw.compute.vector_bits // 8
     if reg.size_bytes != want:

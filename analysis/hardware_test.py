@@ -11,10 +11,11 @@ from analysis import hardware
 HERE = Path(__file__).parent
 
 
-@pytest.mark.parametrize("name,lanes,macs", [("riscv_rvv", 4, 8), ("host", 8, 16)])
+@pytest.mark.parametrize("name,lanes,macs", [("riscv_rvv", 4, 8), ("riscv_rvv512", 16, 16), ("host", 8, 16)])
 def test_shipped_descriptions(name, lanes, macs):
     hw = hardware.load_hardware(HERE / "hardware" / f"{name}.yaml")
     assert hw.lanes_f32 == lanes and hw.macs_per_cycle == macs
+    assert hw.model_core == {"riscv_rvv": "sifive-p670", "riscv_rvv512": "sifive-x280", "host": None}[name]
     acc = hardware.zigzag_accelerator(hw)
     assert acc["operational_array"]["sizes"] == [macs]
     # ZigZag sizes are bits
@@ -28,6 +29,8 @@ def test_shipped_descriptions(name, lanes, macs):
     ("unknown_operand", "memory.2", "unknown operand 'weights'"),
     ("not_growing", "memory.2.size_bytes", "must be larger than"),
     ("register_mismatch", "memory.0.size_bytes", "32 x 128 bits"),
+    ("model_core_vlen", "model_core", "sifive-x280 models VLEN 512, but compute.vector_bits is 128"),
+    ("model_core_unknown", "model_core", "unknown core model 'spacemit-x60'"),
 ])
 def test_malformed_files_are_rejected(defect, field, words):
     path = HERE / "testdata" / f"bad_{defect}.yaml"

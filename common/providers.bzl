@@ -14,10 +14,11 @@ MlirModuleInfo = provider(
 )
 
 IreeTargetInfo = provider(
-    doc = "An IREE compile target (common/targets/*.yaml).",
+    doc = "An IREE compile target (common/targets/*.yaml, or derived from an accelerator description).",
     fields = {
         "name": "string",
         "file": "File: the target's YAML description",
+        "hardware": "File or None: the accelerator description a riscv target was derived from (its VLEN)",
     },
 )
 

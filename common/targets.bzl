@@ -4,7 +4,7 @@ load("//common:providers.bzl", "IreeTargetInfo")
 
 def _iree_target_impl(ctx):
     return [
-        IreeTargetInfo(name = ctx.label.name, file = ctx.file.src),
+        IreeTargetInfo(name = ctx.label.name, file = ctx.file.src, hardware = None),
         DefaultInfo(files = depset([ctx.file.src])),
     ]
 

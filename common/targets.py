@@ -6,6 +6,7 @@ at are those codegen compiles (global flags such as im2col change them).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +18,9 @@ TARGETS_DIR = Path(__file__).parent / "targets"
 
 class TargetError(ValueError):
     """A target file is missing or malformed; the message names file and field."""
+
+
+_ZVL = re.compile(r"\+zvl\d+b")
 
 
 class IreeTarget(BaseModel):
@@ -34,6 +38,22 @@ class IreeTarget(BaseModel):
     @property
     def is_riscv(self) -> bool:
         return self.triple.startswith("riscv")
+
+    def for_vector_bits(self, vector_bits: int) -> "IreeTarget":
+        """This riscv target for an accelerator with VLEN `vector_bits`: +zvl<N>b lets IREE
+        and LLVM assume it (native vector size, LMUL choices). The base file must not fix a
+        VLEN of its own, so the accelerator description is its only source."""
+        if not self.is_riscv:
+            raise TargetError(f"target '{self.name}': only riscv targets take their VLEN from an accelerator")
+        fixed = [f for f in self.cpu_features if _ZVL.fullmatch(f)]
+        if fixed:
+            raise TargetError(f"target '{self.name}': cpu_features fix the VLEN ({fixed[0]}); "
+                              f"the accelerator description's vector_bits must be its only source")
+        if vector_bits < 128 or vector_bits & (vector_bits - 1):
+            raise TargetError(f"target '{self.name}': vector_bits {vector_bits} is not a power of two >= 128 "
+                              f"(RVV's V extension needs VLEN >= 128)")
+        return self.model_copy(update={"name": f"{self.name}_zvl{vector_bits}", "vector_bits": vector_bits,
+                                       "cpu_features": (*self.cpu_features, f"+zvl{vector_bits}b")})
 
     def device_flags(self) -> list[str]:
         """Flags selecting the llvm-cpu backend for this target."""

@@ -13,6 +13,8 @@ gives, for each target T in (riscv, host):
     <name>_T_compiled   iree_compile with the analysis' tiles
     <name>_T            hal_module: <name>_T.vmfb + <name>_T.manifest.json
 plus <name>_host_untuned (IREE's defaults, same target flags) for comparison,
+<name>_riscv_perf and <name>_riscv_untuned_perf (riscv_perf: per-dispatch instruction
+counts and model cycles of the tuned and the IREE-default riscv modules),
 and the tests <name>_pipeline_test (host numerics vs the framework golden,
 configs landed, riscv HAL executables are RVV code) and
 <name>_riscv_dispatch_test (every riscv dispatch run under qemu vs host).
@@ -23,15 +25,25 @@ load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "zigzag_analysis")
 load("//codegen:defs.bzl", "iree_compile")
 load("//frontend:defs.bzl", "mlir_import")
+load("//perf:defs.bzl", "riscv_perf")
 load("//runtime:defs.bzl", "hal_module")
 
-# Pipeline target suffix -> (IREE target, hardware description it is tuned for).
+# Pipeline target suffix -> (IREE target, hardware description it is tuned for). The riscv
+# target is derived from its accelerator description (VLEN), see analysis:accelerator_target.
 PIPELINE_TARGETS = {
-    "riscv": ("//common:riscv64_rvv", "//analysis:hardware/riscv_rvv.yaml"),
+    "riscv": ("//analysis:riscv_rvv", "//analysis:hardware/riscv_rvv.yaml"),
     "host": ("//common:host", "//analysis:hardware/host.yaml"),
 }
 
-def model_pipeline(name, model_name, model, module, framework, factory = "make_model", test_size = "medium", tags = []):
+# Accelerator descriptions every riscv module is measured on (perf/): the module's own
+# (VLEN 128, SiFive P670 model) first, then a VLEN-512 core (SiFive X280 model) running the
+# same binary (code for VLEN >= 128 runs there).
+RISCV_PERF_HARDWARE = [
+    "//analysis:hardware/riscv_rvv.yaml",
+    "//analysis:hardware/riscv_rvv512.yaml",
+]
+
+def model_pipeline(name, model_name, model, module, framework, factory = "make_model", test_size = "medium", tags = [], perf_tags = []):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Args:
@@ -43,6 +55,7 @@ def model_pipeline(name, model_name, model, module, framework, factory = "make_m
       factory: function in `module` returning (model, example_inputs).
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
+      perf_tags: tags for the riscv perf targets (e.g. ["manual"] to leave them out of //...).
     """
     if not name or "/" in name:
         fail("model_pipeline: bad name %r" % name)
@@ -72,6 +85,25 @@ def model_pipeline(name, model_name, model, module, framework, factory = "make_m
             name = "%s_%s" % (name, suffix),
             compiled = ":%s_%s_compiled" % (name, suffix),
         )
+    riscv_target = PIPELINE_TARGETS["riscv"][0]
+    iree_compile(
+        name = name + "_riscv_untuned_compiled",
+        module = ":" + imported,
+        target = riscv_target,
+        untuned = True,
+    )
+    riscv_perf(
+        name = name + "_riscv_perf",
+        compiled = ":%s_riscv_compiled" % name,
+        hardware = RISCV_PERF_HARDWARE,
+        tags = perf_tags,
+    )
+    riscv_perf(
+        name = name + "_riscv_untuned_perf",
+        compiled = ":%s_riscv_untuned_compiled" % name,
+        hardware = RISCV_PERF_HARDWARE,
+        tags = perf_tags,
+    )
     iree_compile(
         name = name + "_host_untuned_compiled",
         module = ":" + imported,
@@ -121,10 +153,12 @@ def model_pipeline(name, model_name, model, module, framework, factory = "make_m
         args = [
             "%s/%s.mlirbc" % (native.package_name(), model_name),
             "%s/%s_riscv_analysis.analysis.json" % (native.package_name(), name),
+            "$(location %s)" % riscv_target,
         ],
         data = [
             ":" + imported,
             ":%s_riscv_analysis" % name,
+            riscv_target,
         ],
         tags = tags,
         deps = ["//runtime/hal_runner:check_dispatches_lib"],

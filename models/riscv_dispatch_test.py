@@ -6,6 +6,6 @@ import sys
 from runtime.hal_runner import check_dispatches
 
 if __name__ == "__main__":
-    # argv: <module.mlirbc> <riscv analysis.json>
-    module, analysis = sys.argv[1:3]
-    sys.exit(check_dispatches.main([module, "--target", "riscv64_rvv", "--analysis", analysis]))
+    # argv: <module.mlirbc> <riscv analysis.json> <riscv target .yaml>
+    module, analysis, target = sys.argv[1:4]
+    sys.exit(check_dispatches.main([module, "--target", target, "--analysis", analysis]))

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common.targets import IreeTarget, TargetError, named_target
+from common.targets import IreeTarget, TargetError, load_target, named_target
 
 HERE = Path(__file__).parent
 QEMU = "qemu-riscv64-static"
@@ -518,14 +518,21 @@ def _corrupt(d: Dispatch, out_dir: Path) -> None:
     buf.tofile(path)
 
 
+def _target(name_or_file: str) -> IreeTarget:
+    """A target file (e.g. one accelerator_target derived) or a name in common/targets."""
+    if name_or_file.endswith(".yaml"):
+        return load_target(name_or_file)
+    return named_target(name_or_file)
+
+
 def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
           host_runner: Path | None = None, riscv_runner: Path | None = None, keep: Path | None = None,
           analysis: Path | None = None, reference_analysis: Path | None = None,
           tamper: str | None = None) -> int:
     """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
     riscv64 output is corrupted before comparing (proves the comparison can fail)."""
-    target = named_target(target_name)
-    reference = named_target(reference_name)
+    target = _target(target_name)
+    reference = _target(reference_name)
     if not reference.runnable_on_host:
         raise SystemExit(f"check_dispatches: reference target '{reference_name}' is not runnable on this machine")
     if not target.is_riscv:
@@ -624,7 +631,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("module", type=Path, help="input MLIR (bytecode or text)")
-    parser.add_argument("--target", default="riscv64_rvv", help="riscv target (common/targets/<name>.yaml)")
+    parser.add_argument("--target", default="riscv64_rvv", help="riscv target: a name in common/targets or a target .yaml file")
     parser.add_argument("--reference", default="host", help="host target to check against")
     parser.add_argument("--vlen", type=int, default=None, help="qemu VLEN (default: the target's vector_bits)")
     parser.add_argument("--analysis", type=Path, default=None,

@@ -1,0 +1,80 @@
+"""`<name>.perf.json`: RISC-V performance of a HAL module's dispatches (perf/measure.py).
+
+Written by the perf stage, read by bench/report; one file per module, one `CoreRun` per
+accelerator description it was measured for. Counts are exact dynamic instruction counts
+under qemu (a TCG plugin); `model_cycles` are llvm-mca cycles on `core`, never time.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+CLASS_NAMES = (
+    "scalar_int", "branch", "scalar_mem", "scalar_fp", "vset", "vector_load", "vector_store",
+    "vector_int", "vector_fp", "vector_red_perm", "other",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DispatchPerf(_Strict):
+    name: str
+    kind: str  # the root op's kind, as the analysis classifies it
+    workgroups: tuple[int, int, int]
+    macs: int = Field(ge=0)  # multiply-accumulates of the root op (0 for non-contractions)
+    instructions: int = Field(ge=0)
+    classes: dict[str, int]
+    vector_fma: int = Field(ge=0)
+    vector_lmul_weighted: float = Field(ge=0)  # vector instructions x LMUL (known LMUL only)
+    vector_lmul_unknown: int = Field(ge=0)  # vector instructions whose LMUL was unknown
+    blocks: int = Field(ge=0)  # distinct basic blocks executed
+    model_cycles: int | None = Field(ge=0)  # None: no core model for this VLEN (counts only)
+    fma_peak_share: float | None  # macs / (model_cycles x peak MACs per cycle); None without MACs
+
+    @model_validator(mode="after")
+    def _classes_add_up(self):
+        if tuple(self.classes) != CLASS_NAMES:
+            raise ValueError(f"classes must be {', '.join(CLASS_NAMES)} in that order")
+        if sum(self.classes.values()) != self.instructions:
+            raise ValueError(f"classes sum to {sum(self.classes.values())}, not {self.instructions}")
+        return self
+
+    @property
+    def vector_share(self) -> float:
+        vec = sum(v for k, v in self.classes.items() if k.startswith("vector_") or k == "vset")
+        return vec / self.instructions if self.instructions else 0.0
+
+
+class CoreRun(_Strict):
+    hardware: str  # accelerator description name
+    hardware_sha256: str
+    core: str | None  # llvm-mca -mcpu; None: instruction counts only (no core model for this VLEN)
+    vlen: int  # qemu's vlen=, equal to the core model's VLEN
+    peak_macs_per_cycle: int  # the description's f32 lanes x FMA pipes
+    model_ignores: str
+    dispatches: list[DispatchPerf]
+    instructions: int
+    model_cycles: int | None
+
+
+class PerfReport(_Strict):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    model: str
+    module_sha256: str
+    target: str
+    target_vector_bits: int
+    variant: Literal["tuned", "iree-default"]
+    analysis_sha256: str | None
+    tools: dict[str, str]
+    runs: list[CoreRun]
+
+    def run_for(self, core: str) -> CoreRun:
+        for run in self.runs:
+            if run.core == core:
+                return run
+        raise KeyError(f"{self.model} ({self.variant}) was not measured on {core}")

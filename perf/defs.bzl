@@ -1,0 +1,69 @@
+"""`riscv_perf`: RISC-V instruction counts and model cycles of a compiled module (perf/measure.py)."""
+
+load("//common:providers.bzl", "CompiledModuleInfo", "MlirModuleInfo")
+
+def _riscv_perf_impl(ctx):
+    compiled = ctx.attr.compiled[CompiledModuleInfo]
+    if MlirModuleInfo not in ctx.attr.compiled:
+        fail("%s: %s does not carry the MlirModuleInfo it was compiled from" % (ctx.label, ctx.attr.compiled.label))
+    module = ctx.attr.compiled[MlirModuleInfo]
+    if compiled.target.hardware == None:
+        fail("%s: %s was compiled for %s, which is not derived from an accelerator description (accelerator_target)" % (
+            ctx.label,
+            ctx.attr.compiled.label,
+            compiled.target.name,
+        ))
+    out_json = ctx.actions.declare_file(ctx.label.name + ".perf.json")
+    out_md = ctx.actions.declare_file(ctx.label.name + ".perf.md")
+    args = ctx.actions.args()
+    args.add("--module", module.mlir)
+    args.add("--target", compiled.target.file)
+    inputs = [module.mlir, compiled.target.file] + ctx.files.hardware
+    if compiled.analysis != None:
+        args.add("--analysis", compiled.analysis.analysis_json)
+        inputs.append(compiled.analysis.analysis_json)
+    for hw in ctx.files.hardware:
+        args.add("--hardware", hw)
+    args.add("--runner", ctx.file._runner)
+    args.add("--plugin", ctx.file._plugin)
+    args.add("--model-name", module.model_name)
+    args.add("--out-json", out_json)
+    args.add("--out-md", out_md)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = inputs + [ctx.file._runner, ctx.file._plugin],
+        outputs = [out_json, out_md],
+        mnemonic = "RiscvPerf",
+        progress_message = "Measuring %s on RISC-V (%s): qemu instruction counts, llvm-mca model cycles" % (
+            module.model_name,
+            "tuned" if compiled.analysis != None else "IREE defaults",
+        ),
+    )
+    return [DefaultInfo(files = depset([out_json, out_md]), runfiles = ctx.runfiles(files = [out_json, out_md]))]
+
+_riscv_perf = rule(
+    implementation = _riscv_perf_impl,
+    attrs = {
+        "compiled": attr.label(mandatory = True, providers = [CompiledModuleInfo]),
+        "hardware": attr.label_list(mandatory = True, allow_files = [".yaml"]),
+        "_tool": attr.label(default = "//perf:measure", executable = True, cfg = "host"),
+        "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
+        "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "host"),
+    },
+)
+
+def riscv_perf(name, compiled, hardware, **kwargs):
+    """<name>.perf.json and <name>.perf.md: every dispatch of `compiled` run whole under qemu.
+
+    Args:
+      name: target name.
+      compiled: an iree_compile target for a riscv target made by accelerator_target.
+      hardware: accelerator descriptions (with `model_core`) to measure on; each is one
+        qemu run per dispatch at its VLEN and one llvm-mca costing on its core model.
+        The module's own accelerator should come first.
+      **kwargs: forwarded to the rule (tags, visibility, ...).
+    """
+    if not hardware:
+        fail("riscv_perf(%s): `hardware` needs at least one accelerator description" % name)
+    _riscv_perf(name = name, compiled = compiled, hardware = hardware, **kwargs)

@@ -1,0 +1,108 @@
+"""Model cycles: llvm-mca cycles of each executed basic block on a named core model.
+
+Each distinct (block, vtype it was entered with) becomes one llvm-mca code region,
+annotated with the LMUL and SEW in force (llvm-mca's RISC-V instruments), after the
+block's bytes are disassembled with llvm-mc. A block's cost is llvm-mca's total cycles
+for `ITERATIONS` back-to-back runs of the block divided by `ITERATIONS` (steady state);
+a dispatch's model cycles are that cost times the block's execution count, summed.
+What the model leaves out is `common.riscv_cores.MODEL_IGNORES`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from fractions import Fraction
+
+from perf.counts import SLOT_UNKNOWN, Block, slot_instruments
+
+LLVM_MC = "llvm-mc-19"
+LLVM_MCA = "llvm-mca-19"
+ITERATIONS = 100
+_CHUNK = 4000  # regions per llvm-mca run
+
+
+class McaError(RuntimeError):
+    """llvm-mc or llvm-mca failed or is missing; the message says which and why."""
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise McaError(f"{name} not found (Debian package llvm-19; tools/bazel installs it)")
+    return path
+
+
+def tool_version(name: str) -> str:
+    out = subprocess.run([tool(name), "--version"], capture_output=True, text=True)
+    for line in out.stdout.splitlines():
+        if "version" in line.lower():
+            return line.strip()
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else "unknown"
+
+
+@dataclass(frozen=True)
+class Region:
+    code: bytes
+    insns: int
+    slot: int | None  # entry vtype slot, or None when the block's first vector op follows a vset
+
+
+def regions_of(block: Block) -> list[tuple[Region, int]]:
+    """The regions a block is costed as, with their execution counts."""
+    if block.nvec_entry == 0:
+        return [(Region(block.code, block.insns, None), block.count)]
+    return [(Region(block.code, block.insns, slot), n) for slot, n in block.executions]
+
+
+def disassemble(codes: list[tuple[bytes, int]], mattr: str) -> list[list[str]]:
+    """Assembly lines of each (code, instruction count), in one llvm-mc run."""
+    stream = " ".join(f"0x{b:02x}" for code, _ in codes for b in code)
+    proc = subprocess.run([tool(LLVM_MC), "--disassemble", "-triple=riscv64", f"-mattr={mattr}"],
+                          input=stream, capture_output=True, text=True)
+    if proc.returncode != 0 or "invalid instruction encoding" in proc.stderr:
+        first = (proc.stderr.strip().splitlines() or ["(no message)"])[0]
+        raise McaError(f"{LLVM_MC} cannot disassemble the executed code: {first}")
+    lines = [l.strip() for l in proc.stdout.splitlines()
+             if l.strip() and not l.strip().startswith(".")]
+    if len(lines) != sum(n for _, n in codes):
+        raise McaError(f"{LLVM_MC} gave {len(lines)} instructions for {sum(n for _, n in codes)} executed ones")
+    out, at = [], 0
+    for _, n in codes:
+        out.append(lines[at:at + n])
+        at += n
+    return out
+
+
+def region_cycles(regions: list[Region], core: str, mattr: str) -> dict[Region, Fraction]:
+    """Cycles per execution of each region on `core` (llvm-mca -mcpu)."""
+    if not regions:
+        return {}
+    asm = disassemble([(r.code, r.insns) for r in regions], mattr)
+    result: dict[Region, Fraction] = {}
+    for start in range(0, len(regions), _CHUNK):
+        chunk = regions[start:start + _CHUNK]
+        text = []
+        for i, (region, lines) in enumerate(zip(chunk, asm[start:start + _CHUNK])):
+            text.append(f"# LLVM-MCA-BEGIN r{i}")
+            if region.slot is not None and region.slot != SLOT_UNKNOWN:
+                lmul, sew = slot_instruments(region.slot)
+                text += [f"# LLVM-MCA-RISCV-LMUL {lmul}", f"# LLVM-MCA-RISCV-SEW {sew}"]
+            text += lines
+            text.append(f"# LLVM-MCA-END r{i}")
+        proc = subprocess.run([tool(LLVM_MCA), "-mtriple=riscv64", f"-mcpu={core}",
+                               f"-iterations={ITERATIONS}", "--json", "-"],
+                              input="\n".join(text) + "\n", capture_output=True, text=True)
+        if proc.returncode != 0:
+            first = next((l for l in proc.stderr.splitlines() if "error" in l),
+                         (proc.stderr.strip().splitlines() or ["(no message)"])[0])
+            raise McaError(f"{LLVM_MCA} -mcpu={core} failed: {first.strip()}")
+        views = {v.get("Name"): v for v in json.loads(proc.stdout)["CodeRegions"]}
+        for i, region in enumerate(chunk):
+            if f"r{i}" not in views:
+                raise McaError(f"{LLVM_MCA} -mcpu={core} returned no result for region r{i}")
+            summary = views[f"r{i}"]["SummaryView"]
+            result[region] = Fraction(summary["TotalCycles"], summary["Iterations"])
+    return result

@@ -1,0 +1,288 @@
+"""RISC-V performance of a module's dispatches: instruction counts and model cycles.
+
+    python -m perf.measure --module M.mlirbc --target riscv64_rvv_zvl128.target.yaml \\
+        [--analysis M_riscv.analysis.json] --hardware riscv_rvv.yaml [--hardware ...] \\
+        --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
+        --model-name resnet18 --out-json M.perf.json --out-md M.perf.md
+
+The module is compiled for the target as codegen compiles it (with the analysis' tiles,
+or IREE's defaults without `--analysis`), as system libraries. Every dispatch is run whole
+(all workgroups) by the riscv64 hal_runner under the dynamic `qemu-riscv64` with the
+`insn_classes` TCG plugin, once per accelerator description at `vlen=` its VLEN; the
+plugin counts what runs between the runner's dispatch markers, by class. Each executed
+block is costed by llvm-mca on the description's `model_core`, and weighted by its count:
+"model cycles on <core>". Nothing here is a time.
+
+Fails with one line (`perf: <culprit>: <reason>`) and writes nothing when a dispatch
+cannot be run or measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from analysis import dispatches as dsp
+from analysis.hardware import Hardware, HardwareError, load_hardware
+from common.files import atomic_write, sha256_file
+from common.perf_schema import CoreRun, DispatchPerf, PerfReport
+from common.riscv_cores import MODEL_IGNORES, core_model
+from common.targets import IreeTarget, TargetError, load_target
+from perf import counts as cnt
+from perf import mca
+from runtime.hal_runner import check_dispatches as chk
+
+QEMU = "qemu-riscv64"  # the dynamic build: qemu-riscv64-static cannot load plugins
+MAC_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
+
+
+class PerfError(RuntimeError):
+    """A measurement cannot be made; the message names the culprit."""
+
+
+def _qemu() -> str:
+    path = shutil.which(QEMU)
+    if not path:
+        raise PerfError(f"{QEMU} not found (Debian package qemu-user: the dynamic qemu that loads TCG plugins)")
+    return path
+
+
+def _qemu_version() -> str:
+    out = subprocess.run([_qemu(), "--version"], capture_output=True, text=True)
+    return (out.stdout.strip().splitlines() or ["unknown"])[0]
+
+
+def _macs(info: dsp.DispatchInfo) -> int:
+    if info.kind not in MAC_KINDS:
+        return 0
+    return math.prod(bound for _, bound, _ in info.nest.loops)
+
+
+def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path):
+    """(CompiledTarget, {dispatch name: DispatchInfo}) for the module as codegen compiles it."""
+    try:
+        if analysis is None:
+            compiled = chk.compile_target(module, target, work)
+        else:
+            compiled, _ = chk.compile_tuned(module, target, analysis, work)
+        configs = dsp.compile_to_executable_configurations(module, target.compile_flags(), work)
+        infos = {i.name: i for i in dsp.read_dispatches(configs)}
+    except SystemExit as err:  # check_dispatches reports bad input this way
+        raise PerfError(str(err.code).removeprefix("check_dispatches: ")) from None
+    except dsp.AnalysisInputError as err:
+        raise PerfError(str(err)) from None
+    return compiled, infos
+
+
+def _run_dispatch(qemu_cmd: list[str], plugin: Path, runner: Path, lib: Path, index: int,
+                  d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
+    cmd = qemu_cmd[:1] + ["-plugin", f"{plugin},out={out}"] + qemu_cmd[1:] + [
+        str(runner), str(lib), "--export", str(index),
+        "--workgroup-count", ",".join(str(c) for c in d.workgroup_count)]
+    if d.constants:
+        cmd += ["--constants", ",".join(str(c) for c in d.constants)]
+    for p in inputs:
+        cmd += ["--binding", str(p)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
+                        f"{(proc.stderr.strip().splitlines() or ['(no message)'])[-1]}")
+    try:
+        return cnt.read_counts(out)
+    except cnt.CountsError as err:
+        raise PerfError(f"{d.export}: {err}") from None
+
+
+def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, cnt.DispatchCounts],
+              compiled, infos: dict[str, dsp.DispatchInfo], mattr: str) -> CoreRun:
+    regions: dict[mca.Region, None] = {}
+    for name in names:
+        for block in counts[name].blocks:
+            for region, _ in mca.regions_of(block):
+                regions.setdefault(region)
+    cycles = None
+    if hw.model_core is not None:
+        try:
+            cycles = mca.region_cycles(sorted(regions, key=lambda r: (r.code, r.slot if r.slot is not None else -1)),
+                                       hw.model_core, mattr)
+        except mca.McaError as err:
+            raise PerfError(f"{hw.name} ({hw.model_core}): {err}") from None
+    results = []
+    for name in names:
+        c = counts[name]
+        model_cycles = None
+        if cycles is not None:
+            model_cycles = round(sum((cycles[r] * n for b in c.blocks for r, n in mca.regions_of(b)), Fraction(0)))
+        weighted, unknown = c.lmul_weighted_x8()
+        info = infos.get(name)
+        macs = _macs(info) if info else 0
+        share = (macs / (model_cycles * hw.macs_per_cycle)) if macs and model_cycles else None
+        results.append(DispatchPerf(
+            name=name, kind=info.kind if info else "unknown",
+            workgroups=tuple(compiled.dispatches[name].workgroup_count), macs=macs,
+            instructions=c.instructions, classes=c.by_class(), vector_fma=c.vector_fma,
+            vector_lmul_weighted=weighted / 8, vector_lmul_unknown=unknown, blocks=len(c.blocks),
+            model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None))
+    return CoreRun(hardware=hw.name, hardware_sha256=sha256_file(hw_path), core=hw.model_core,
+                   vlen=hw.compute.vector_bits, peak_macs_per_cycle=hw.macs_per_cycle,
+                   model_ignores=MODEL_IGNORES, dispatches=results,
+                   instructions=sum(r.instructions for r in results),
+                   model_cycles=sum(r.model_cycles for r in results) if cycles is not None else None)
+
+
+def measure(module: Path, target_path: Path, analysis: Path | None, hardware: list[Path], runner: Path,
+            plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
+            counts_only_ok: bool = False) -> PerfReport:
+    target = load_target(target_path)
+    if not target.is_riscv:
+        raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
+    hws = [(load_hardware(p), p) for p in hardware]
+    for hw, p in hws:
+        if hw.model_core is None and not counts_only_ok:
+            raise PerfError(f"{p}: no model_core: model cycles need a core model of VLEN {hw.compute.vector_bits} "
+                            f"(llvm-mca-19 has sifive-p670 for 128 and sifive-x280 for 512); "
+                            f"--allow-counts-only measures instruction counts alone")
+        if hw.compute.vector_bits < target.vector_bits:
+            raise PerfError(f"{p}: VLEN {hw.compute.vector_bits} is below the {target.vector_bits} bits "
+                            f"{target.name} was compiled for: the code cannot run there")
+    for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module")):
+        if not tool_path.is_file():
+            raise PerfError(f"{tool_path}: {what} not found")
+    qemu = _qemu()
+    for name in (mca.LLVM_MC, mca.LLVM_MCA):
+        mca.tool(name)
+    mattr = ",".join(target.cpu_features)
+
+    with tempfile.TemporaryDirectory(prefix="perf_") as tmp:
+        work = keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        compiled, infos = _compile(module, target, analysis, work)
+        base_cmd = [qemu, "-cpu", f"rv64,v=true,vlen={target.vector_bits}", "-L", chk.RISCV_SYSROOT]
+        exports = {}
+        for lib in compiled.libraries:
+            for name, index in chk._library_exports(base_cmd + [str(runner)], lib).items():
+                exports[name] = (lib, index)
+        names = sorted(compiled.dispatches)
+        rng = np.random.default_rng(chk.SEED)
+        inputs: dict[str, list[Path]] = {}
+        for i, name in enumerate(names):
+            d = compiled.dispatches[name]
+            if d.error or d.workgroup_count is None:
+                raise PerfError(f"{name}: cannot be driven: {d.error or 'no workgroup count'}")
+            if name not in exports:
+                raise PerfError(f"{name}: export not found in the compiled libraries")
+            folder = work / f"d{i:03d}"
+            folder.mkdir(exist_ok=True)
+            try:
+                inputs[name] = chk._fill(d, rng, folder)
+            except chk.DriveError as err:
+                raise PerfError(f"{name}: {err}") from None
+
+        jobs_list = []
+        for h, (hw, _) in enumerate(hws):
+            qemu_cmd = [qemu, "-cpu", f"rv64,v=true,vlen={hw.compute.vector_bits}", "-L", chk.RISCV_SYSROOT]
+            for i, name in enumerate(names):
+                lib, index = exports[name]
+                out = work / f"d{i:03d}" / f"counts_{hw.name}.txt"
+                jobs_list.append(((h, name), (qemu_cmd, plugin, runner, lib, index,
+                                              compiled.dispatches[name], inputs[name], out)))
+        counts: dict[tuple[int, str], cnt.DispatchCounts] = {}
+        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+            futures = {pool.submit(_run_dispatch, *job): key for key, job in jobs_list}
+            for fut in concurrent.futures.as_completed(futures):
+                counts[futures[fut]] = fut.result()
+        runs = [_core_run(hw, p, names, {n: counts[(h, n)] for n in names}, compiled, infos, mattr)
+                for h, (hw, p) in enumerate(hws)]
+
+    return PerfReport(
+        model=model_name, module_sha256=sha256_file(module), target=target.name,
+        target_vector_bits=target.vector_bits, variant="tuned" if analysis else "iree-default",
+        analysis_sha256=sha256_file(analysis) if analysis else None,
+        tools={"qemu": _qemu_version(), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
+        runs=runs)
+
+
+def to_json(report: PerfReport) -> str:
+    return json.dumps(report.model_dump(mode="json"), indent=1, sort_keys=False) + "\n"
+
+
+def _fmt(n: float) -> str:
+    return f"{n / 1e6:.2f} M" if n >= 1e5 else f"{n:,.0f}"
+
+
+def _cycles(n: int | None) -> str:
+    return "-" if n is None else _fmt(n)
+
+
+def to_markdown(report: PerfReport) -> str:
+    lines = [f"# RISC-V performance: {report.model} ({report.variant}, {report.target})", "",
+             f"Dynamic instruction counts from qemu ({report.tools['qemu']}) with the insn_classes "
+             f"plugin; model cycles from {report.tools['llvm-mca']}. Model cycles are not time.", ""]
+    for run in report.runs:
+        if run.core is None:
+            lines += [f"## {run.hardware}: instruction counts only (qemu vlen={run.vlen}; no core model "
+                      f"has this VLEN)", ""]
+        else:
+            lines += [f"## {run.hardware}: model cycles on {run.core} (qemu vlen={run.vlen})", "",
+                      f"The model ignores {run.model_ignores}. FMA peak: {run.peak_macs_per_cycle} f32 MACs "
+                      f"per cycle (the description's lanes x FMA pipes).", ""]
+        lines += ["| dispatch | kind | workgroups | instructions | vector share | vector FMAs | "
+                  "model cycles | share of FMA peak |",
+                  "|---|---|---|---:|---:|---:|---:|---:|"]
+        for d in run.dispatches:
+            share = f"{d.fma_peak_share:.1%}" if d.fma_peak_share is not None else "-"
+            lines.append(f"| {d.name} | {d.kind} | {'x'.join(map(str, d.workgroups))} | {_fmt(d.instructions)} | "
+                         f"{d.vector_share:.1%} | {_fmt(d.vector_fma)} | {_cycles(d.model_cycles)} | {share} |")
+        lines += [f"| **total** | | | {_fmt(run.instructions)} | | | {_cycles(run.model_cycles)} | |", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m perf.measure", description=__doc__.split("\n")[0])
+    p.add_argument("--module", required=True, type=Path)
+    p.add_argument("--target", required=True, type=Path, help="riscv target file (derived from the accelerator)")
+    p.add_argument("--analysis", type=Path, default=None, help="analysis.json (absent: IREE's default configs)")
+    p.add_argument("--hardware", required=True, type=Path, action="append",
+                   help="accelerator description with a model_core (repeatable)")
+    p.add_argument("--runner", required=True, type=Path, help="riscv64 hal_runner")
+    p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
+    p.add_argument("--model-name", required=True)
+    p.add_argument("--out-json", required=True, type=Path)
+    p.add_argument("--out-md", required=True, type=Path)
+    p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
+    p.add_argument("--allow-counts-only", action="store_true",
+                   help="accept descriptions without a model_core: instruction counts, no model cycles")
+    p.add_argument("--keep-temps", type=Path, default=None, help="keep libraries, inputs and plugin outputs here")
+    args = p.parse_args(argv)
+    try:
+        report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
+                         args.model_name, args.jobs, args.keep_temps, args.allow_counts_only)
+    except (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError) as err:
+        print(f"perf: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # one line, never a traceback; nothing is written
+        first = (str(err).strip().splitlines() or [""])[0]
+        print(f"perf: {args.module}: {type(err).__name__}: {first}", file=sys.stderr)
+        return 1
+    atomic_write(args.out_json, to_json(report))
+    atomic_write(args.out_md, to_markdown(report))
+    run = report.runs[0]
+    print(f"perf {report.model} ({report.variant}): {len(run.dispatches)} dispatches; "
+          + "; ".join(f"{r.hardware} ({r.core or 'counts only'}): {_fmt(r.instructions)} instructions, "
+                      f"{_cycles(r.model_cycles)} model cycles" for r in report.runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""perf/: the plugin's counts are exact, VLEN flows from the accelerator description into
+the dynamic count, perf.json is deterministic, and missing tools or bad descriptions fail
+with one line.
+
+argv: <libinsn_classes.so> <known_kernel (riscv64)> <hal_runner_riscv64>
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.accelerator_target import main as derive_target
+from perf import counts as cnt
+
+ROOT = Path(__file__).absolute().parent.parent  # the runfiles tree, not the source tree
+HERE = ROOT / "perf"
+PLUGIN, KERNEL, RUNNER = (Path(p).resolve() for p in sys.argv[1:4])
+QEMU = "qemu-riscv64"
+SYSROOT = "/usr/riscv64-linux-gnu"
+MATMUL = HERE / "testdata" / "matmul.mlir"
+HW = {
+    128: ROOT / "analysis" / "hardware" / "riscv_rvv.yaml",
+    256: HERE / "testdata" / "riscv_rvv256.yaml",
+    512: ROOT / "analysis" / "hardware" / "riscv_rvv512.yaml",
+}
+
+
+def _require(tool: str) -> str:
+    path = shutil.which(tool)
+    # A missing tool is a failure with its reason, never a skip.
+    assert path, f"{tool} not found: install Debian's qemu-user / llvm-19 (tools/bazel does)"
+    return path
+
+
+def _run_kernel(tmp_path: Path, iterations: int, vlen: int) -> cnt.DispatchCounts:
+    out = tmp_path / f"counts_{iterations}_{vlen}.txt"
+    proc = subprocess.run([_require(QEMU), "-cpu", f"rv64,v=true,vlen={vlen}", "-L", SYSROOT,
+                           "-plugin", f"{PLUGIN},out={out}", str(KERNEL), str(iterations)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return cnt.read_counts(out)
+
+
+@pytest.mark.parametrize("iterations,vlen", [(1, 128), (10, 128), (37, 512)])
+def test_known_kernel_counts_are_exact(tmp_path, iterations, vlen):
+    counts = _run_kernel(tmp_path, iterations, vlen)
+    n = iterations
+    # Per iteration: vsetvli, vle32.v, vfmacc.vv, vse32.v, addi, bnez; then one jal closes the window.
+    assert counts.instructions == 6 * n + 1
+    assert counts.by_class() == {
+        "scalar_int": n, "branch": n + 1, "scalar_mem": 0, "scalar_fp": 0, "vset": n,
+        "vector_load": n, "vector_store": n, "vector_int": 0, "vector_fp": n, "vector_red_perm": 0,
+        "other": 0,
+    }
+    assert sum(counts.by_class().values()) == counts.instructions
+    assert counts.vector_fma == n
+    # e32, m2: three vector instructions per iteration at LMUL 2 (the first runs after the
+    # block's vsetvli was executed; QEMU ends a block at every vset).
+    weighted_x8, unknown = counts.lmul_weighted_x8()
+    assert (weighted_x8, unknown) == (3 * n * 16, 0)
+
+
+def test_plugin_refuses_a_run_without_dispatch_window(tmp_path):
+    """A program without the markers has no window: the reader says so instead of reporting 0."""
+    out = tmp_path / "counts.txt"
+    proc = subprocess.run([_require(QEMU), "-L", SYSROOT, "-plugin", f"{PLUGIN},out={out}",
+                           str(RUNNER)], capture_output=True, text=True)
+    assert proc.returncode == 2  # usage: no window opened
+    with pytest.raises(cnt.CountsError, match="0 dispatch windows"):
+        cnt.read_counts(out)
+
+
+def _target(tmp_path: Path, vlen: int) -> Path:
+    out = tmp_path / f"target_{vlen}.yaml"
+    assert derive_target(["--base", str(ROOT / "common" / "targets" / "riscv64_rvv.yaml"),
+                          "--hardware", str(HW[vlen]), "--out", str(out)]) == 0
+    return out
+
+
+def _measure(tmp_path: Path, target: Path, hardware: list[Path], out: str, *extra: str,
+             env: dict | None = None) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "perf.measure", "--module", str(MATMUL), "--target", str(target),
+            "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--model-name", "matmul",
+            "--out-json", str(tmp_path / f"{out}.json"), "--out-md", str(tmp_path / f"{out}.md"), *extra]
+    for hw in hardware:
+        args += ["--hardware", str(hw)]
+    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env)
+
+
+def _vector_instructions(path: Path) -> int:
+    (d,) = json.loads(path.read_text())["runs"][0]["dispatches"]
+    return sum(v for k, v in d["classes"].items() if k.startswith("vector_"))
+
+
+def test_doubling_vlen_halves_the_vector_instructions_of_a_matmul(tmp_path):
+    """VLEN comes from the description: +zvl<N>b for IREE, qemu's vlen and the analysis."""
+    for vlen in (128, 256):
+        proc = _measure(tmp_path, _target(tmp_path, vlen), [HW[vlen]], f"mm{vlen}", "--allow-counts-only")
+        assert proc.returncode == 0, proc.stderr
+    ratio = _vector_instructions(tmp_path / "mm256.json") / _vector_instructions(tmp_path / "mm128.json")
+    assert 0.4 <= ratio <= 0.6, ratio
+
+
+def test_perf_json_is_deterministic_and_adds_up(tmp_path):
+    target = _target(tmp_path, 128)
+    for out in ("a", "b"):
+        proc = _measure(tmp_path, target, [HW[128], HW[512]], out)
+        assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    report = json.loads((tmp_path / "a.json").read_text())
+    assert [r["core"] for r in report["runs"]] == ["sifive-p670", "sifive-x280"]
+    assert report["variant"] == "iree-default" and report["target_vector_bits"] == 128
+    for run in report["runs"]:
+        (d,) = run["dispatches"]
+        assert sum(d["classes"].values()) == d["instructions"] > 0
+        assert d["macs"] == 64 * 128 * 96 and d["kind"] == "matmul"
+        assert d["model_cycles"] > 0 and 0 < d["fma_peak_share"] <= 1.0
+    md = (tmp_path / "a.md").read_text()
+    assert "model cycles on sifive-p670 (qemu vlen=128)" in md and "The model ignores caches" in md
+
+
+def _path_without(tmp_path: Path, missing: str) -> dict:
+    """An environment whose PATH has the perf tools except `missing`."""
+    bin_dir = tmp_path / f"bin_without_{missing}"
+    bin_dir.mkdir()
+    for tool in (QEMU, "llvm-mc-19", "llvm-mca-19", "riscv64-linux-gnu-ld"):
+        if tool != missing and shutil.which(tool):
+            (bin_dir / tool).symlink_to(shutil.which(tool))
+    return {**os.environ, "PATH": str(bin_dir)}
+
+
+@pytest.mark.parametrize("missing,words", [
+    (QEMU, "qemu-riscv64 not found (Debian package qemu-user"),
+    ("llvm-mca-19", "llvm-mca-19 not found (Debian package llvm-19"),
+])
+def test_a_missing_tool_fails_with_one_line(tmp_path, missing, words):
+    proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out", env=_path_without(tmp_path, missing))
+    assert proc.returncode == 1
+    assert proc.stderr.strip().count("\n") == 0 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / "out.json").exists() and not (tmp_path / "out.md").exists()
+
+
+@pytest.mark.parametrize("target_vlen,hardware,words", [
+    (128, ROOT / "analysis" / "hardware" / "host.yaml", "no model_core: model cycles need a core model"),
+    (128, HW[256], "no model_core: model cycles need a core model of VLEN 256"),
+    (512, HW[128], "VLEN 128 is below the 512 bits riscv64_rvv_zvl512 was compiled for"),
+])
+def test_impossible_measurements_are_refused(tmp_path, target_vlen, hardware, words):
+    proc = _measure(tmp_path, _target(tmp_path, target_vlen), [hardware], "out")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("perf: ") and words in proc.stderr, proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v", "-p", "no:cacheprovider"]))
