@@ -71,7 +71,7 @@ def _accelerator_target_impl(ctx):
     )
     return [
         IreeTargetInfo(name = ctx.label.name, file = out, hardware = ctx.file.hardware),
-        DefaultInfo(files = depset([out])),
+        DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
     ]
 
 accelerator_target = rule(

@@ -36,6 +36,9 @@ class Artifacts:
     default_report: Path
     target: Path  # common/targets/host.yaml
     hardware: Path  # analysis/hardware/host.yaml
+    riscv_perf_tuned: Path  # perf stage: <name>_riscv_perf.perf.json
+    riscv_perf_default: Path  # <name>_riscv_untuned_perf.perf.json
+    riscv_analysis: Path  # <name>_riscv_analysis.analysis.json (predicted cycles)
 
     def paths(self) -> dict[str, str]:
         return {k: str(v) for k, v in dataclasses.asdict(self).items() if isinstance(v, Path)}
@@ -75,6 +78,9 @@ def find(name: str, root: Path | None = None) -> Artifacts:
             default_report=m / f"{name}_host_untuned_compiled.report.json",
             target=src / "common" / "targets" / "host.yaml",
             hardware=src / "analysis" / "hardware" / "host.yaml",
+            riscv_perf_tuned=m / f"{name}_riscv_perf.perf.json",
+            riscv_perf_default=m / f"{name}_riscv_untuned_perf.perf.json",
+            riscv_analysis=m / f"{name}_riscv_analysis.analysis.json",
         )
         missing = [k for k, v in a.paths().items() if not Path(v).is_file()]
         if missing:

@@ -54,7 +54,14 @@ def test_bench_and_report_mlp(tmp_path):
     assert report.main(["mlp", "--results", str(results), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     assert "## Per dispatch" in md and rows[0]["name"] in md
-    for png in ("predicted_vs_measured.png", "tuned_vs_default.png"):
+    rv = res["riscv"]
+    assert [c["core"] for c in rv["cores"]] == ["sifive-p670", "sifive-x280"]
+    assert rv["cores"][0]["analysed_for"] and not rv["cores"][1]["analysed_for"]
+    for c in rv["cores"]:
+        assert sorted(r["name"] for r in c["dispatches"]) == sorted(r["name"] for r in rows)
+        assert c["model_cycles"]["tuned"] > 0 and c["model_cycles"]["default"] > 0
+    assert "## RISC-V (instruction counts and model cycles)" in md and "model cycles on sifive-x280" in md
+    for png in ("predicted_vs_measured.png", "tuned_vs_default.png", "riscv_predicted_vs_model_cycles.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     assert "Spearman" in text.text_report(res)
 

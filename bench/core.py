@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import stats
+from bench import riscv, stats
 from bench.artifacts import Artifacts
 
 VARIANTS = ("tuned", "default", "framework")
@@ -340,6 +340,8 @@ def run(art: Artifacts, reps: int = 20, warmup: int = 3, dispatch_rounds: int = 
                      "settings": {"reps": reps, "warmup": warmup, "dispatch_rounds": dispatch_rounds,
                                   "dispatch_device": device, "dispatch_batch": batch,
                                   "dispatch_min_time_s": min_time}}
+    # RISC-V: deterministic counts and model cycles from the build (perf/), nothing to time.
+    results["riscv"] = riscv.results(art.riscv_perf_tuned, art.riscv_perf_default, art.riscv_analysis)
     with tempfile.TemporaryDirectory(prefix="bench.") as tmp:
         work = Path(work) if work else Path(tmp)
         prep = None

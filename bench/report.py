@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from bench import core, text
+from bench import core, riscv, text
 from bench.artifacts import ArtifactError
 from bench.run_bench import add_args, out_path, run_from_args, write_json
 
@@ -88,6 +88,24 @@ def plots(res: dict, out: Path) -> list[str]:
         _save(fig, out / "tuned_vs_default.png")
         plt.close(fig)
         written.append("tuned_vs_default.png")
+    own = [c for c in (res.get("riscv") or {}).get("cores", []) if c["analysed_for"] and c["core"]]
+    if own:
+        core = own[0]
+        pts = [(r["predicted_cycles"], r["model_cycles"]["tuned"], r["kind"]) for r in core["dispatches"]
+               if r["predicted_cycles"] and r["model_cycles"]["tuned"]]
+        if pts:
+            fig, ax = plt.subplots(figsize=(7, 6))
+            for kind in sorted({k for _, _, k in pts}):
+                ax.scatter([p for p, _, k in pts if k == kind], [m for _, m, k in pts if k == kind], label=kind, s=18)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(f"analysis predicted cycles ({core['hardware']})")
+            ax.set_ylabel(f"model cycles on {core['core']} (tuned module)")
+            ax.set_title(f"{res['model']}: RISC-V predicted vs model cycles per dispatch")
+            ax.legend(fontsize=7)
+            _save(fig, out / "riscv_predicted_vs_model_cycles.png")
+            plt.close(fig)
+            written.append("riscv_predicted_vs_model_cycles.png")
     return written
 
 
@@ -118,6 +136,20 @@ def markdown(res: dict, images: list[str]) -> str:
                          f"{','.join(r['loop_order'] or []) or '-'} | {'; '.join(map(str, r.get('adjustments') or [])) or '-'} | "
                          f"{(r['reason'] or '').replace('|', '/')} |")
         lines.append("")
+    if res.get("riscv"):
+        rv = res["riscv"]
+        lines += ["## RISC-V (instruction counts and model cycles)", "",
+                  f"Every dispatch of the tuned and of the IREE-default riscv module run whole under qemu "
+                  f"({rv['tools']['qemu']}) with the project's TCG plugin; each executed basic block costed by "
+                  f"{rv['tools']['llvm-mca']} on the named core model and weighted by its count. Model cycles "
+                  f"are not time: {rv['cores'][0]['model_ignores']}. `tuned/default` < 1 means tuned is better; "
+                  f"`FMA peak t|d` = MACs / (model cycles x the description's f32 MACs per cycle); "
+                  f"`predicted cyc` = the analysis' latency for its hardware description.", ""]
+        lines += [f"- {l}" for l in riscv.summary_lines(rv)] + [""]
+        for c in rv["cores"]:
+            lines += [f"### {riscv.heading(c)}", ""]
+            lines += text.md_table(*riscv.table(c))
+            lines.append("")
     for img in images:
         lines += [f"![{img}]({img})", ""]
     env = res["environment"]

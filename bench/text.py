@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bench import riscv
+
 _ABBR = {"distribution": "D", "cache_parallel": "Cp", "cache_reduction": "Cr",
          "vector_common_parallel": "Vp", "vector_reduction": "Vr", "vector_inner_parallel": "Vi"}
 
@@ -115,6 +117,11 @@ def text_report(res: dict) -> str:
                     f"config levels D=distribution Cp/Cr=cache parallel/reduction Vp/Vr=vector parallel/reduction):"]
         out += text_table(*dispatch_table_rows(res))
         out += [""] + summary_lines(res)
+    if res.get("riscv"):
+        for core in res["riscv"]["cores"]:
+            out += ["", f"RISC-V {riscv.heading(core)}:"]
+            out += text_table(*riscv.table(core))
+        out += [""] + riscv.summary_lines(res["riscv"])
     env = res["environment"]
     out += ["", f"Machine: {env.get('cpu_model')} ({env.get('cpus')} cpus), load average before {env['loadavg_before'][0]:.2f}, "
                 f"after {env['loadavg_after'][0]:.2f}; wall {env['wall_s']:.0f} s"]
