@@ -69,7 +69,7 @@ def test_resnet18():
     analysis, mlirbc = _files()
     a = json.loads(analysis.read_text())
     s = a["summary"]
-    assert a["model"] == "resnet18" and a["target"] == "riscv64_rvv" and a["vector_lanes_f32"] == 4
+    assert a["model"] == "resnet18" and a["target"] == "riscv64_rvv_zvl128" and a["vector_lanes_f32"] == 4
     roots = _configured_roots(mlirbc)
     assert s["dispatches"] == len(a["dispatches"]) == len(roots)
     assert s["zigzag"] + s["analytical"] + s["iree_default"] == s["dispatches"]
