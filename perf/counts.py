@@ -11,12 +11,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.perf_schema import CLASS_NAMES
+
 FORMAT = "insn_classes 1"
-CLASSES = (
-    "scalar_int", "branch", "scalar_mem", "scalar_fp", "vset", "vector_load", "vector_store",
-    "vector_int", "vector_fp", "vector_red_perm", "other",
-)
-VECTOR_CLASSES = ("vector_load", "vector_store", "vector_int", "vector_fp", "vector_red_perm")
+# The plugin's classes in its order; read_counts checks the plugin's header against them.
+CLASSES = CLASS_NAMES
 SLOT_UNKNOWN = 64
 _LMUL_X8 = {0: 8, 1: 16, 2: 32, 3: 64, 5: 1, 6: 2, 7: 4}  # by vlmul
 _LMUL_NAME = {0: "M1", 1: "M2", 2: "M4", 3: "M8", 5: "MF8", 6: "MF4", 7: "MF2"}
