@@ -38,7 +38,7 @@ _zigzag_analysis = rule(
     attrs = {
         "module": attr.label(mandatory = True, providers = [MlirModuleInfo], doc = "frontend output"),
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "analysis/hardware/*.yaml"),
-        "target": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "//common:host or //common:riscv64_rvv"),
+        "target": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "//common:host, or a riscv accelerator_target (e.g. //analysis:riscv_rvv)"),
         "_tool": attr.label(default = "//analysis:analyze", executable = True, cfg = "host"),
     },
     doc = "Runs the analysis stage: analysis.json with tiles per dispatch (AnalysisInfo).",
@@ -51,7 +51,7 @@ def zigzag_analysis(name, module, hardware, target, **kwargs):
     if not hardware or not hardware.endswith(".yaml"):
         fail("zigzag_analysis(%s): `hardware` must be a .yaml hardware description, got %r" % (name, hardware))
     if not target:
-        fail("zigzag_analysis(%s): `target` must be //common:host or //common:riscv64_rvv" % name)
+        fail("zigzag_analysis(%s): `target` must be //common:host or a riscv accelerator_target (e.g. //analysis:riscv_rvv)" % name)
     _zigzag_analysis(name = name, module = module, hardware = hardware, target = target, **kwargs)
 
 def _accelerator_target_impl(ctx):

@@ -80,12 +80,14 @@ def region_cycles(regions: list[Region], core: str, mattr: str) -> dict[Region, 
     """Cycles per execution of each region on `core` (llvm-mca -mcpu)."""
     if not regions:
         return {}
-    asm = disassemble([(r.code, r.insns) for r in regions], mattr)
+    codes = {r.code: r.insns for r in regions}  # a block entered at several vtypes is one code
+    asm = dict(zip(codes, disassemble(list(codes.items()), mattr)))
     result: dict[Region, Fraction] = {}
     for start in range(0, len(regions), _CHUNK):
         chunk = regions[start:start + _CHUNK]
         text = []
-        for i, (region, lines) in enumerate(zip(chunk, asm[start:start + _CHUNK])):
+        for i, region in enumerate(chunk):
+            lines = asm[region.code]
             text.append(f"# LLVM-MCA-BEGIN r{i}")
             if region.slot is not None and region.slot != SLOT_UNKNOWN:
                 lmul, sew = slot_instruments(region.slot)

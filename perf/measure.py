@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import hashlib
 import json
 import math
 import shutil
@@ -37,7 +36,7 @@ from analysis import dispatches as dsp
 from analysis.hardware import Hardware, HardwareError, load_hardware
 from common.files import atomic_write, sha256_file
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
-from common.riscv_cores import MODEL_IGNORES, core_model
+from common.riscv_cores import MODEL_IGNORES
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
 from perf import mca
@@ -56,6 +55,10 @@ def _qemu() -> str:
     if not path:
         raise PerfError(f"{QEMU} not found (Debian package qemu-user: the dynamic qemu that loads TCG plugins)")
     return path
+
+
+def _qemu_cmd(qemu: str, vlen: int) -> list[str]:
+    return [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-L", chk.RISCV_SYSROOT]
 
 
 def _qemu_version() -> str:
@@ -87,14 +90,8 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
 
 def _run_dispatch(qemu_cmd: list[str], plugin: Path, runner: Path, lib: Path, index: int,
                   d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
-    cmd = qemu_cmd[:1] + ["-plugin", f"{plugin},out={out}"] + qemu_cmd[1:] + [
-        str(runner), str(lib), "--export", str(index),
-        "--workgroup-count", ",".join(str(c) for c in d.workgroup_count)]
-    if d.constants:
-        cmd += ["--constants", ",".join(str(c) for c in d.constants)]
-    for p in inputs:
-        cmd += ["--binding", str(p)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    runner_cmd = qemu_cmd[:1] + ["-plugin", f"{plugin},out={out}"] + qemu_cmd[1:] + [str(runner)]
+    proc = subprocess.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
                         f"{(proc.stderr.strip().splitlines() or ['(no message)'])[-1]}")
@@ -168,10 +165,9 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         compiled, infos = _compile(module, target, analysis, work)
-        base_cmd = [qemu, "-cpu", f"rv64,v=true,vlen={target.vector_bits}", "-L", chk.RISCV_SYSROOT]
         exports = {}
         for lib in compiled.libraries:
-            for name, index in chk._library_exports(base_cmd + [str(runner)], lib).items():
+            for name, index in chk._library_exports(_qemu_cmd(qemu, target.vector_bits) + [str(runner)], lib).items():
                 exports[name] = (lib, index)
         names = sorted(compiled.dispatches)
         rng = np.random.default_rng(chk.SEED)
@@ -191,7 +187,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
 
         jobs_list = []
         for h, (hw, _) in enumerate(hws):
-            qemu_cmd = [qemu, "-cpu", f"rv64,v=true,vlen={hw.compute.vector_bits}", "-L", chk.RISCV_SYSROOT]
+            qemu_cmd = _qemu_cmd(qemu, hw.compute.vector_bits)
             for i, name in enumerate(names):
                 lib, index = exports[name]
                 out = work / f"d{i:03d}" / f"counts_{hw.name}.txt"

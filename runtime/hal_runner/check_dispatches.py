@@ -475,6 +475,19 @@ def _fill(d: Dispatch, rng: np.random.Generator, directory: Path) -> list[Path]:
     return paths
 
 
+def dispatch_command(runner: list[str], library: Path, export_index: int, d: Dispatch,
+                     inputs: list[Path]) -> list[str]:
+    """`runner` (a hal_runner, possibly under qemu) running export `export_index` of `library`
+    over `d`'s whole workgroup grid with `d`'s push constants and the binding files `inputs`."""
+    cmd = runner + [str(library), "--export", str(export_index), "--workgroup-count",
+                    ",".join(str(c) for c in d.workgroup_count)]
+    if d.constants:
+        cmd += ["--constants", ",".join(str(c) for c in d.constants)]
+    for p in inputs:
+        cmd += ["--binding", str(p)]
+    return cmd
+
+
 def _run(cmd: list[str], what: str) -> float:
     start = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -601,12 +614,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
                 results = {}
                 for label, cmd, libs, d in (("ref", ref_cmd, ref_libs, rd), ("dut", dut_cmd, dut_libs, dd)):
                     lib, idx = libs[name]
-                    args = cmd + [str(lib), "--export", str(idx), "--workgroup-count",
-                                  ",".join(str(c) for c in d.workgroup_count)]
-                    if d.constants:
-                        args += ["--constants", ",".join(str(c) for c in d.constants)]
-                    for p in inputs:
-                        args += ["--binding", str(p)]
+                    args = dispatch_command(cmd, lib, idx, d, inputs)
                     for s in {s.binding for s in d.subspans if s.access != "readonly"}:
                         args += ["--output", f"{s}={ddir / label / f'out{s}.bin'}"]
                     results[label] = _run(args, {"ref": reference.name, "dut": target.name}[label])
