@@ -1,7 +1,14 @@
-"""analysis CLI: every dispatch's root op -> loop nest -> ZigZag or analytical tiles -> analysis.json.
+"""analysis CLI: every dispatch's root op -> candidate tiles -> one cost model -> choice -> analysis.json.
 
     python -m analysis.analyze --module X.mlirbc --target common/targets/riscv64_rvv.yaml \\
-        --hardware analysis/hardware/riscv_rvv.yaml --model-name resnet18 --out analysis.json
+        --hardware analysis/hardware/riscv_rvv.yaml \\
+        --calibration analysis/calibration/riscv_rvv.json --model-name resnet18 --out analysis.json
+
+Per dispatch: IREE's own default (read from its lowering_config) and the generators the op
+kind registry (analysis/op_kinds.py) names propose complete tile sets; ZigZag runs once per
+distinct op of the kinds it maps; the cost model (analysis/cost_model.py, coefficients from
+the calibration) prices every candidate; the cheapest is compiled when it is predicted at
+least the calibration's margin cheaper than IREE's default, else IREE's default is kept.
 
 Progress goes to stderr; one summary line to stdout. Bad input: one line on stderr, exit 2.
 """
@@ -10,18 +17,23 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import json
 import multiprocessing
 import os
 import sys
 import tempfile
 import time
+from math import prod
 from pathlib import Path
 
+from analysis import candidates as cands
+from analysis import cost_model, op_kinds, roofline, zigzag_cost
 from analysis import dispatches as dsp
 from analysis import hardware as hwmod
-from analysis import roofline, tiles, zigzag_cost
-from common.analysis_schema import Analysis, Cost, Dispatch, Loop, Operand, Summary
+from common.analysis_schema import (LEVEL_ROLES, Analysis, Candidate, Cost, Dispatch, Loop,
+                                    Operand, Summary)
+from common.calibration_schema import Calibration
 from common.files import atomic_write, sha256_file
 from common.targets import TargetError, load_target
 
@@ -38,117 +50,139 @@ def _zigzag_job(args):
     return zigzag_cost.run(layer, Path(acc), Path(mapping), nloops)
 
 
-def _register_elems(hw) -> int:
-    return hw.level("register").size_bytes // 4
+def _candidates(ctx: cands.Context) -> tuple[list[cands.Proposal], str]:
+    """IREE's default first, then every registered generator's proposals (deduplicated by
+    tiles, first name kept); and the registry's note on the kind."""
+    entry = op_kinds.op_kind(ctx.info.kind)
+    props = []
+    if ctx.default is not None:
+        props.append(cands.Proposal("iree-default", "iree-default",
+                                    cands.finalize(ctx, ctx.default),
+                                    f"IREE's own lowering_config ({ctx.info.pipeline_name})"))
+    for gen in entry.generators:
+        props += cands.GENERATORS[gen](ctx)
+    kept: dict[tuple, int] = {}
+    out: list[cands.Proposal] = []
+    for p in props:
+        key = tuple(tuple(p.tiles[r]) for r in LEVEL_ROLES)
+        if key in kept:  # same tiles as an earlier candidate: one entry, both names said
+            first = out[kept[key]]
+            out[kept[key]] = dataclasses.replace(
+                first, reason=f"{first.reason} (also proposed as {p.name})")
+            continue
+        kept[key] = len(out)
+        out.append(p)
+    return out, entry.why
 
 
-def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None):
-    """(provenance, reason, tiles, loop_order, cost, zigzag) for one dispatch."""
+def _not_configurable(info: dsp.DispatchInfo) -> str | None:
+    """Why codegen cannot write tiles for this dispatch (None when it can)."""
     nest = info.nest
-    bounds = [b for _, b, _ in nest.loops]
-    kinds = [k for _, _, k in nest.loops]
-    lanes = hw.lanes_f32
-    accesses = nest.terms
-    reg_elems = _register_elems(hw)
-    l1 = hw.level("l1").size_bytes
-    l2 = hw.level("l2").size_bytes
-    rl = roofline.cost(nest, hw)
     if not info.root_op:
-        return ("iree-default", "no op with tiling levels in IREE's configuration: nothing for "
-                "codegen to configure", None, None, Cost(**rl) if nest.loops else None, None)
+        return "no op with tiling levels in IREE's configuration: nothing for codegen to configure"
     if nest.on_buffers:
-        return ("iree-default", f"root {info.root_op} ({info.kind}) works on buffers (memref "
-                "copy between bindings, IREE's buffer-ops pipeline): left to IREE", None, None,
-                Cost(**rl), None)
+        return (f"root {info.root_op} ({info.kind}) works on buffers (memref copy between "
+                "bindings, IREE's buffer-ops pipeline): left to IREE")
     if info.root_op.startswith("linalg.softmax") or not info.root_op.startswith("linalg."):
-        return ("iree-default", f"root {info.root_op} is not a linalg structured op: codegen "
-                "cannot read its loops from indexing maps", None, None, Cost(**rl), None)
-    if not nest.loops or any(b <= 0 for b in bounds):
-        return ("iree-default", "root op has no static iteration domain", None, None, Cost(**rl),
-                None)
-    if info.kind in IREE_SHAPED_KINDS:
-        # ZigZag still maps the layer when it can (recorded under `zigzag` for inspection),
-        # but its tiles are not applied; the cost is the roofline of IREE's own schedule.
-        mapped = (f"ZigZag mapped it ({zz['latency_cycles']:.0f} cycles predicted for its own "
-                  "mapping) but " if zz is not None else "")
-        return ("iree-default", f"{info.kind}: {mapped}{IREE_SHAPED_KINDS[info.kind]}", None, None,
-                _per_core(Cost(**rl), hw, None), zz)
-    reg = tiles.register_proposal(bounds, kinds, lanes, reg_elems)
-    if zz is not None:
-        prop = zigzag_cost.level_tiles(zz, len(bounds), zigzag_cost.relevant_loops(nest))
-        # The register tile comes from the register-file model (tiles.register_proposal):
-        # ZigZag's register level is per-lane scalar registers, so its register tiles
-        # (e.g. 4x8x4 or 1x128x1) say nothing about vectors and accumulators.
-        prop["register"] = reg
-        # The accumulators are loaded and stored once per L1 reduction tile (IREE hoists them
-        # out of the reduction loop only inside a cache tile), so an L1 reduction tile of a
-        # few register steps (ZigZag gives 8 = one step for 512x49x4608) turns every step
-        # into an accumulator round trip: at least MIN_L1_REDUCTION_STEPS register steps.
-        prop["l1"] = [max(t, min(b, MIN_L1_REDUCTION_STEPS * r)) if k == "reduction" else t
-                      for t, b, r, k in zip(prop["l1"], bounds, reg, kinds)]
-        # every level holds the register tile (ZigZag's per-lane register level may have left
-        # an L1/L2 tile of 2 rows, which would cut the 8 accumulator rows to 2)
-        prop["l1"] = [max(a, b) for a, b in zip(prop["l1"], reg)]
-        prop["l2"] = [max(a, b) for a, b in zip(prop["l2"], prop["l1"])]
-        # ZigZag's L1 tile as the start; grown by exact divisors to half the L1 when ZigZag left
-        # it underused, so the tile amortises loop overhead (the Quidditch small-tile trap).
-        prop["l1"] = tiles.grow(bounds, kinds, [max(a, b) for a, b in zip(prop["l1"], reg)],
-                                accesses, l1 // 2, outer=prop["l2"]
-                                if all(a <= b for a, b in zip(prop["l1"], prop["l2"])) else None)
-        legal = _distribute(kinds, bounds, tiles.cap_parallel_l1(
-            kinds, tiles.legalize(bounds, kinds, prop, lanes, reg_elems)), hw)
-        cost = _per_core(Cost(latency_cycles=zz["latency_cycles"], energy_pj=zz["energy_pj"],
-                              mac_utilization=zz["mac_utilization"], model="zigzag"),
-                         hw, tiles.workgroups(bounds, kinds, legal["l2"]))
-        return ("zigzag", f"{info.kind} expressed as ZigZag layer; L1/L2 tiles from ZigZag's "
-                "per-level mapping, register tile from the register-file model, l2 split into "
-                "per-core workgroups, legalised", legal, zz["loop_order"], cost, zz)
-    legal = _distribute(kinds, bounds, tiles.cap_parallel_l1(
-        kinds, tiles.analytical_tiles(bounds, kinds, accesses, lanes, reg_elems, l1, l2)), hw)
-    order = [n for n, _, _ in nest.loops]
-    return ("analytical", f"{zz_err}; roofline cost, cache-filling tiles", legal, order,
-            _per_core(Cost(**rl), hw, tiles.workgroups(bounds, kinds, legal["l2"])), None)
+        return (f"root {info.root_op} is not a linalg structured op: codegen cannot read its "
+                "loops from indexing maps")
+    if not nest.loops or any(b <= 0 for _, b, _ in nest.loops):
+        return "root op has no static iteration domain"
+    return None
 
 
-MIN_L1_REDUCTION_STEPS = 16
+def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None,
+            calibration: Calibration | None) -> dict:
+    """Candidates -> one cost model -> choice, for one dispatch (fields of its Dispatch)."""
+    blocked = _not_configurable(info)
+    if blocked is not None:
+        rl = roofline.cost(info.nest, hw) if info.nest.loops else None
+        return dict(provenance="iree-default", reason=blocked, tiles=None, loop_order=None,
+                    cost=Cost(**rl) if rl else None, zigzag=None, candidates=[], chosen=None)
+    bounds = [b for _, b, _ in info.nest.loops]
+    kinds = [k for _, _, k in info.nest.loops]
+    default = cands.iree_default_tiles(info.default_levels, bounds, kinds)
+    ctx = cands.Context(info, hw, zz, zz_err, default)
+    proposals, why = _candidates(ctx)
+    coefficients = calibration.coefficients if calibration else cost_model.UNCALIBRATED
+    model = f"tile-cost:{calibration.hardware}" if calibration else "tile-cost:uncalibrated"
+    priced = []
+    for p in proposals:
+        feats = cost_model.features(info.nest, p.tiles, hw)
+        priced.append(Candidate(name=p.name, generator=p.generator, tiles=p.tiles, features=feats,
+                                predicted_cycles=cost_model.predict(feats, coefficients),
+                                reason=p.reason))
+    priced.sort(key=lambda c: (c.predicted_cycles, c.name != "iree-default", c.name))
+    by_name = {c.name: c for c in priced}
+    base = by_name.get("iree-default")
+    best = priced[0]
+    calib_note = ""
+    if base is None:
+        chosen = best
+        why_chosen = "IREE's lowering_config could not be read as tiles; cheapest candidate"
+    elif calibration is None:
+        # Unit coefficients predict nothing measured: no candidate is known to beat IREE.
+        chosen = base
+        why_chosen = "IREE's default kept: the cost model is uncalibrated for this hardware"
+        calib_note = f" (uncalibrated prediction's best: {best.name})"
+    elif best.name == "iree-default" or \
+            best.predicted_cycles > base.predicted_cycles * (1 - calibration.choice_margin):
+        chosen = base
+        why_chosen = (f"no candidate is predicted at least {calibration.choice_margin:.0%} "
+                      "cheaper than IREE's default (best other: "
+                      f"{next((c.name for c in priced if c is not base), 'none')})")
+    else:
+        chosen = best
+        why_chosen = (f"predicted {base.predicted_cycles / best.predicted_cycles:.2f}x cheaper "
+                      "than IREE's default")
+    reason = f"{info.kind}: {why}; {len(priced)} candidates; chose {chosen.name}: {why_chosen}" \
+        f"{calib_note}"
+    if zz_err:
+        reason += f"; {zz_err}"
+    applied = chosen.name != "iree-default"
+    macs = prod(bounds)
+    ideal = macs / hw.macs_per_cycle
+    cost = Cost(latency_cycles=chosen.predicted_cycles, model=model,
+                mac_utilization=float(f"{min(1.0, ideal / chosen.predicted_cycles):.6g}")
+                if chosen.predicted_cycles > 0 else None,
+                energy_pj=zz["energy_pj"] if zz is not None and chosen.generator == "zigzag" else None)
+    return dict(provenance=chosen.generator, reason=reason,
+                tiles=chosen.tiles if applied else None,
+                loop_order=None, cost=cost, zigzag=zz, candidates=priced, chosen=chosen.name)
 
-# Kinds whose tiles are left to IREE's defaults (provenance iree-default), and why: ZigZag's
-# mapping has no basis for them (a depthwise conv or pooling is a per-channel window with no
-# reuse across a reduction that ZigZag could exploit; a reduction is not a ZigZag layer), and
-# measured on the host bench (ResNet-18 / MobileNetV2, one run) our tiles lost to IREE's on
-# every one of them: max-pool 3.3x slower, global average pool 3.5x slower, depthwise convs
-# slower. IREE's defaults for these are shaped by its ConvTileAndDecompose / reduction
-# heuristics (unit output-row tiles, 8-wide channel or reduction vectors) which we would
-# only copy.
-IREE_SHAPED_KINDS = {
-    "depthwise_conv": "per-channel windowed op: no cross-channel reuse for ZigZag to map; "
-                      "IREE's default tiles measured faster",
-    "pooling": "windowed reduction without weights: nothing for ZigZag to map; IREE's "
-               "default tiles measured faster",
-    "reduction": "not a ZigZag layer and memory bound; IREE's default tiles measured faster",
-}
+
+def load_calibration(path: Path) -> Calibration:
+    from pydantic import ValidationError
+
+    try:
+        cal = Calibration.model_validate_json(path.read_text())
+    except OSError as err:
+        raise dsp.AnalysisInputError(f"{path}: cannot read calibration: {err.strerror}") from None
+    except ValidationError as err:
+        e = err.errors()[0]
+        raise dsp.AnalysisInputError(f"{path}: bad calibration: {'.'.join(map(str, e['loc']))}: "
+                                     f"{e['msg']}") from None
+    missing = sorted(set(cost_model.FEATURES) - set(cal.coefficients))
+    extra = sorted(set(cal.coefficients) - set(cost_model.FEATURES))
+    if missing or extra:
+        raise dsp.AnalysisInputError(
+            f"{path}: calibration coefficients do not match the cost model's features "
+            f"(missing {missing}, unknown {extra}): recalibrate with //tools:calibrate")
+    if any(v < 0 for v in cal.coefficients.values()):
+        raise dsp.AnalysisInputError(f"{path}: negative calibration coefficient")
+    return cal
 
 
-def _distribute(kinds, bounds, legal, hw):
-    return tiles.distribute(bounds, kinds, legal, hw.cores)
-
-
-def _per_core(cost: Cost, hw, groups: int | None) -> Cost:
-    """ZigZag and the roofline model one core running the whole op; IREE runs `groups`
-    workgroups on `hw.cores` cores, so the latency is that of the busiest core:
-    ceil(groups / cores) / groups of the single-core latency (None: IREE's own split,
-    assumed balanced over the cores)."""
-    if hw.cores <= 1:
-        return cost
-    share = 1 / hw.cores if groups is None else -(-groups // hw.cores) / groups
-    return cost.model_copy(update={"latency_cycles": float(f"{cost.latency_cycles * share:.9g}")})
-
-
-def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, jobs: int
-            ) -> tuple[Analysis, float]:
+def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, jobs: int,
+            calibration_path: Path | None = None) -> tuple[Analysis, float]:
     start = time.monotonic()
     target = load_target(target_path)
     hw = hwmod.load_hardware(hw_path)
+    calibration = load_calibration(calibration_path) if calibration_path else None
+    if calibration is not None and calibration.hardware != hw.name:
+        raise dsp.AnalysisInputError(
+            f"{calibration_path}: calibration is for hardware '{calibration.hardware}', not "
+            f"'{hw.name}'")
     if target.is_riscv and target.vector_bits != hw.compute.vector_bits:
         # Lanes, IREE's +zvl<N>b and qemu's vlen must be one number: accelerator_target derives it.
         raise dsp.AnalysisInputError(
@@ -170,6 +204,8 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
         jobs_in = []
         for sig in sorted(by_sig):
             info = by_sig[sig]
+            if not op_kinds.op_kind(info.kind).zigzag or _not_configurable(info):
+                continue
             try:
                 layer = zigzag_cost.to_layer(info.kind, info.nest)
                 jobs_in.append((sig, (layer, str(acc), str(mapping), len(info.nest.loops))))
@@ -194,22 +230,24 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
     out = []
     for info in infos:
         sig = info.signature()
-        prov, reason, tl, order, cost, zz = _decide(info, hw, zz_results.get(sig),
-                                                    zz_errors.get(sig))
+        decided = _decide(info, hw, zz_results.get(sig), zz_errors.get(sig), calibration)
         out.append(Dispatch(
             name=info.name, executable=info.executable, root_op=info.root_op, kind=info.kind,
             loops=[Loop(name=n, bound=b, kind=k) for n, b, k in info.nest.loops],
             operands=[Operand(role=r, indexing_map=m, element_type=e, shape=list(s))
                       for r, m, e, s in info.nest.operands],
-            signature=sig, provenance=prov, reason=reason, tiles=tl, loop_order=order,
-            cost=cost, zigzag=zz))
+            signature=sig, **decided))
     summary = Summary(
         dispatches=len(out), distinct_ops=len(by_sig),
         zigzag=sum(d.provenance == "zigzag" for d in out),
         analytical=sum(d.provenance == "analytical" for d in out),
-        iree_default=sum(d.provenance == "iree-default" for d in out))
+        iree_default=sum(d.provenance == "iree-default" for d in out),
+        search=sum(d.provenance == "search" for d in out),
+        candidates=sum(len(d.candidates) for d in out))
     result = Analysis(model=model_name, target=target.name, hardware=hw.name,
                       hardware_sha256=sha256_file(hw_path), vector_lanes_f32=hw.lanes_f32,
+                      calibration=calibration_path.name if calibration_path else None,
+                      calibration_sha256=sha256_file(calibration_path) if calibration_path else None,
                       dispatches=out, summary=summary)
     return result, time.monotonic() - start
 
@@ -232,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hardware", required=True, type=Path, help="analysis/hardware/*.yaml")
     p.add_argument("--model-name", required=True)
     p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--calibration", type=Path,
+                   help="analysis/calibration/<hardware>.json (cost model coefficients); "
+                        "without it the cost model runs uncalibrated and says so")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                    help="ZigZag processes (default: min(2, cores))")
     args = p.parse_args(argv)
@@ -240,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         result, seconds = analyze(args.module, args.target, args.hardware, args.model_name,
-                                  args.jobs)
+                                  args.jobs, args.calibration)
     except (hwmod.HardwareError, TargetError, dsp.AnalysisInputError) as err:
         print(str(err).splitlines()[0], file=sys.stderr)
         return 2
@@ -249,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write(args.out, text)
     s = result.summary
     print(f"analysis {args.model_name}: {s.dispatches} dispatches, {s.distinct_ops} distinct ops, "
-          f"{s.zigzag} zigzag-costed, {s.analytical} analytically costed, {s.iree_default} left "
-          f"default, {seconds:.1f} s")
+          f"{s.candidates} candidates; chosen: {s.zigzag} zigzag, {s.analytical} analytical, "
+          f"{s.search} search, {s.iree_default} IREE default; {seconds:.1f} s")
     return 0
 
 

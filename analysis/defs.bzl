@@ -20,10 +20,14 @@ def _zigzag_analysis_impl(ctx):
     args.add("--hardware", ctx.file.hardware)
     args.add("--model-name", module.model_name)
     args.add("--out", out)
+    inputs = [module.mlir, target.file, ctx.file.hardware]
+    if ctx.file.calibration:
+        args.add("--calibration", ctx.file.calibration)
+        inputs.append(ctx.file.calibration)
     ctx.actions.run(
         executable = ctx.executable._tool,
         arguments = [args],
-        inputs = [module.mlir, target.file, ctx.file.hardware],
+        inputs = inputs,
         outputs = [out],
         mnemonic = "ZigZagAnalysis",
         progress_message = "Analysing %s for %s on %s" % (module.model_name, target.name, ctx.file.hardware.basename),
@@ -38,21 +42,23 @@ _zigzag_analysis = rule(
     attrs = {
         "module": attr.label(mandatory = True, providers = [MlirModuleInfo], doc = "frontend output"),
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "analysis/hardware/*.yaml"),
+        "calibration": attr.label(allow_single_file = [".json"], doc = "analysis/calibration/<hardware>.json: the cost model's coefficients (absent: uncalibrated, said in the analysis)"),
         "target": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "//common:host, or a riscv accelerator_target (e.g. //analysis:riscv_rvv)"),
         "_tool": attr.label(default = "//analysis:analyze", executable = True, cfg = "host"),
     },
     doc = "Runs the analysis stage: analysis.json with tiles per dispatch (AnalysisInfo).",
 )
 
-def zigzag_analysis(name, module, hardware, target, **kwargs):
-    """Analyses `module`'s dispatches for `target` against `hardware`; output <name>.analysis.json."""
+def zigzag_analysis(name, module, hardware, target, calibration = None, **kwargs):
+    """Analyses `module`'s dispatches for `target` against `hardware` (cost model coefficients
+    from `calibration`); output <name>.analysis.json."""
     if not module:
         fail("zigzag_analysis(%s): `module` must be a target providing MlirModuleInfo" % name)
     if not hardware or not hardware.endswith(".yaml"):
         fail("zigzag_analysis(%s): `hardware` must be a .yaml hardware description, got %r" % (name, hardware))
     if not target:
         fail("zigzag_analysis(%s): `target` must be //common:host or a riscv accelerator_target (e.g. //analysis:riscv_rvv)" % name)
-    _zigzag_analysis(name = name, module = module, hardware = hardware, target = target, **kwargs)
+    _zigzag_analysis(name = name, module = module, hardware = hardware, target = target, calibration = calibration, **kwargs)
 
 def _accelerator_target_impl(ctx):
     base = ctx.attr.base[IreeTargetInfo]

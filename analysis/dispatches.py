@@ -60,6 +60,18 @@ class DispatchInfo:
     kind: str
     nest: LoopNest
     compute_ops: tuple[str, ...]  # all compute ops of the dispatch (named), in order
+    # IREE's own choice for the root op: its lowering_config levels ({"distribution": [...],
+    # ...}) and the codegen pipeline named by the dispatch's translation_info.
+    default_levels: dict = dataclasses.field(default_factory=dict, compare=False)
+    pipeline: str = ""
+
+    @property
+    def pipeline_name(self) -> str:
+        """e.g. "DoubleTilingExpert" from `#iree_codegen.translation_info<pipeline = ...>`."""
+        import re
+
+        m = re.search(r"pipeline<(\w+)>", self.pipeline)
+        return m.group(1) if m else (self.pipeline or "no pipeline")
 
     def signature(self) -> str:
         payload = json.dumps([self.kind, self.nest.loops, self.nest.operands, self.nest.body_ops,
@@ -108,6 +120,7 @@ def read_dispatches(configurations: Path) -> list[DispatchInfo]:
     module = ir.Module.parse(configurations.read_text(), ctx)
     funcs = _dispatch_funcs(module)
     marked: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+    defaults: dict[tuple[str, str], tuple[dict, str]] = {}
     for key, func in funcs.items():
         ops = iree_root.config_ops(func)
         r = iree_root.root_index(ops)
@@ -115,6 +128,10 @@ def read_dispatches(configurations: Path) -> list[DispatchInfo]:
         if r is None:
             marked[key] = ("", names)
             continue
+        pipeline = str(func.attributes["translation_info"]) \
+            if "translation_info" in func.attributes else ""
+        defaults[key] = (iree_root.lowering_config_levels(ops[r].attributes["lowering_config"]),
+                         pipeline)
         with ctx:
             ops[r].attributes[_ROOT_MARK] = ir.UnitAttr.get()
         marked[key] = (ops[r].name, names)
@@ -141,7 +158,9 @@ def read_dispatches(configurations: Path) -> list[DispatchInfo]:
         (xroot,) = [op for op in xmod.walk() if _ROOT_MARK in op.attributes]
         nest = _loop_nest(xroot)
         kind = classify(root_name, nest)
-        result.append(DispatchInfo(export, executable, root_name, kind, nest, config_names))
+        levels, pipeline = defaults[key]
+        result.append(DispatchInfo(export, executable, root_name, kind, nest, config_names,
+                                   levels, pipeline))
     return result
 
 

@@ -72,9 +72,18 @@ def test_resnet18():
     assert a["model"] == "resnet18" and a["target"] == "riscv64_rvv_zvl128" and a["vector_lanes_f32"] == 4
     roots = _configured_roots(mlirbc)
     assert s["dispatches"] == len(a["dispatches"]) == len(roots)
-    assert s["zigzag"] + s["analytical"] + s["iree_default"] == s["dispatches"]
+    assert s["zigzag"] + s["analytical"] + s["iree_default"] + s["search"] == s["dispatches"]
     assert s["distinct_ops"] == len({d["signature"] for d in a["dispatches"]}) < s["dispatches"]
-    assert s["zigzag"] > 0
+    # every contraction got ZigZag's candidate and at least 5 candidates, IREE's default first
+    # among equals; the compiled cost is the chosen candidate's prediction
+    for d in a["dispatches"]:
+        names = [c["name"] for c in d["candidates"]]
+        if d["kind"] in ("matmul", "conv", "batch_matmul"):
+            assert d["zigzag"] is not None and "iree-default" in names and len(names) >= 5, d["name"]
+        if d["candidates"]:
+            chosen = next(c for c in d["candidates"] if c["name"] == d["chosen"])
+            assert d["cost"]["latency_cycles"] == chosen["predicted_cycles"]
+            assert (d["tiles"] is None) == (d["chosen"] == "iree-default")
     for d in a["dispatches"]:
         assert d["reason"]
         # The analysed loop nest is exactly the root op codegen will configure.
@@ -86,7 +95,12 @@ def test_resnet18():
         if d["tiles"] is not None:
             bounds = [l["bound"] for l in d["loops"]]
             kinds = [l["kind"] for l in d["loops"]]
-            assert tiles.check(bounds, kinds, d["tiles"], 4, 128) == [], d["name"]
+            for i, b in enumerate(bounds):
+                t = d["tiles"]
+                assert 1 <= t["register"][i] <= t["l1"][i] <= t["l2"][i] <= b, d["name"]
+            inner = tiles.innermost_parallel(kinds)
+            r = d["tiles"]["register"][inner]
+            assert r in (1, bounds[inner]) or r % 4 == 0, d["name"]
 
 
 if __name__ == "__main__":

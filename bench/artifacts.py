@@ -8,17 +8,32 @@ import json
 import os
 from pathlib import Path
 
-# model_pipeline(name=...) -> (model_name, factory module, framework); mirrors models/BUILD.bazel.
-MODELS: dict[str, tuple[str, str, str]] = {
-    "resnet": ("resnet18", "models.resnet18", "torch"),
-    "mobilenet_v2": ("mobilenet_v2", "models.mobilenet_v2", "torch"),
-    "mlp": ("mlp", "models.mlp", "torch"),
-    "keras_cnn": ("keras_cnn", "models.keras_cnn", "tensorflow"),
-}
 
 
 class ArtifactError(RuntimeError):
     pass
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineInfo:
+    """models/<name>_pipeline_info.json, written by model_pipeline (models/defs.bzl)."""
+    name: str  # pipeline name, e.g. "resnet"
+    model_name: str  # e.g. "resnet18"
+    module: str  # factory module
+    framework: str
+    split: str  # "calibration" | "held_out"
+
+
+def zoo(root: Path | None = None) -> list[PipelineInfo]:
+    """Every model_pipeline whose info file is under `root`/models (or the bench's runfiles /
+    bazel-bin): the models come from the BUILD files, not from a list kept here."""
+    for r in ([root] if root else workspace_roots()):
+        for base in (r, r / "bazel-bin"):
+            files = sorted((base / "models").glob("*_pipeline_info.json"))
+            if files:
+                return [PipelineInfo(**json.loads(f.read_text())) for f in files]
+    raise ArtifactError("no models/*_pipeline_info.json found (is //models:zoo a data "
+                        "dependency of this binary?)")
 
 
 @dataclasses.dataclass
@@ -39,6 +54,7 @@ class Artifacts:
     riscv_perf_tuned: Path  # perf stage: <name>_riscv_perf.perf.json
     riscv_perf_default: Path  # <name>_riscv_untuned_perf.perf.json
     riscv_analysis: Path  # <name>_riscv_analysis.analysis.json (predicted cycles)
+    split: str = "calibration"  # the model's set: "calibration" or "held_out"
 
     def paths(self) -> dict[str, str]:
         return {k: str(v) for k, v in dataclasses.asdict(self).items() if isinstance(v, Path)}
@@ -55,9 +71,10 @@ def workspace_roots() -> list[Path]:
 
 
 def find(name: str, root: Path | None = None) -> Artifacts:
-    if name not in MODELS:
-        raise ArtifactError(f"unknown model '{name}' (known: {', '.join(sorted(MODELS))})")
-    model_name, module, framework = MODELS[name]
+    infos = {i.name: i for i in zoo(root)}
+    if name not in infos:
+        raise ArtifactError(f"unknown model '{name}' (known: {', '.join(sorted(infos))})")
+    model_name, module, framework = infos[name].model_name, infos[name].module, infos[name].framework
     candidates = [root] if root else workspace_roots()
     for r in candidates:
         outs = None
@@ -81,6 +98,7 @@ def find(name: str, root: Path | None = None) -> Artifacts:
             riscv_perf_tuned=m / f"{name}_riscv_perf.perf.json",
             riscv_perf_default=m / f"{name}_riscv_untuned_perf.perf.json",
             riscv_analysis=m / f"{name}_riscv_analysis.analysis.json",
+            split=infos[name].split,
         )
         missing = [k for k, v in a.paths().items() if not Path(v).is_file()]
         if missing:

@@ -29,6 +29,9 @@ from bench import riscv, stats
 from bench.artifacts import Artifacts
 
 VARIANTS = ("tuned", "default", "framework")
+# torch restricted to the ISA IREE's host target uses (x86-64-v3: AVX2 + FMA), next to torch's
+# own default dispatch (which may use AVX-512 where the CPU has it).
+TORCH_SAME_ISA = {"ATEN_CPU_CAPABILITY": "avx2"}
 CONTRACTIONS = {"matmul", "conv", "depthwise_conv", "batch_matmul"}
 
 
@@ -107,34 +110,83 @@ def _framework_callable(art: Artifacts):
     raise BenchError(f"{art.name}: unknown framework '{art.framework}'")
 
 
+class _WorkerCall:
+    """A framework variant in a child process (bench/framework_worker.py), timed there."""
+
+    def __init__(self, art: Artifacts, env: dict[str, str]):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.framework_worker", art.module], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True,
+            env=dict(os.environ, **env, PYTHONPATH=str(Path(os.path.abspath(__file__)).parent.parent)
+                     + os.pathsep + os.environ.get("PYTHONPATH", "")))
+        self.description = self.proc.stdout.readline().strip()
+        if not self.description:
+            raise BenchError(f"{art.name}: framework worker with {env} did not start")
+
+    def seconds(self) -> float:
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise BenchError("framework worker died")
+        return float(line)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+
 def end_to_end(art: Artifacts, reps: int, warmup: int, quiet: bool = False) -> dict:
-    """Median end-to-end latency of the three variants, interleaved in this process."""
+    """Median end-to-end latency of the variants, interleaved (round-robin, rotated): tuned,
+    default, the framework in this process and, for torch, torch restricted to AVX2 in a
+    worker process."""
     calls = {
         "tuned": _iree_callable(art.tuned_vmfb, art.golden),
         "default": _iree_callable(art.default_vmfb, art.golden),
     }
     calls["framework"], fw_desc = _framework_callable(art)
+    worker = _WorkerCall(art, TORCH_SAME_ISA) if art.framework == "torch" else None
+    try:
+        return _end_to_end(art, calls, fw_desc, worker, reps, warmup, quiet)
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+def _end_to_end(art, calls, fw_desc, worker, reps, warmup, quiet) -> dict:
     golden = np.load(art.golden)
     want = golden["output_0"] if "output_0" in golden else None
     err = {}
     for v, c in calls.items():  # one call each first: numerics (not asserted, reported)
         out = c()[0]
         err[v] = float(np.max(np.abs(out.astype(np.float64) - want))) if want is not None and out.shape == want.shape else None
-    times = {v: [] for v in calls}
-    order = list(calls)
+    order = list(calls) + (["framework_avx2"] if worker is not None else [])
+    times = {v: [] for v in order}
     for i in progress(range(warmup + reps), desc=f"{art.name} end-to-end", disable=quiet):
         k = i % len(order)
         for v in order[k:] + order[:k]:  # rotate who goes first
-            t0 = time.perf_counter()
-            calls[v]()
-            dt = time.perf_counter() - t0
+            if v == "framework_avx2":
+                dt = worker.seconds()
+            else:
+                t0 = time.perf_counter()
+                calls[v]()
+                dt = time.perf_counter() - t0
             if i >= warmup:
                 times[v].append(dt)
-    res = {v: stats.summary(ts) | {"max_abs_err_vs_golden": err[v]} for v, ts in times.items()}
+    res = {v: stats.summary(ts) | {"max_abs_err_vs_golden": err.get(v)} for v, ts in times.items()}
     res["framework"]["description"] = fw_desc
+    if worker is not None:
+        res["framework_avx2"]["description"] = worker.description
     t, d, f = (res[v]["median"] for v in VARIANTS)
-    return {"variants": res, "tuned_over_default": t / d, "tuned_over_framework": t / f,
-            "reps": reps, "warmup": warmup}
+    out = {"variants": res, "tuned_over_default": t / d, "tuned_over_framework": t / f,
+           "reps": reps, "warmup": warmup,
+           # the noise band of tuned/default: the larger relative IQR of the two
+           "tuned_over_default_noise": max(res["tuned"]["iqr_rel"], res["default"]["iqr_rel"])}
+    if "framework_avx2" in res:
+        out["tuned_over_framework_avx2"] = t / res["framework_avx2"]["median"]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +388,7 @@ def run(art: Artifacts, reps: int = 20, warmup: int = 3, dispatch_rounds: int = 
     load0 = os.getloadavg()
     t0 = time.time()
     results: dict = {"model": art.name, "model_name": art.model_name, "framework": art.framework,
+                     "split": art.split,
                      "target": "host", "hardware": hw, "environment": environment(device),
                      "settings": {"reps": reps, "warmup": warmup, "dispatch_rounds": dispatch_rounds,
                                   "dispatch_device": device, "dispatch_batch": batch,

@@ -38,7 +38,7 @@ def plots(res: dict, out: Path) -> list[str]:
     costed = [r for r in rows if r["predicted_s"]]
     if costed:
         fig, ax = plt.subplots(figsize=(7, 6))
-        colors = {"zigzag": "tab:blue", "analytical": "tab:orange", "iree-default": "tab:gray"}
+        colors = {"zigzag": "tab:blue", "analytical": "tab:orange", "search": "tab:green", "iree-default": "tab:gray"}
         for prov, c in colors.items():
             sel = [r for r in costed if r["provenance"] == prov]
             if not sel:

@@ -1,6 +1,10 @@
 """Benchmarks a model on the host: ZigZag-tuned vs IREE default vs the framework, end to end and per dispatch.
 
-    bazel run //tools:bench -- <resnet|mobilenet_v2|mlp|keras_cnn> [--reps N] [--json FILE]
+    bazel run //tools:bench -- <model | all> [--reps N] [--json FILE]
+
+`all` runs every model_pipeline of //models (found from the BUILD files through
+//models:zoo) and ends with one table: tuned/default per model, calibration and held-out
+models apart, with each set's geomean.
 """
 
 from __future__ import annotations
@@ -12,12 +16,12 @@ import sys
 from pathlib import Path
 
 from bench import core, text
-from bench.artifacts import MODELS, ArtifactError, find
+from bench.artifacts import ArtifactError, find, zoo
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help=f"pipeline name: {', '.join(MODELS)}")
-    p.add_argument("--reps", type=int, default=20, help="end-to-end repetitions per variant (default 20)")
+    p.add_argument("model", help="a model_pipeline name of //models, or `all`")
+    p.add_argument("--reps", type=int, default=30, help="end-to-end interleaved rounds (default 30)")
     p.add_argument("--warmup", type=int, default=3, help="end-to-end warm-up calls per variant (default 3)")
     p.add_argument("--dispatch-rounds", type=int, default=5, help="interleaved rounds per dispatch (default 5)")
     p.add_argument("--dispatch-device", default="local-task", choices=["local-task", "local-sync"],
@@ -36,8 +40,8 @@ def out_path(p: Path) -> Path:
     return p if p.is_absolute() else Path(os.environ.get("BUILD_WORKING_DIRECTORY", ".")) / p
 
 
-def run_from_args(a) -> dict:
-    art = find(a.model, a.artifacts)
+def run_from_args(a, model: str | None = None) -> dict:
+    art = find(model or a.model, a.artifacts)
     return core.run(art, reps=max(1, a.reps), warmup=max(0, a.warmup), dispatch_rounds=max(1, a.dispatch_rounds),
                     device=a.dispatch_device, batch=max(1, a.dispatch_batch), min_time=a.dispatch_min_time,
                     jobs=a.jobs, work=a.work, skip_dispatches=a.no_dispatches, quiet=a.quiet)
@@ -56,13 +60,19 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=Path, help="also write the full results (input of //tools:report --results)")
     a = p.parse_args(argv)
     try:
-        res = run_from_args(a)
+        names = [i.name for i in zoo(a.artifacts)] if a.model == "all" else [a.model]
+        results = []
+        for name in names:
+            res = run_from_args(a, name)
+            print(text.text_report(res))
+            results.append(res)
     except (ArtifactError, core.BenchError) as err:
         print(f"bench: error: {err}", file=sys.stderr)
         return 1
-    print(text.text_report(res))
+    if len(results) > 1:
+        print(text.zoo_table(results))
     if a.json:
-        write_json(out_path(a.json), res)
+        write_json(out_path(a.json), results[0] if len(results) == 1 else {"models": results})
         print(f"results: {out_path(a.json)}")
     return 0
 

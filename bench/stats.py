@@ -1,4 +1,5 @@
-"""Small statistics without scipy: medians with spread, Spearman's rho, geometric means."""
+"""Small statistics without scipy (not in the lock): medians with spread, Spearman's rho, Kendall's
+tau, geometric means, non-negative least squares."""
 
 from __future__ import annotations
 
@@ -67,3 +68,53 @@ def geomean(xs: Sequence[float]) -> float | None:
     if not xs:
         return None
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def kendall_tau(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Kendall's tau-b (ties handled as scipy.stats.kendalltau); None if undefined."""
+    n = len(xs)
+    if n != len(ys) or n < 2:
+        return None
+    concordant = discordant = ties_x = ties_y = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = xs[i] - xs[j], ys[i] - ys[j]
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                ties_x += 1
+            elif dy == 0:
+                ties_y += 1
+            elif (dx > 0) == (dy > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denom = math.sqrt((concordant + discordant + ties_x) * (concordant + discordant + ties_y))
+    return (concordant - discordant) / denom if denom else None
+
+
+def nnls(a, b, iterations: int = 200):
+    """argmin ||a x - b|| subject to x >= 0 (Lawson-Hanson active set), numpy arrays in/out."""
+    import numpy as np
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    n = a.shape[1]
+    passive = np.zeros(n, bool)
+    x = np.zeros(n)
+    for _ in range(iterations):
+        w = a.T @ (b - a @ x)
+        candidates = np.where(~passive & (w > 1e-12))[0]
+        if not len(candidates):
+            break
+        passive[candidates[np.argmax(w[candidates])]] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+            if (z[passive] > 0).all():
+                x = z
+                break
+            mask = passive & (z <= 0)
+            alpha = np.min(x[mask] / (x[mask] - z[mask]))
+            x = x + alpha * (z - x)
+            passive &= x > 1e-12
+    return x

@@ -44,15 +44,49 @@ def e2e_lines(res: dict) -> list[str]:
     out = [f"End to end ({res['model']}, host; median of {e['reps']} interleaved runs after {e['warmup']} warm-up; "
            f"spread = IQR/median, [min..max]):"]
     names = {"tuned": f"tuned (//models:{res['model']}_host)", "default": f"IREE default (//models:{res['model']}_host_untuned)",
-             "framework": e["variants"]["framework"].get("description", "framework")}
-    for v in ("tuned", "default", "framework"):
+             "framework": e["variants"]["framework"].get("description", "framework"),
+             "framework_avx2": e["variants"].get("framework_avx2", {}).get("description", "") +
+             " (ATEN_CPU_CAPABILITY=avx2)"}
+    for v in ("tuned", "default", "framework", "framework_avx2"):
+        if v not in e["variants"]:
+            continue
         s = e["variants"][v]
         err = s.get("max_abs_err_vs_golden")
         out.append(f"  {names[v]:<52} {t(s['median']):>10} {spread(s):>6}  [{t(s['min'])} .. {t(s['max'])}]"
                    f"  max|err| vs golden {f(err, '.2g')}")
-    out.append(f"  tuned/default   = {e['tuned_over_default']:.3f}   (< 1: tuned faster)")
+    out.append(f"  tuned/default   = {e['tuned_over_default']:.3f}   (< 1: tuned faster; noise band "
+               f"±{e.get('tuned_over_default_noise', 0):.1%})")
     out.append(f"  tuned/framework = {e['tuned_over_framework']:.3f}")
+    if "tuned_over_framework_avx2" in e:
+        out.append(f"  tuned/torch-avx2 = {e['tuned_over_framework_avx2']:.3f}")
     return out
+
+
+def zoo_table(results: list[dict]) -> str:
+    """One line per model, calibration and held-out apart, with each set's geomean."""
+    from bench import stats
+
+    lines = []
+    for split in ("calibration", "held_out"):
+        sel = [r for r in results if r.get("split") == split and r.get("end_to_end")]
+        if not sel:
+            continue
+        lines.append(f"{split} models (host end to end, median of interleaved runs):")
+        lines.append(f"  {'model':<22} {'tuned':>10} {'default':>10} {'tuned/def':>9} {'noise':>6} "
+                     f"{'torch':>10} {'torch-avx2':>10}  riscv p670 tuned/def")
+        for r in sel:
+            e = r["end_to_end"]
+            v = e["variants"]
+            ratio = next((c["tuned_over_default"] for c in (r.get("riscv") or {}).get("cores", [])
+                          if c.get("core") == "sifive-p670"), None)
+            lines.append(f"  {r['model']:<22} {t(v['tuned']['median']):>10} {t(v['default']['median']):>10} "
+                         f"{e['tuned_over_default']:>9.3f} {e.get('tuned_over_default_noise', 0):>6.1%} "
+                         f"{t(v['framework']['median']):>10} "
+                         f"{t(v['framework_avx2']['median']) if 'framework_avx2' in v else '-':>10}  "
+                         f"{f(ratio, '.3f')}")
+        g = stats.geomean([r["end_to_end"]["tuned_over_default"] for r in sel])
+        lines.append(f"  geomean tuned/default ({split}): {g:.3f}")
+    return "\n".join(lines)
 
 
 def dispatch_table_rows(res: dict) -> tuple[list[str], list[list[str]]]:

@@ -12,6 +12,11 @@ Roles, innermost first:
 - `l1`: the L1 data cache;
 - `l2`: the L2 cache (the outermost tile codegen distributes across workgroups).
 Each level's tile fits in (is at most) the next level's tile and the loop bound.
+
+Every dispatch the analysis can configure lists its `candidates`: complete tile sets
+(IREE's own default, read from its lowering_config, among them), each with the cost
+model's prediction for exactly those tiles and its features; `chosen` names the one
+compiled, and `cost` is that candidate's prediction.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-Provenance = Literal["zigzag", "analytical", "iree-default"]
+# Which generator produced the compiled tiles ("search": a systematic variant of another).
+Provenance = Literal["zigzag", "analytical", "iree-default", "search"]
 LevelRole = Literal["register", "l1", "l2"]
 LEVEL_ROLES: tuple[LevelRole, ...] = ("register", "l1", "l2")
 
@@ -51,6 +57,18 @@ class Cost(_Strict):
     model: str  # "zigzag" or the analytical model's name, e.g. "roofline"
 
 
+class Candidate(_Strict):
+    # Stable across dispatches, e.g. "iree-default", "zigzag", "iree-default+reg7x4v".
+    name: str
+    generator: Provenance
+    # The tiles as they would be compiled (for iree-default: IREE's own, read from its config).
+    tiles: dict[LevelRole, list[int]]
+    # Cost model inputs (analysis/cost_model.FEATURES) and its prediction for these tiles.
+    features: dict[str, float]
+    predicted_cycles: float
+    reason: str
+
+
 class Dispatch(_Strict):
     # hal.executable.export symbol, e.g. "main$async_dispatch_3_matmul_64x3136x576_f32".
     name: str
@@ -75,6 +93,9 @@ class Dispatch(_Strict):
     cost: Cost | None = None
     # Raw ZigZag mapping for inspection: spatial/temporal mapping, per-level tiles.
     zigzag: dict | None = None
+    # Every candidate evaluated, cheapest predicted first; `chosen` is the one compiled.
+    candidates: list[Candidate] = []
+    chosen: str | None = None
 
 
 class Summary(_Strict):
@@ -83,6 +104,8 @@ class Summary(_Strict):
     zigzag: int
     analytical: int
     iree_default: int
+    search: int = 0
+    candidates: int = 0  # evaluated over all dispatches
 
 
 class Analysis(_Strict):
@@ -92,5 +115,9 @@ class Analysis(_Strict):
     hardware: str  # the hardware description's name
     hardware_sha256: str
     vector_lanes_f32: int  # f32 elements per vector register at the target's VLEN
+    # The cost model's calibration (analysis/calibration/*.json): its name and sha256, or
+    # None when the analysis ran uncalibrated (unit coefficients, said in every reason).
+    calibration: str | None = None
+    calibration_sha256: str | None = None
     dispatches: list[Dispatch]
     summary: Summary

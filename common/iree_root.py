@@ -39,3 +39,13 @@ def root_index(ops) -> int | None:
     """Index into `config_ops(func)` of the root op; None when no op has tiling levels."""
     roots = [i for i, o in enumerate(ops) if is_root_config(o.attributes["lowering_config"])]
     return roots[-1] if roots else None
+
+
+def lowering_config_levels(lowering_config) -> dict[str, list[int]]:
+    """`#iree_cpu.lowering_config<distribution = [64, 64, 0], ...>` (attribute or its text)
+    -> {"distribution": [64, 64, 0], ...}. IREE's Python bindings have no typed accessor for
+    iree_cpu attributes; this reads only the `name = [ints]` entries of that one attribute."""
+    import re
+
+    return {name: [int(x) for x in values.split(",") if x.strip()]
+            for name, values in re.findall(r"(\w+) = \[([-\d, ]*)\]", str(lowering_config))}

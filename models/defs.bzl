@@ -28,12 +28,78 @@ load("//frontend:defs.bzl", "mlir_import")
 load("//perf:defs.bzl", "riscv_perf")
 load("//runtime:defs.bzl", "hal_module")
 
-# Pipeline target suffix -> (IREE target, hardware description it is tuned for). The riscv
-# target is derived from its accelerator description (VLEN), see analysis:accelerator_target.
+# Pipeline target suffix -> (IREE target, hardware description it is tuned for, cost-model
+# calibration for that hardware (//tools:calibrate writes it; None: uncalibrated, and the
+# analysis then keeps IREE's default everywhere). The riscv target is derived from its
+# accelerator description (VLEN), see analysis:accelerator_target.
 PIPELINE_TARGETS = {
-    "riscv": ("//analysis:riscv_rvv", "//analysis:hardware/riscv_rvv.yaml"),
-    "host": ("//common:host", "//analysis:hardware/host.yaml"),
+    "riscv": ("//analysis:riscv_rvv", "//analysis:hardware/riscv_rvv.yaml", None),
+    "host": ("//common:host", "//analysis:hardware/host.yaml", None),
 }
+
+# Which set a model belongs to: the cost model is fitted on "calibration" models only;
+# "held_out" models are measured, never fitted on (bench/report show the two apart).
+SPLITS = ("calibration", "held_out")
+
+# Pipeline outputs //tools:bench and //tools:report read, per model (see model_zoo).
+BENCH_SUFFIXES = [
+    "_host",
+    "_host_untuned",
+    "_host_analysis",
+    "_host_compiled",
+    "_host_untuned_compiled",
+    "_riscv_analysis",
+    "_riscv_perf",
+    "_riscv_untuned_perf",
+]
+
+def _pipeline_info_impl(ctx):
+    out = ctx.actions.declare_file(ctx.label.name + ".json")
+    ctx.actions.write(out, json.encode_indent(struct(
+        name = ctx.attr.pipeline,
+        model_name = ctx.attr.model_name,
+        module = ctx.attr.module,
+        framework = ctx.attr.framework,
+        split = ctx.attr.split,
+    )) + "\n")
+    return [DefaultInfo(files = depset([out]))]
+
+_pipeline_info = rule(
+    implementation = _pipeline_info_impl,
+    attrs = {
+        "pipeline": attr.string(mandatory = True),
+        "model_name": attr.string(mandatory = True),
+        "module": attr.string(mandatory = True),
+        "framework": attr.string(mandatory = True),
+        "split": attr.string(mandatory = True, values = list(SPLITS)),
+    },
+    doc = "<name>_pipeline_info.json: what bench, report and calibrate need to know of a model_pipeline.",
+)
+
+def model_zoo(name):
+    """Indexes every model_pipeline of this package (call it last in the BUILD file).
+
+    Gives <name> (every <pipeline>_pipeline_info.json), <name>_bench_data (those plus the
+    outputs //tools:bench reads) and <name>_imports (those plus every import): the bench,
+    the report and the calibration find models here, not in a hand-kept list.
+    """
+    infos = [r for r in native.existing_rules().values() if r["kind"] == "_pipeline_info"]
+    if not infos:
+        fail("model_zoo(%s): no model_pipeline above it in %s" % (name, native.package_name()))
+    labels = [":" + r["name"] for r in infos]
+    native.filegroup(name = name, srcs = labels)
+    native.filegroup(
+        name = name + "_imports",
+        srcs = labels + [":%s_import" % r["model_name"] for r in infos],
+    )
+    native.filegroup(
+        name = name + "_bench_data",
+        srcs = labels + [":%s_import" % r["model_name"] for r in infos] + [
+            ":%s%s" % (r["pipeline"], suffix)
+            for r in infos
+            for suffix in BENCH_SUFFIXES
+        ],
+    )
 
 # Accelerator descriptions every riscv module is measured on (perf/): the module's own
 # (VLEN 128, SiFive P670 model) first, then a VLEN-512 core (SiFive X280 model) running the
@@ -43,7 +109,7 @@ RISCV_PERF_HARDWARE = [
     "//analysis:hardware/riscv_rvv512.yaml",
 ]
 
-def model_pipeline(name, model_name, model, module, framework, factory = "make_model", test_size = "medium", tags = [], perf_tags = []):
+def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = []):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Args:
@@ -52,6 +118,7 @@ def model_pipeline(name, model_name, model, module, framework, factory = "make_m
       model: py_library holding `module`.
       module: dotted Python module with the factory.
       framework: "torch" or "tensorflow".
+      split: "calibration" (the cost model may be fitted on it) or "held_out" (never).
       factory: function in `module` returning (model, example_inputs).
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
@@ -59,6 +126,16 @@ def model_pipeline(name, model_name, model, module, framework, factory = "make_m
     """
     if not name or "/" in name:
         fail("model_pipeline: bad name %r" % name)
+    if split not in SPLITS:
+        fail("model_pipeline(%s): split must be one of %s, got %r" % (name, ", ".join(SPLITS), split))
+    _pipeline_info(
+        name = name + "_pipeline_info",
+        pipeline = name,
+        model_name = model_name,
+        module = module,
+        framework = framework,
+        split = split,
+    )
     imported = model_name + "_import"
     mlir_import(
         name = imported,
@@ -68,11 +145,12 @@ def model_pipeline(name, model_name, model, module, framework, factory = "make_m
         framework = framework,
         model_name = model_name,
     )
-    for suffix, (target, hardware) in PIPELINE_TARGETS.items():
+    for suffix, (target, hardware, calibration) in PIPELINE_TARGETS.items():
         zigzag_analysis(
             name = "%s_%s_analysis" % (name, suffix),
             module = ":" + imported,
             hardware = hardware,
+            calibration = calibration,
             target = target,
         )
         iree_compile(

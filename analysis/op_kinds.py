@@ -1,0 +1,56 @@
+"""The op-kind registry: what each kind of root op gets from the analysis, in one place.
+
+A kind (analysis.dispatches.classify) maps to the candidate generators tried for it
+(analysis/candidates.GENERATORS; IREE's default is always a candidate), whether ZigZag maps
+it (one ZigZag run per distinct op of such a kind), and why. Every candidate of every kind is
+priced by the same cost model (analysis/cost_model.py); a new kind is one entry here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class OpKind:
+    generators: tuple[str, ...]
+    zigzag: bool  # expressed as a ZigZag layer (analysis.zigzag_cost.to_layer)
+    why: str
+
+
+_CONTRACTION = OpKind(
+    ("zigzag", "analytical", "register-search"), True,
+    "contraction with reuse across a reduction: ZigZag's mapping, cache-filling tiles and "
+    "register-tile variants compete with IREE's default")
+_WINDOWED = OpKind(
+    ("register-search",), False,
+    "per-channel windowed op without cross-channel reuse for ZigZag to map: register-tile "
+    "variants of IREE's default compete with it")
+_STREAMING = OpKind(
+    ("analytical", "register-search"), False,
+    "memory-bound op without a reduction: cache-filling tiles and vector-width variants "
+    "compete with IREE's default")
+
+REGISTRY: dict[str, OpKind] = {
+    "matmul": _CONTRACTION,
+    "batch_matmul": _CONTRACTION,
+    "conv": _CONTRACTION,
+    "depthwise_conv": _WINDOWED,
+    "pooling": _WINDOWED,
+    "reduction": OpKind(("register-search",), False,
+                        "a reduction is not a ZigZag layer: vector-width variants of IREE's "
+                        "default compete with it"),
+    "elementwise": _STREAMING,
+    "im2col": _STREAMING,
+    "transpose": _STREAMING,
+    "broadcast": _STREAMING,
+    "copy": _STREAMING,
+}
+
+# Kinds not in the registry (softmax, unconfigured, new ones) keep IREE's default, and say so.
+DEFAULT_ONLY = OpKind((), False, "no candidate generator is registered for this op kind "
+                      "(analysis/op_kinds.py): IREE's default is kept")
+
+
+def op_kind(kind: str) -> OpKind:
+    return REGISTRY.get(kind, DEFAULT_ONLY)

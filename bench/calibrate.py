@@ -1,0 +1,406 @@
+"""Calibrates the analysis' cost model for one hardware description against measurements.
+
+    tools/bazel run //tools:calibrate -- riscv_rvv        # or: host
+    python -m bench.calibrate --hardware analysis/hardware/riscv_rvv.yaml --target T.yaml ...
+
+For every model of the zoo (models/*_pipeline_info.json): the analysis lists each dispatch's
+candidates (IREE's default first); in round j every dispatch is compiled with its j-th
+candidate (IREE's default, then the others in the uncalibrated model's order), so R compiles
+measure up to R candidates of every dispatch. Measured per dispatch:
+- riscv hardware (it names an llvm-mca `model_core`): model cycles on that core (perf/);
+- the host: iree-benchmark-module time of the dispatch's own benchmark module x clock.
+Only `calibration` models are fitted (non-negative least squares on relative error, numpy);
+`held_out` models are measured and reported, never fitted. Writes
+analysis/calibration/<hardware>.json (coefficients, read by the analysis) and
+<hardware>.measurements.json (every measured candidate with its features, the fit's and the
+held-out's Kendall tau per dispatch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench import stats
+from bench.artifacts import PipelineInfo, zoo
+from common.calibration_schema import Calibration, FitQuality
+from common.files import atomic_write, sha256_file
+
+ROUNDS = 6
+# A candidate replaces IREE's default only when predicted at least `margin` cheaper; the margin
+# is the one of these that gives the lowest measured cost over the calibration dispatches
+# (ties: the larger margin, the more conservative rule).
+MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
+MIN_CANDIDATES_FOR_TAU = 5
+
+
+class CalibrationError(RuntimeError):
+    pass
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    root = str(Path(os.path.abspath(__file__)).parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+    if proc.returncode != 0:
+        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines() or ["(no output)"]
+        raise CalibrationError(f"{what}: {lines[-1]}")
+
+
+def round_assignments(analysis: dict, rounds: int) -> list[dict[str, str]]:
+    """Per round, dispatch -> candidate name; a dispatch with fewer candidates than rounds
+    keeps IREE's default in the rounds beyond its list (measured once, in round 0)."""
+    out = []
+    for j in range(rounds):
+        assign = {}
+        for d in analysis["dispatches"]:
+            names = [c["name"] for c in d["candidates"]]
+            if "iree-default" not in names:
+                continue
+            ordered = ["iree-default"] + [n for n in names if n != "iree-default"]
+            assign[d["name"]] = ordered[j] if j < len(ordered) else "iree-default"
+        out.append(assign)
+    return out
+
+
+def forced_analysis(analysis: dict, assign: dict[str, str]) -> dict:
+    """The analysis with each dispatch's tiles replaced by its assigned candidate's."""
+    a = json.loads(json.dumps(analysis))
+    for d in a["dispatches"]:
+        name = assign.get(d["name"])
+        if name is None:
+            continue
+        cand = next(c for c in d["candidates"] if c["name"] == name)
+        d["chosen"] = name
+        d["provenance"] = cand["generator"]
+        d["tiles"] = None if name == "iree-default" else cand["tiles"]
+        d["reason"] = f"calibration round: candidate {name} forced"
+    return a
+
+
+class Measurer:
+    def __init__(self, hardware: Path, target: Path, runner: Path | None, plugin: Path | None,
+                 work: Path):
+        import yaml
+
+        self.hardware, self.target, self.runner, self.plugin, self.work = \
+            hardware, target, runner, plugin, work
+        hw = yaml.safe_load(hardware.read_text())
+        self.core = hw.get("model_core")
+        self.clock_hz = float(hw["clock_ghz"]) * 1e9
+        if self.core and (runner is None or plugin is None):
+            raise CalibrationError(f"{hardware}: riscv hardware needs --runner and --plugin")
+
+    @property
+    def measure(self) -> str:
+        return "riscv-model-cycles" if self.core else "host-time"
+
+    def __call__(self, info: PipelineInfo, mlirbc: Path, analysis: Path, tag: str
+                 ) -> dict[str, float]:
+        """dispatch -> measured cycles for the module compiled with `analysis`."""
+        out = self.work / f"{info.name}.{tag}"
+        if self.core:
+            _run([sys.executable, "-m", "perf.measure", "--module", str(mlirbc), "--target",
+                  str(self.target), "--analysis", str(analysis), "--hardware", str(self.hardware),
+                  "--runner", str(self.runner), "--plugin", str(self.plugin), "--model-name",
+                  info.model_name, "--out-json", f"{out}.perf.json", "--out-md", f"{out}.perf.md"],
+                 f"{info.name} {tag}: perf.measure")
+            from common.perf_schema import PerfReport
+
+            report = PerfReport.model_validate_json(Path(f"{out}.perf.json").read_text())
+            return {d.name: float(d.model_cycles) for d in report.run_for(self.core).dispatches
+                    if d.model_cycles is not None}
+        from bench.core import time_dispatch
+
+        work = Path(f"{out}.bench")
+        _run([sys.executable, "-m", "bench.prepare", "--module", str(mlirbc), "--target",
+              str(self.target), "--analysis", str(analysis), "--work", str(work), "--variants",
+              "tuned"], f"{info.name} {tag}: bench.prepare")
+        prep = json.loads((work / "prepare.json").read_text())["tuned"]["dispatches"]
+        result = {}
+        for name, d in sorted(prep.items()):
+            times = [time_dispatch(d["vmfb"], d["function"], "local-task", 10, 0.05)
+                     for _ in range(3)]
+            result[name] = statistics.median(times) * self.clock_hz
+        return result
+
+
+def measure_model(info: PipelineInfo, mlirbc: Path, measurer: Measurer, rounds: int,
+                  work: Path) -> list[dict]:
+    uncal = work / f"{info.name}.analysis.json"
+    _run([sys.executable, "-m", "analysis.analyze", "--module", str(mlirbc), "--target",
+          str(measurer.target), "--hardware", str(measurer.hardware), "--model-name",
+          info.model_name, "--out", str(uncal)], f"{info.name}: analysis")
+    analysis = json.loads(uncal.read_text())
+    by_name = {d["name"]: d for d in analysis["dispatches"]}
+    rows, done = [], set()
+    for j, assign in enumerate(round_assignments(analysis, rounds)):
+        todo = {d: c for d, c in assign.items() if (d, c) not in done}
+        if not todo:
+            break
+        path = work / f"{info.name}.round{j}.analysis.json"
+        path.write_text(json.dumps(forced_analysis(analysis, assign), indent=1))
+        measured = measurer(info, mlirbc, path, f"round{j}")
+        print(f"calibrate: {info.name} round {j}: {len(todo)} new candidates measured",
+              file=sys.stderr)
+        for disp, cand_name in sorted(todo.items()):
+            if disp not in measured:
+                continue
+            cand = next(c for c in by_name[disp]["candidates"] if c["name"] == cand_name)
+            done.add((disp, cand_name))
+            rows.append({"model": info.name, "split": info.split, "dispatch": disp,
+                         "kind": by_name[disp]["kind"], "candidate": cand_name,
+                         "tiles": cand["tiles"], "features": cand["features"],
+                         "measured_cycles": measured[disp]})
+    return rows
+
+
+def refresh_features(rows: list[dict], infos: list[PipelineInfo], zoo_root: Path,
+                     measurer: Measurer, work: Path) -> list[dict]:
+    """Stored measurements with features recomputed by today's cost model: the analysis is
+    rerun and each row matched to the candidate with the same tiles (rows whose tiles no
+    candidate has any more are dropped, and counted)."""
+    out, dropped = [], 0
+    by_model = {i.name: i for i in infos}
+    for model in sorted({r["model"] for r in rows}):
+        info = by_model[model]
+        path = work / f"{model}.refresh.analysis.json"
+        _run([sys.executable, "-m", "analysis.analyze", "--module",
+              str(zoo_root / "models" / f"{info.model_name}.mlirbc"), "--target",
+              str(measurer.target), "--hardware", str(measurer.hardware), "--model-name",
+              info.model_name, "--out", str(path)], f"{model}: analysis")
+        feats = {(d["name"], json.dumps(c["tiles"], sort_keys=True)): c["features"]
+                 for d in json.loads(path.read_text())["dispatches"] for c in d["candidates"]}
+        for r in rows:
+            if r["model"] != model:
+                continue
+            f = feats.get((r["dispatch"], json.dumps(r["tiles"], sort_keys=True)))
+            if f is None:
+                dropped += 1
+                continue
+            out.append(dict(r, features=f))
+    if dropped:
+        print(f"calibrate: {dropped} stored measurements match no current candidate: dropped",
+              file=sys.stderr)
+    return out
+
+
+def fit(rows: list[dict]) -> dict[str, float]:
+    """Coefficients >= 0 (numpy NNLS) minimising, together, the relative error of each
+    prediction sum(c_f x feature_f) and the error of each candidate's predicted cost relative
+    to IREE's default on the same dispatch (what the choice depends on):
+        (pred_c - pred_default x measured_c / measured_default) / measured_c  -> 0."""
+    import numpy as np
+
+    from analysis.cost_model import FEATURES
+
+    usable = [r for r in rows if r["measured_cycles"] > 0]
+    if len(usable) < len(FEATURES):
+        raise CalibrationError(f"{len(usable)} measurements: too few to fit {len(FEATURES)} "
+                               "coefficients")
+    lines = [[r["features"][f] / r["measured_cycles"] for f in FEATURES] for r in usable]
+    targets = [1.0] * len(lines)
+    defaults = {(r["model"], r["dispatch"]): r for r in usable if r["candidate"] == "iree-default"}
+    for r in usable:
+        d = defaults.get((r["model"], r["dispatch"]))
+        if d is None or r is d:
+            continue
+        ratio = r["measured_cycles"] / d["measured_cycles"]
+        lines.append([(r["features"][f] - d["features"][f] * ratio) / r["measured_cycles"]
+                      for f in FEATURES])
+        targets.append(0.0)
+    a = np.array(lines)
+    # Scale columns to unit norm so the active-set solver is well conditioned.
+    norms = np.linalg.norm(a, axis=0)
+    norms[norms == 0] = 1.0
+    x = stats.nnls(a / norms, np.array(targets)) / norms
+    return {f: float(f"{v:.6g}") for f, v in zip(FEATURES, x)}
+
+
+def choose_margin(rows: list[dict], coefficients: dict[str, float]) -> float:
+    """The margin of MARGINS minimising the geomean of measured chosen/default over the
+    dispatches of `rows` (the calibration set)."""
+    best = None
+    for margin in MARGINS:
+        ratios = [d["chosen_over_default_measured"] for d in
+                  evaluate(rows, coefficients, margin)["dispatches"]
+                  if d["chosen_over_default_measured"]]
+        score = stats.geomean(ratios) or 1.0
+        if best is None or score <= best[0] + 1e-9:
+            best = (score, margin)
+    return best[1]
+
+
+def evaluate(rows: list[dict], coefficients: dict[str, float], margin: float) -> dict:
+    """Per dispatch: Kendall tau of predicted vs measured over its candidates, and what the
+    calibrated choice rule would have picked vs IREE's default (measured)."""
+    from analysis.cost_model import predict
+
+    per: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        r["predicted_cycles"] = predict(r["features"], coefficients)
+        per.setdefault((r["model"], r["dispatch"]), []).append(r)
+    out = []
+    for (model, disp), rs in sorted(per.items()):
+        default = next((r for r in rs if r["candidate"] == "iree-default"), None)
+        best = min(rs, key=lambda r: r["predicted_cycles"])
+        pick = default if default and best["predicted_cycles"] > \
+            default["predicted_cycles"] * (1 - margin) else best
+        out.append({
+            "model": model, "split": rs[0]["split"], "dispatch": disp, "kind": rs[0]["kind"],
+            "candidates": len(rs),
+            "kendall_tau": stats.kendall_tau([r["predicted_cycles"] for r in rs],
+                                             [r["measured_cycles"] for r in rs])
+            if len(rs) >= 2 else None,
+            "chosen": pick["candidate"],
+            "chosen_over_default_measured": pick["measured_cycles"] / default["measured_cycles"]
+            if default and default["measured_cycles"] > 0 else None,
+            "best_measured": min(rs, key=lambda r: r["measured_cycles"])["candidate"],
+        })
+    return {"margin": margin, "dispatches": out}
+
+
+def _quality(rows: list[dict], ev: dict) -> FitQuality:
+    errs = [abs(r["predicted_cycles"] / r["measured_cycles"] - 1) for r in rows
+            if r["measured_cycles"] > 0]
+    taus = [d["kendall_tau"] for d in ev["dispatches"]
+            if d["candidates"] >= MIN_CANDIDATES_FOR_TAU and d["kendall_tau"] is not None]
+    return FitQuality(rows=len(rows), dispatches=len(ev["dispatches"]),
+                      median_abs_relative_error=float(f"{statistics.median(errs):.4g}") if errs else 0.0,
+                      mean_kendall_tau=float(f"{statistics.mean(taus):.4g}") if taus else None)
+
+
+def _bazel_defaults(hardware: str) -> list[str]:
+    """`bazel run //tools:calibrate -- <hardware>`: every input from the binary's runfiles,
+    the calibration written into the workspace's analysis/calibration/."""
+    from bench.artifacts import workspace_roots
+
+    root = next((r for r in workspace_roots() if (r / "analysis" / "hardware").is_dir()), None)
+    if root is None:
+        raise CalibrationError("no analysis/hardware/ in the runfiles: run through bazel run //tools:calibrate")
+    hw = root / "analysis" / "hardware" / f"{hardware}.yaml"
+    if not hw.is_file():
+        known = sorted(f.stem for f in (root / "analysis" / "hardware").glob("*.yaml"))
+        raise CalibrationError(f"unknown hardware '{hardware}' (known: {', '.join(known)})")
+    target = root / "common" / "targets" / "host.yaml" if hardware == "host" else \
+        root / "analysis" / f"{hardware}.target.yaml"
+    workspace = Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
+    return ["--hardware", str(hw), "--target", str(target), "--zoo", str(root),
+            "--out-dir", str(workspace / "analysis" / "calibration"),
+            "--runner", str(root / "runtime" / "hal_runner" / "hal_runner_riscv64"),
+            "--plugin", str(root / "perf" / "libinsn_classes.so")]
+
+
+def markdown(cal: Calibration, ev: dict) -> str:
+    """The calibration's summary: coefficients, and per dispatch the candidates' Kendall tau
+    and what the calibrated rule picks vs IREE's default (measured), the two sets apart."""
+    unit = "model cycles on " + cal.core_model if cal.core_model else "host cycles (time x clock)"
+    lines = [f"# Cost-model calibration: {cal.hardware} ({unit})", "",
+             f"Fitted on: {', '.join(cal.fitted_on)} ({cal.fit.rows} measured candidates). "
+             f"Median |relative error| {cal.fit.median_abs_relative_error:.3f}; choice margin "
+             f"{cal.choice_margin:.0%}.", "", "| feature | cycles per unit |", "|---|---|"]
+    lines += [f"| {k} | {v:.4g} |" for k, v in sorted(cal.coefficients.items())]
+    for split in ("calibration", "held_out"):
+        sel = [d for d in ev["dispatches"] if d["split"] == split]
+        if not sel:
+            continue
+        taus = [d["kendall_tau"] for d in sel if d["candidates"] >= MIN_CANDIDATES_FOR_TAU
+                and d["kendall_tau"] is not None]
+        ratios = [d["chosen_over_default_measured"] for d in sel if d["chosen_over_default_measured"]]
+        lines += ["", f"## {split} dispatches", "",
+                  f"Mean Kendall tau over dispatches with >= {MIN_CANDIDATES_FOR_TAU} measured "
+                  f"candidates: {statistics.mean(taus):.3f} (n = {len(taus)}). " if taus else
+                  "No dispatch with enough measured candidates for tau. ",
+                  f"Geomean measured chosen/IREE default: {stats.geomean(ratios) or 1:.3f}.", "",
+                  "| model | dispatch | kind | candidates | tau | chosen | chosen/default (measured) | best measured |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for d in sel:
+            tau = "-" if d["kendall_tau"] is None else f"{d['kendall_tau']:.2f}"
+            r = "-" if d["chosen_over_default_measured"] is None else f"{d['chosen_over_default_measured']:.3f}"
+            lines.append(f"| {d['model']} | {d['dispatch']} | {d['kind']} | {d['candidates']} | {tau} | "
+                         f"{d['chosen']} | {r} | {d['best_measured']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-"):
+        try:
+            argv = _bazel_defaults(argv[0]) + argv[1:]
+        except CalibrationError as err:
+            print(f"calibrate: {err}", file=sys.stderr)
+            return 1
+    p = argparse.ArgumentParser(prog="python -m bench.calibrate", description=__doc__.splitlines()[0])
+    p.add_argument("--hardware", required=True, type=Path)
+    p.add_argument("--target", required=True, type=Path, help="IREE target file for that hardware")
+    p.add_argument("--zoo", required=True, type=Path, help="directory with models/*_pipeline_info.json and imports")
+    p.add_argument("--out-dir", required=True, type=Path, help="analysis/calibration")
+    p.add_argument("--runner", type=Path, help="riscv64 hal_runner (riscv hardware)")
+    p.add_argument("--plugin", type=Path, help="libinsn_classes.so (riscv hardware)")
+    p.add_argument("--rounds", type=int, default=ROUNDS)
+    p.add_argument("--models", help="comma-separated pipeline names (default: the whole zoo)")
+    p.add_argument("--reuse-measurements", action="store_true",
+                   help="refit from the existing <hardware>.measurements.json, measure nothing")
+    a = p.parse_args(argv)
+    try:
+        import yaml
+
+        hw_name = yaml.safe_load(a.hardware.read_text())["name"]
+        meas_path = a.out_dir / f"{a.hardware.stem}.measurements.json"
+        with tempfile.TemporaryDirectory(prefix="calibrate.") as tmp:
+            measurer = Measurer(a.hardware, a.target, a.runner, a.plugin, Path(tmp))
+            if a.reuse_measurements:
+                rows = refresh_features(json.loads(meas_path.read_text())["rows"], zoo(a.zoo),
+                                        a.zoo, measurer, Path(tmp))
+            else:
+                infos = zoo(a.zoo)
+                if a.models:
+                    want = a.models.split(",")
+                    unknown = sorted(set(want) - {i.name for i in infos})
+                    if unknown:
+                        raise CalibrationError(f"unknown model '{unknown[0]}'")
+                    infos = [i for i in infos if i.name in want]
+                rows = []
+                for info in infos:
+                    mlirbc = a.zoo / "models" / f"{info.model_name}.mlirbc"
+                    rows += measure_model(info, mlirbc, measurer, a.rounds, Path(tmp))
+        fitted = [r for r in rows if r["split"] == "calibration"]
+        coefficients = fit(fitted)
+        margin = choose_margin(fitted, coefficients)
+        ev = evaluate(rows, coefficients, margin)
+        quality = _quality(fitted, {"dispatches": [d for d in ev["dispatches"]
+                                                   if d["split"] == "calibration"]})
+        cal = Calibration(hardware=hw_name, hardware_sha256=sha256_file(a.hardware),
+                          measure=measurer.measure, core_model=measurer.core,
+                          coefficients=coefficients, choice_margin=margin,
+                          fitted_on=sorted({r["model"] for r in fitted}), fit=quality)
+        a.out_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(meas_path, json.dumps({"hardware": hw_name, "measure": measurer.measure,
+                                            "core_model": measurer.core, "rows": rows,
+                                            "evaluation": ev}, indent=1, sort_keys=True) + "\n")
+        atomic_write(a.out_dir / f"{a.hardware.stem}.json",
+                     json.dumps(cal.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
+        atomic_write(a.out_dir / f"{a.hardware.stem}.md", markdown(cal, ev))
+    except (CalibrationError, OSError, KeyError) as err:
+        print(f"calibrate: {err}", file=sys.stderr)
+        return 1
+    held = [d for d in ev["dispatches"] if d["split"] == "held_out"]
+    print(f"calibrate {hw_name}: {len(rows)} measurements, fitted on {len(fitted)} "
+          f"(median |rel err| {quality.median_abs_relative_error:.3f}, mean tau "
+          f"{quality.mean_kendall_tau}); held-out dispatches: {len(held)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

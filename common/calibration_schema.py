@@ -1,0 +1,44 @@
+"""analysis/calibration/<hardware>.json: the cost model's coefficients for one hardware description.
+
+Written by `tools/bazel run //tools:calibrate -- <hardware>` (bench/calibrate.py) from
+measurements of candidate tile configs on the calibration models only, checked into the
+repo, and read by the analysis as an input (so analysis artifacts stay deterministic and
+cached). The analysis never fits anything itself.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CALIBRATION_SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FitQuality(_Strict):
+    rows: int = Field(ge=0)  # measured (dispatch, candidate) pairs the fit used
+    dispatches: int = Field(ge=0)
+    median_abs_relative_error: float = Field(ge=0)
+    # Mean over dispatches with >= 5 measured candidates of Kendall's tau between predicted
+    # and measured cost of the candidates (in-sample: these are the calibration models).
+    mean_kendall_tau: float | None = None
+
+
+class Calibration(_Strict):
+    schema_version: Literal[1] = CALIBRATION_SCHEMA_VERSION
+    hardware: str  # the hardware description's name
+    hardware_sha256: str  # of the YAML it was measured for (recorded, not enforced)
+    # What the coefficients convert features into: host seconds x clock, or RISC-V model
+    # cycles on `core_model` (llvm-mca).
+    measure: Literal["host-time", "riscv-model-cycles"]
+    core_model: str | None = None
+    # cycles per unit of each cost-model feature (analysis/cost_model.FEATURES), >= 0
+    coefficients: dict[str, float]
+    # A candidate replaces IREE's default only when predicted at least this fraction cheaper.
+    choice_margin: float = Field(ge=0, lt=1)
+    fitted_on: list[str]  # model_pipeline names of the calibration set
+    fit: FitQuality
