@@ -62,7 +62,7 @@ def _pipeline_info_impl(ctx):
         framework = ctx.attr.framework,
         split = ctx.attr.split,
     )) + "\n")
-    return [DefaultInfo(files = depset([out]))]
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
 _pipeline_info = rule(
     implementation = _pipeline_info_impl,
