@@ -125,8 +125,8 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None,
         chosen = base
         why_chosen = "IREE's default kept: the cost model is uncalibrated for this hardware"
         calib_note = f" (uncalibrated prediction's best: {best.name})"
-    elif best.name == "iree-default" or \
-            best.predicted_cycles > base.predicted_cycles * (1 - calibration.choice_margin):
+    elif best.name == "iree-default" or not cost_model.replaces_default(
+            best.predicted_cycles, base.predicted_cycles, calibration.choice_margin):
         chosen = base
         why_chosen = (f"no candidate is predicted at least {calibration.choice_margin:.0%} "
                       "cheaper than IREE's default (best other: "

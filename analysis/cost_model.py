@@ -165,3 +165,9 @@ def features(nest: LoopNest, tiles: Mapping[str, Sequence[int]], hw: Hardware) -
 
 def predict(feats: Mapping[str, float], coefficients: Mapping[str, float]) -> float:
     return float(f"{sum(coefficients[f] * feats[f] for f in FEATURES):.9g}")
+
+
+def replaces_default(candidate_cycles: float, default_cycles: float, margin: float) -> bool:
+    """The choice rule: a candidate replaces IREE's default only when predicted at least
+    `margin` (a fraction) cheaper."""
+    return candidate_cycles <= default_cycles * (1 - margin)

@@ -72,6 +72,13 @@ def test_busiest_core_carries_the_cost():
     assert three["vector_ops"] == 2 * two["vector_ops"]
 
 
+def test_a_candidate_replaces_the_default_only_beyond_the_margin():
+    assert cost_model.replaces_default(85.0, 100.0, 0.15)
+    assert not cost_model.replaces_default(86.0, 100.0, 0.15)
+    assert cost_model.replaces_default(100.0, 100.0, 0.0)  # equal cost, no margin: a tie
+    assert not cost_model.replaces_default(101.0, 100.0, 0.0)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 300), st.booleans()), min_size=1, max_size=5),
        st.data())

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 from math import prod
 
+from analysis.cost_model import element_bytes
 from analysis.dispatches import LoopNest
 from analysis.hardware import Hardware
 
 MODEL = "roofline"
-
-
-def _bytes(elt: str) -> int:
-    digits = "".join(ch for ch in elt if ch.isdigit())
-    return max(1, int(digits) // 8) if digits else 4
 
 
 def cost(nest: LoopNest, hw: Hardware) -> dict:
@@ -29,8 +25,8 @@ def cost(nest: LoopNest, hw: Hardware) -> dict:
     if nest.body_ops == ("linalg.softmax",):
         ops_per_iter = 5  # max, sub, exp, sum, div per element
     compute = iters * ops_per_iter / hw.macs_per_cycle
-    read = sum(prod(o[3]) * _bytes(o[2]) for o in nest.operands if o[0] == "input")
-    write = sum(prod(o[3]) * _bytes(o[2]) for o in nest.operands if o[0] == "output")
+    read = sum(prod(o[3]) * element_bytes(o[2]) for o in nest.operands if o[0] == "input")
+    write = sum(prod(o[3]) * element_bytes(o[2]) for o in nest.operands if o[0] == "output")
     working = read + write
     cycles = compute
     energy = iters * ops_per_iter * hw.compute.mac_energy_pj

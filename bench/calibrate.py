@@ -44,15 +44,10 @@ class CalibrationError(RuntimeError):
     pass
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    root = str(Path(os.path.abspath(__file__)).parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
 def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+    from bench.core import child_env
+
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines() or ["(no output)"]
         raise CalibrationError(f"{what}: {lines[-1]}")
@@ -136,13 +131,17 @@ class Measurer:
         return result
 
 
-def measure_model(info: PipelineInfo, mlirbc: Path, measurer: Measurer, rounds: int,
-                  work: Path) -> list[dict]:
-    uncal = work / f"{info.name}.analysis.json"
+def uncalibrated_analysis(info: PipelineInfo, mlirbc: Path, measurer: Measurer, out: Path) -> dict:
+    """The model's analysis without a calibration: every candidate with its features."""
     _run([sys.executable, "-m", "analysis.analyze", "--module", str(mlirbc), "--target",
           str(measurer.target), "--hardware", str(measurer.hardware), "--model-name",
-          info.model_name, "--out", str(uncal)], f"{info.name}: analysis")
-    analysis = json.loads(uncal.read_text())
+          info.model_name, "--out", str(out)], f"{info.name}: analysis")
+    return json.loads(out.read_text())
+
+
+def measure_model(info: PipelineInfo, mlirbc: Path, measurer: Measurer, rounds: int,
+                  work: Path) -> list[dict]:
+    analysis = uncalibrated_analysis(info, mlirbc, measurer, work / f"{info.name}.analysis.json")
     by_name = {d["name"]: d for d in analysis["dispatches"]}
     rows, done = [], set()
     for j, assign in enumerate(round_assignments(analysis, rounds)):
@@ -181,13 +180,10 @@ def refresh_features(rows: list[dict], infos: list[PipelineInfo], zoo_root: Path
     by_model = {i.name: i for i in infos}
     for model in sorted({r["model"] for r in rows}):
         info = by_model[model]
-        path = work / f"{model}.refresh.analysis.json"
-        _run([sys.executable, "-m", "analysis.analyze", "--module",
-              str(zoo_root / "models" / f"{info.model_name}.mlirbc"), "--target",
-              str(measurer.target), "--hardware", str(measurer.hardware), "--model-name",
-              info.model_name, "--out", str(path)], f"{model}: analysis")
+        analysis = uncalibrated_analysis(info, zoo_root / "models" / f"{info.model_name}.mlirbc",
+                                         measurer, work / f"{model}.refresh.analysis.json")
         feats = {(d["name"], json.dumps(c["tiles"], sort_keys=True)): c["features"]
-                 for d in json.loads(path.read_text())["dispatches"] for c in d["candidates"]}
+                 for d in analysis["dispatches"] for c in d["candidates"]}
         for r in rows:
             if r["model"] != model:
                 continue
@@ -251,7 +247,7 @@ def choose_margin(rows: list[dict], coefficients: dict[str, float]) -> float:
 def evaluate(rows: list[dict], coefficients: dict[str, float], margin: float) -> dict:
     """Per dispatch: Kendall tau of predicted vs measured over its candidates, and what the
     calibrated choice rule would have picked vs IREE's default (measured)."""
-    from analysis.cost_model import predict
+    from analysis.cost_model import predict, replaces_default
 
     per: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
@@ -261,8 +257,8 @@ def evaluate(rows: list[dict], coefficients: dict[str, float], margin: float) ->
     for (model, disp), rs in sorted(per.items()):
         default = next((r for r in rs if r["candidate"] == "iree-default"), None)
         best = min(rs, key=lambda r: r["predicted_cycles"])
-        pick = default if default and best["predicted_cycles"] > \
-            default["predicted_cycles"] * (1 - margin) else best
+        pick = best if default is None or replaces_default(
+            best["predicted_cycles"], default["predicted_cycles"], margin) else default
         out.append({
             "model": model, "split": rs[0]["split"], "dispatch": disp, "kind": rs[0]["kind"],
             "candidates": len(rs),

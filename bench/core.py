@@ -116,9 +116,7 @@ class _WorkerCall:
     def __init__(self, art: Artifacts, env: dict[str, str]):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.framework_worker", art.module], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True,
-            env=dict(os.environ, **env, PYTHONPATH=str(Path(os.path.abspath(__file__)).parent.parent)
-                     + os.pathsep + os.environ.get("PYTHONPATH", "")))
+            stdout=subprocess.PIPE, text=True, env=child_env(**env))
         self.description = self.proc.stdout.readline().strip()
         if not self.description:
             raise BenchError(f"{art.name}: framework worker with {env} did not start")
@@ -193,13 +191,20 @@ def _end_to_end(art, calls, fw_desc, worker, reps, warmup, quiet) -> dict:
 # Per dispatch
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """This process' environment for a `python -m <repo module>` child: the repo root first on
+    PYTHONPATH (plus `extra` variables)."""
+    env = dict(os.environ, **extra)
+    root = str(Path(os.path.abspath(__file__)).parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
 def prepare_dispatches(art: Artifacts, work: Path, jobs: int, quiet: bool = False) -> dict:
     """Runs bench.prepare in a child process (IREE's MLIR libraries stay out of this one)."""
     cmd = [sys.executable, "-m", "bench.prepare", "--module", str(art.mlirbc), "--target", str(art.target),
            "--analysis", str(art.analysis), "--work", str(work), "--jobs", str(jobs)]
-    env = dict(os.environ)
-    root = str(Path(os.path.abspath(__file__)).parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = child_env()
     if not quiet:
         print(f"[bench] compiling per-dispatch benchmarks of {art.name} (tuned + default) ...", file=sys.stderr)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -260,11 +265,9 @@ def _dispatch_key(name: str):
 
 
 def _parse_config(text: str | None) -> dict | None:
-    import re
+    from common.iree_root import lowering_config_levels
 
-    if not text:
-        return None
-    return {k: [int(x) for x in v.split(",") if x.strip()] for k, v in re.findall(r"(\w+) = \[([-\d, ]*)\]", text)}
+    return lowering_config_levels(text) if text else None
 
 
 def hardware_info(path: Path) -> dict:

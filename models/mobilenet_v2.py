@@ -9,6 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from models import batchnorm
+
 
 def _make_divisible(v, divisor, min_value=None):
     if min_value is None:
@@ -98,30 +100,11 @@ class MobileNetV2(nn.Module):
         return self.classifier(x)
 
 
-def _calibrate_batchnorm(model, batch):
-    """Sets every BatchNorm's running statistics from one batch (cumulative average).
-
-    With torchvision's init and fresh running stats (mean 0, var 1) the
-    activations of a random MobileNetV2 shrink layer by layer until the logits
-    are ~1e-9, which makes a useless golden; calibrated statistics keep them O(1).
-    """
-    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
-    for bn in bns:
-        bn.reset_running_stats()
-        bn.momentum = None
-    model.train()
-    with torch.no_grad():
-        model(batch)
-    for bn in bns:
-        bn.momentum = 0.1
-    return model.eval()
-
-
 def make_model():
     """MobileNetV2 with seeded random weights and one 1x3x224x224 float32 input."""
     torch.manual_seed(0)
     model = MobileNetV2()
     calibration = np.random.default_rng(1).standard_normal((4, 3, 224, 224)).astype(np.float32)
-    _calibrate_batchnorm(model, torch.from_numpy(calibration))
+    batchnorm.calibrate_torch(model, torch.from_numpy(calibration))
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
     return model, (torch.from_numpy(x),)

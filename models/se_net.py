@@ -4,6 +4,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from models import batchnorm
+
 
 def _conv_bn(cin, cout, kernel, stride=1, groups=1, act=True):
     layers = [nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
@@ -60,25 +62,11 @@ class SENet(nn.Module):
         return self.classifier(torch.flatten(x, 1))
 
 
-def _calibrate_batchnorm(model, batch):
-    """Sets every BatchNorm's running statistics from one batch, so they are not the identity."""
-    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
-    for bn in bns:
-        bn.reset_running_stats()
-        bn.momentum = None
-    model.train()
-    with torch.no_grad():
-        model(batch)
-    for bn in bns:
-        bn.momentum = 0.1
-    return model.eval()
-
-
 def make_model():
     """The net with seeded random weights and one 1x3x32x32 float32 input."""
     torch.manual_seed(0)
     model = SENet()
     calibration = np.random.default_rng(1).standard_normal((4, 3, 32, 32)).astype(np.float32)
-    _calibrate_batchnorm(model, torch.from_numpy(calibration))
+    batchnorm.calibrate_torch(model, torch.from_numpy(calibration))
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
     return model, (torch.from_numpy(x),)
