@@ -8,8 +8,19 @@ only (nothing per model or per shape):
   vector_ops       vector arithmetic instructions (per register tile: one per accumulator
                    row and vector of the innermost parallel tile; partial vectors and loop
                    padding count whole), divided by the FMA pipes
+  fma_stall        cycles each register step waits on its accumulators: a step's FMAs into
+                   one accumulator form a chain of (reduction register tiles) dependent FMAs,
+                   each fma_latency_cycles long; the step takes the longer of that chain and
+                   its FMAs over the pipes (vector_ops). 0 for ops without a reduction
+  math_steps       register steps x transcendental ops (math.exp, ...) in the body: each
+                   expands to a dependent polynomial whose latency a step cannot hide
   vector_loads     register-level loads of operands contiguous in the vector loop
-  scalar_loads     register-level loads of the other operand elements (broadcasts, gathers)
+  scalar_loads     register-level loads of operands the vector loop does not index (each
+                   element is loaded once and broadcast)
+  gathered_loads   operands the vector loop indexes at a stride other than 1 (a transposed
+                   B, channels of an NCHW conv): each element is loaded alone and inserted
+                   into its register group, so one element costs in proportion to the
+                   registers the group spans (count: elements x registers of the group)
   accumulator_ops  output vectors loaded and stored once per L1 reduction tile (every step
                    for ops without a reduction)
   l2_stream        register-level load bytes / L2 bandwidth when the L1 tile does not fit L1
@@ -38,7 +49,7 @@ from analysis.dispatches import LoopNest
 from analysis.hardware import Hardware
 from analysis.tiles import footprint, innermost_parallel
 
-FEATURES = ("vector_ops", "vector_loads", "scalar_loads", "accumulator_ops", "l2_stream",
+FEATURES = ("vector_ops", "fma_stall", "math_steps", "vector_loads", "scalar_loads", "gathered_loads", "accumulator_ops", "l2_stream",
             "l1_fill", "dram_fill", "workgroups", "l1_tiles", "register_steps", "ragged_points",
             "spilled_vectors")
 
@@ -51,9 +62,14 @@ def element_bytes(elt: str) -> int:
 
 
 def _contiguous_in(nest: LoopNest, operand: int, inner: int | None) -> bool:
-    """The operand's last index is the vector loop itself (a unit-stride vector load)."""
+    """The vector loop steps the operand's last index by 1 (a unit-stride vector load; other
+    loops in that index, like a conv's window offset, only move its start)."""
     terms = nest.terms[operand]
-    return inner is not None and bool(terms) and terms[-1] == ((inner, 1),)
+    return inner is not None and bool(terms) and (inner, 1) in terms[-1]
+
+
+def _indexed_by(nest: LoopNest, operand: int, inner: int | None) -> bool:
+    return inner is not None and any(d == inner for expr in nest.terms[operand] for d, _ in expr)
 
 
 def _operand_elems(nest: LoopNest, operand: int, tile: Sequence[int]) -> int:
@@ -97,15 +113,20 @@ def features(nest: LoopNest, tiles: Mapping[str, Sequence[int]], hw: Hardware) -
     steps = prod(ceil(b / r) for b, r in zip(bounds, reg))
     inner_reg = reg[inner] if inner is not None else 1
     rows = prod(r for i, r in enumerate(reg) if i != inner)
-    vector_ops = steps * rows * vectors(inner_reg) / hw.compute.fma_pipes
+    step_ops = rows * vectors(inner_reg) / hw.compute.fma_pipes
+    vector_ops = steps * step_ops
+    chain = prod(reg[i] for i in red) * hw.compute.fma_latency_cycles if red else 0
+    fma_stall = steps * max(0.0, chain - step_ops)
 
-    vector_loads = scalar_loads = 0.0
+    vector_loads = scalar_loads = gathered_loads = 0.0
     load_bytes = 0.0
     for op in ins:
         elems = _operand_elems(nest, op, reg)
         eb = element_bytes(nest.operands[op][2])
         if _contiguous_in(nest, op, inner):
             vector_loads += steps * (elems / inner_reg) * vectors(inner_reg)
+        elif _indexed_by(nest, op, inner):
+            gathered_loads += steps * elems * vectors(elems)
         else:
             scalar_loads += steps * elems
         load_bytes += steps * elems * eb
@@ -149,8 +170,11 @@ def features(nest: LoopNest, tiles: Mapping[str, Sequence[int]], hw: Hardware) -
 
     return {
         "vector_ops": num(vector_ops * share),
+        "fma_stall": num(fma_stall * share),
+        "math_steps": num(steps * sum(op.startswith("math.") for op in nest.body_ops) * share),
         "vector_loads": num(vector_loads * share),
         "scalar_loads": num(scalar_loads * share),
+        "gathered_loads": num(gathered_loads * share),
         "accumulator_ops": num(acc_vectors * share),
         "l2_stream": num(l2_stream * share / l2_level.read_bytes_per_cycle),
         "l1_fill": num(l1_bytes * share / l2_level.read_bytes_per_cycle),

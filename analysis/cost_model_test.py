@@ -53,6 +53,56 @@ def test_wider_vectors_fewer_instructions_and_more_rows_fewer_broadcasts():
     assert rows8["vector_loads"] == one["vector_loads"] / 2  # B vectors amortised over 8 rows
 
 
+def matmul_transpose_b(m: int, n: int, k: int) -> LoopNest:
+    return LoopNest(
+        loops=(("d0", m, "parallel"), ("d1", n, "parallel"), ("d2", k, "reduction")),
+        operands=(("input", "(d0, d1, d2) -> (d0, d2)", "f32", (m, k)),
+                  ("input", "(d0, d1, d2) -> (d1, d2)", "f32", (n, k)),
+                  ("output", "(d0, d1, d2) -> (d0, d1)", "f32", (m, n))),
+        body_ops=("arith.mulf", "arith.addf"),
+        terms=((((0, 1),), ((2, 1),)), (((1, 1),), ((2, 1),)), (((0, 1),), ((1, 1),))))
+
+
+def test_accumulator_chains_stall_when_too_few_are_independent():
+    # One row of 2 vectors, 4 reductions unrolled: 8 FMAs over 2 pipes = 4 cycles of issue, but
+    # each accumulator takes 4 dependent FMAs of 6 cycles (riscv_rvv: fma_latency_cycles 6).
+    nest = matmul(1, 8, 64)
+    f = cost_model.features(nest, tiles([1, 8, 4], [1, 8, 64], [1, 8, 64]), RISCV)
+    assert f["register_steps"] == 16
+    assert f["fma_stall"] == 16 * (4 * 6 - 4)
+    # 12 independent accumulators keep both pipes busy: no stall
+    wide = cost_model.features(matmul(6, 8, 64), tiles([6, 8, 1], [6, 8, 64], [6, 8, 64]), RISCV)
+    assert wide["fma_stall"] == 0
+
+
+def test_transposed_operand_is_gathered_and_a_window_offset_is_still_contiguous():
+    f = cost_model.features(matmul_transpose_b(4, 32, 64),
+                            tiles([4, 8, 1], [4, 32, 64], [4, 32, 64]), RISCV)
+    assert f["vector_loads"] == 0
+    # B's 8 elements per step go into a group of 2 registers, every one of 4 x 64 steps
+    assert f["gathered_loads"] == 4 * 64 * 8 * 2
+    assert f["scalar_loads"] == 4 * 64 * 4  # A's rows, broadcast
+    conv1d = LoopNest(  # out[ow] += in[ow + kw] * w[kw]
+        loops=(("d0", 32, "parallel"), ("d1", 3, "reduction")),
+        operands=(("input", "(d0, d1) -> (d0 + d1)", "f32", (34,)),
+                  ("input", "(d0, d1) -> (d1)", "f32", (3,)),
+                  ("output", "(d0, d1) -> (d0)", "f32", (32,))),
+        body_ops=("arith.mulf", "arith.addf"),
+        terms=((((0, 1), (1, 1)),), (((1, 1),),), (((0, 1),),)))
+    g = cost_model.features(conv1d, tiles([8, 1], [32, 3], [32, 3]), RISCV)
+    assert g["gathered_loads"] == 0 and g["vector_loads"] > 0
+
+
+def test_transcendental_ops_are_counted_per_register_step():
+    nest = LoopNest(loops=(("d0", 64, "parallel"),),
+                    operands=(("input", "(d0) -> (d0)", "f32", (64,)),
+                              ("output", "(d0) -> (d0)", "f32", (64,))),
+                    body_ops=("arith.negf", "math.exp", "arith.addf", "arith.divf"),
+                    terms=((((0, 1),),), (((0, 1),),)))
+    f = cost_model.features(nest, tiles([8], [64], [64]), RISCV)
+    assert f["math_steps"] == 8 and f["fma_stall"] == 0
+
+
 def test_ragged_tiles_and_spills_are_charged():
     nest = matmul(60, 64, 32)
     even = cost_model.features(nest, tiles([6, 16, 1], [60, 64, 32], [60, 64, 32]), RISCV)

@@ -35,6 +35,9 @@ class Compute(_Strict):
     vector_bits: int = Field(gt=0, multiple_of=32)  # VLEN
     vector_registers: int = Field(gt=0)
     fma_pipes: int = Field(gt=0)
+    # Cycles from one FMA to the next that accumulates into its result: a register tile with
+    # too few independent accumulators waits on this, however many pipes there are.
+    fma_latency_cycles: int = Field(ge=1, le=64)
     mac_energy_pj: float = Field(gt=0)
 
 

@@ -9,8 +9,9 @@ candidate (IREE's default, then the others in the uncalibrated model's order), s
 measure up to R candidates of every dispatch. Measured per dispatch:
 - riscv hardware (it names an llvm-mca `model_core`): model cycles on that core (perf/);
 - the host: iree-benchmark-module time of the dispatch's own benchmark module x clock.
-Only `calibration` models are fitted (non-negative least squares on relative error, numpy);
-`held_out` models are measured and reported, never fitted. Writes
+Only `calibration` models are fitted (non-negative least squares on relative error, numpy),
+and the choice margin is picked by leave-one-model-out cross-validation on them; `held_out`
+models are measured and reported, never fitted. Writes
 analysis/calibration/<hardware>.json (coefficients, read by the analysis) and
 <hardware>.measurements.json (every measured candidate with its features, the fit's and the
 held-out's Kendall tau per dispatch).
@@ -34,8 +35,8 @@ from common.files import atomic_write, sha256_file
 
 ROUNDS = 6
 # A candidate replaces IREE's default only when predicted at least `margin` cheaper; the margin
-# is the one of these that gives the lowest measured cost over the calibration dispatches
-# (ties: the larger margin, the more conservative rule).
+# is the one of these that gives the lowest measured cost over the calibration dispatches,
+# cross-validated by model (choose_margin; ties: the larger margin, the more conservative rule).
 MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
 MIN_CANDIDATES_FOR_TAU = 5
 
@@ -230,13 +231,30 @@ def fit(rows: list[dict]) -> dict[str, float]:
     return {f: float(f"{v:.6g}") for f, v in zip(FEATURES, x)}
 
 
-def choose_margin(rows: list[dict], coefficients: dict[str, float]) -> float:
+def _folds(rows: list[dict]) -> list[tuple[dict[str, float], list[dict]]]:
+    """Leave one model out: per calibration model, the coefficients fitted without it and
+    (copies of) its rows."""
+    models = sorted({r["model"] for r in rows})
+    if len(models) < 2:
+        raise CalibrationError("cross-validation needs at least two calibration models")
+    return [(fit([r for r in rows if r["model"] != m]), [dict(r) for r in rows if r["model"] == m])
+            for m in models]
+
+
+def cross_validate(folds: list[tuple[dict[str, float], list[dict]]], margin: float) -> list[dict]:
+    """Per calibration dispatch, evaluate() with a cost model that never saw its model."""
+    return [d for coefficients, test in folds
+            for d in evaluate(test, coefficients, margin)["dispatches"]]
+
+
+def choose_margin(folds: list[tuple[dict[str, float], list[dict]]]) -> float:
     """The margin of MARGINS minimising the geomean of measured chosen/default over the
-    dispatches of `rows` (the calibration set)."""
+    calibration set, cross-validated (cross_validate): the margin has to cover the cost
+    model's error on models it was not fitted on, which an in-sample choice would understate.
+    Ties go to the larger margin."""
     best = None
     for margin in MARGINS:
-        ratios = [d["chosen_over_default_measured"] for d in
-                  evaluate(rows, coefficients, margin)["dispatches"]
+        ratios = [d["chosen_over_default_measured"] for d in cross_validate(folds, margin)
                   if d["chosen_over_default_measured"]]
         score = stats.geomean(ratios) or 1.0
         if best is None or score <= best[0] + 1e-9:
@@ -269,18 +287,32 @@ def evaluate(rows: list[dict], coefficients: dict[str, float], margin: float) ->
             "chosen_over_default_measured": pick["measured_cycles"] / default["measured_cycles"]
             if default and default["measured_cycles"] > 0 else None,
             "best_measured": min(rs, key=lambda r: r["measured_cycles"])["candidate"],
+            "chosen_measured": pick["measured_cycles"],
+            "default_measured": default["measured_cycles"] if default else None,
         })
     return {"margin": margin, "dispatches": out}
 
 
-def _quality(rows: list[dict], ev: dict) -> FitQuality:
+def _mean_tau(dispatches: list[dict]) -> float | None:
+    taus = [d["kendall_tau"] for d in dispatches
+            if d["candidates"] >= MIN_CANDIDATES_FOR_TAU and d["kendall_tau"] is not None]
+    return float(f"{statistics.mean(taus):.4g}") if taus else None
+
+
+def _geomean_chosen(dispatches: list[dict]) -> float | None:
+    ratios = [d["chosen_over_default_measured"] for d in dispatches
+              if d["chosen_over_default_measured"]]
+    return float(f"{stats.geomean(ratios):.4g}") if ratios else None
+
+
+def _quality(rows: list[dict], ev: dict, cv: list[dict]) -> FitQuality:
     errs = [abs(r["predicted_cycles"] / r["measured_cycles"] - 1) for r in rows
             if r["measured_cycles"] > 0]
-    taus = [d["kendall_tau"] for d in ev["dispatches"]
-            if d["candidates"] >= MIN_CANDIDATES_FOR_TAU and d["kendall_tau"] is not None]
     return FitQuality(rows=len(rows), dispatches=len(ev["dispatches"]),
                       median_abs_relative_error=float(f"{statistics.median(errs):.4g}") if errs else 0.0,
-                      mean_kendall_tau=float(f"{statistics.mean(taus):.4g}") if taus else None)
+                      mean_kendall_tau=_mean_tau(ev["dispatches"]),
+                      cross_validated_kendall_tau=_mean_tau(cv),
+                      cross_validated_chosen_over_default=_geomean_chosen(cv))
 
 
 def _bazel_defaults(hardware: str) -> list[str]:
@@ -313,6 +345,24 @@ def markdown(cal: Calibration, ev: dict) -> str:
              f"Median |relative error| {cal.fit.median_abs_relative_error:.3f}; choice margin "
              f"{cal.choice_margin:.0%}.", "", "| feature | cycles per unit |", "|---|---|"]
     lines += [f"| {k} | {v:.4g} |" for k, v in sorted(cal.coefficients.items())]
+    lines += ["", "Cross-validated on the calibration set (each model priced by a fit without "
+              f"it): mean Kendall tau {cal.fit.cross_validated_kendall_tau}, geomean measured "
+              f"chosen/IREE default {cal.fit.cross_validated_chosen_over_default}.",
+              "", "## per model (measured chosen/IREE default, geomean over its measured "
+              "dispatches; calibration models in-sample)", "",
+              "| model | split | dispatches | switched | chosen/default (geomean) | "
+              "chosen/default (summed cycles) | worst dispatch |",
+              "|---|---|---|---|---|---|---|"]
+    for model in sorted({d["model"] for d in ev["dispatches"]}):
+        sel = [d for d in ev["dispatches"] if d["model"] == model]
+        ratios = [d["chosen_over_default_measured"] for d in sel if d["chosen_over_default_measured"]]
+        both = [d for d in sel if d["default_measured"]]
+        summed = sum(d["chosen_measured"] for d in both) / sum(d["default_measured"] for d in both) \
+            if both else 1.0
+        lines.append(f"| {model} | {sel[0]['split']} | {len(sel)} | "
+                     f"{sum(d['chosen'] != 'iree-default' for d in sel)} | "
+                     f"{stats.geomean(ratios) or 1:.3f} | {summed:.3f} | "
+                     f"{max(ratios, default=1):.3f} |")
     for split in ("calibration", "held_out"):
         sel = [d for d in ev["dispatches"] if d["split"] == split]
         if not sel:
@@ -354,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", help="comma-separated pipeline names (default: the whole zoo)")
     p.add_argument("--reuse-measurements", action="store_true",
                    help="refit from the existing <hardware>.measurements.json, measure nothing")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the existing measurements of models not measured now")
     a = p.parse_args(argv)
     try:
         import yaml
@@ -377,17 +429,29 @@ def main(argv: list[str] | None = None) -> int:
                 for info in infos:
                     mlirbc = a.zoo / "models" / f"{info.model_name}.mlirbc"
                     rows += measure_model(info, mlirbc, measurer, a.rounds, Path(tmp))
+                if a.merge and meas_path.exists():
+                    measured_now = {i.name for i in infos}
+                    rows += [r for r in json.loads(meas_path.read_text())["rows"]
+                             if r["model"] not in measured_now]
+        a.out_dir.mkdir(parents=True, exist_ok=True)
+        if not a.reuse_measurements:
+            # Measurements are the slow, irreplaceable part: on disk before anything can fail.
+            atomic_write(meas_path, json.dumps({"hardware": hw_name, "measure": measurer.measure,
+                                                "core_model": measurer.core, "rows": rows},
+                                               indent=1, sort_keys=True) + "\n")
         fitted = [r for r in rows if r["split"] == "calibration"]
         coefficients = fit(fitted)
-        margin = choose_margin(fitted, coefficients)
+        folds = _folds(fitted)
+        margin = choose_margin(folds)
+        cv = cross_validate(folds, margin)
         ev = evaluate(rows, coefficients, margin)
+        ev["cross_validated"] = cv
         quality = _quality(fitted, {"dispatches": [d for d in ev["dispatches"]
-                                                   if d["split"] == "calibration"]})
+                                                   if d["split"] == "calibration"]}, cv)
         cal = Calibration(hardware=hw_name, hardware_sha256=sha256_file(a.hardware),
                           measure=measurer.measure, core_model=measurer.core,
                           coefficients=coefficients, choice_margin=margin,
                           fitted_on=sorted({r["model"] for r in fitted}), fit=quality)
-        a.out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(meas_path, json.dumps({"hardware": hw_name, "measure": measurer.measure,
                                             "core_model": measurer.core, "rows": rows,
                                             "evaluation": ev}, indent=1, sort_keys=True) + "\n")

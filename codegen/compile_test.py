@@ -140,6 +140,17 @@ def test_bad_inputs(tmp_path):
     junk = tmp_path / "in" / "junk.mlir"
     junk.write_text("func.func @f( {")
     bad(tmp_path, "--module", junk, "--target", t, match="iree-compile failed")
+    for edit, why in [(lambda x: x.update(schema_version=99), "schema_version"),
+                      (lambda x: x["dispatches"][0]["tiles"]["l1"].append(8), "has 4 tiles for 3 loops"),
+                      (lambda x: x["dispatches"][0]["tiles"]["register"].__setitem__(0, 0), "outside 1..64"),
+                      (lambda x: x["dispatches"][0]["tiles"]["l2"].__setitem__(0, 65), "outside 1..64"),
+                      (lambda x: x["dispatches"][0]["tiles"]["register"].__setitem__(0, 32),
+                       "register tile 32 of loop d0 exceeds its l1 tile 16"),
+                      (lambda x: x["dispatches"][0]["tiles"].pop("l2"), "no l2 tiles")]:
+        broken = json.loads((DATA / "analysis_host.json").read_text())
+        edit(broken)
+        a.write_text(json.dumps(broken))
+        bad(tmp_path, "--module", MODULE, "--target", t, "--analysis", a, match=why)
     other = json.loads((DATA / "analysis_host.json").read_text())
     other["dispatches"][0]["name"] = "main_dispatch_9_matmul_1x1x1_f32"
     a.write_text(json.dumps(other))

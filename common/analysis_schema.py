@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 2
 
@@ -39,7 +39,7 @@ class _Strict(BaseModel):
 
 class Loop(_Strict):
     name: str  # d0, d1, ... as in the root op's indexing maps
-    bound: int
+    bound: int = Field(ge=1)
     kind: Literal["parallel", "reduction"]
 
 
@@ -67,6 +67,26 @@ class Candidate(_Strict):
     features: dict[str, float]
     predicted_cycles: float
     reason: str
+
+
+def check_tiles(tiles: dict[str, list[int]], bounds: list[int], what: str) -> None:
+    """Every level present, one tile per loop, 1 <= tile <= bound, and each level's tile
+    inside the next level's (register <= l1 <= l2)."""
+    missing = [r for r in LEVEL_ROLES if r not in tiles]
+    if missing:
+        raise ValueError(f"{what}: no {missing[0]} tiles")
+    for role in LEVEL_ROLES:
+        t = tiles[role]
+        if len(t) != len(bounds):
+            raise ValueError(f"{what}: {role} has {len(t)} tiles for {len(bounds)} loops")
+        for i, (x, b) in enumerate(zip(t, bounds)):
+            if not 1 <= x <= b:
+                raise ValueError(f"{what}: {role} tile {x} of loop d{i} is outside 1..{b}")
+    for inner, outer in zip(LEVEL_ROLES, LEVEL_ROLES[1:]):
+        for i, (x, y) in enumerate(zip(tiles[inner], tiles[outer])):
+            if x > y:
+                raise ValueError(f"{what}: {inner} tile {x} of loop d{i} exceeds its {outer} "
+                                 f"tile {y}")
 
 
 class Dispatch(_Strict):
@@ -97,6 +117,18 @@ class Dispatch(_Strict):
     candidates: list[Candidate] = []
     chosen: str | None = None
 
+    @model_validator(mode="after")
+    def _consistent(self):
+        bounds = [lp.bound for lp in self.loops]
+        if self.tiles is not None:
+            check_tiles(self.tiles, bounds, self.name)
+        for c in self.candidates:
+            check_tiles(c.tiles, bounds, f"{self.name}: candidate {c.name}")
+        if self.chosen is not None and self.candidates and \
+                self.chosen not in {c.name for c in self.candidates}:
+            raise ValueError(f"{self.name}: chosen '{self.chosen}' is not one of its candidates")
+        return self
+
 
 class Summary(_Strict):
     dispatches: int
@@ -109,7 +141,8 @@ class Summary(_Strict):
 
 
 class Analysis(_Strict):
-    schema_version: int = SCHEMA_VERSION
+    # Only the version this code writes is read: an older or newer file is refused, not guessed.
+    schema_version: Literal[2] = SCHEMA_VERSION
     model: str
     target: str
     hardware: str  # the hardware description's name

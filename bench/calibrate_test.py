@@ -1,0 +1,81 @@
+"""The calibration's fit, cross-validation and choice rule on synthetic measurements whose
+true cost model is known (no compiler, no timing)."""
+
+import random
+
+import pytest
+
+from analysis.cost_model import FEATURES
+from bench import calibrate
+
+TRUE = {f: 0.0 for f in FEATURES} | {"vector_ops": 1.0, "fma_stall": 0.5, "register_steps": 3.0,
+                                      "gathered_loads": 0.25}
+
+
+def _rows(models=("a", "b", "c"), dispatches=4, candidates=5, seed=0):
+    rng = random.Random(seed)
+    rows = []
+    for model in models:
+        for d in range(dispatches):
+            for c in range(candidates):
+                feats = {f: float(rng.randint(0, 1000)) for f in FEATURES}
+                rows.append({"model": model, "split": "calibration", "dispatch": f"d{d}",
+                             "kind": "matmul", "candidate": "iree-default" if c == 0 else f"c{c}",
+                             "features": feats,
+                             "measured_cycles": sum(TRUE[f] * feats[f] for f in FEATURES)})
+    return rows
+
+
+def test_fit_recovers_the_true_coefficients():
+    fitted = calibrate.fit(_rows())
+    for f in FEATURES:
+        assert fitted[f] == pytest.approx(TRUE[f], abs=1e-3), f
+
+
+def test_exact_model_ranks_perfectly_and_picks_the_measured_best():
+    rows = _rows()
+    ev = calibrate.evaluate(rows, calibrate.fit(rows), margin=0.0)
+    for d in ev["dispatches"]:
+        assert d["kendall_tau"] == pytest.approx(1.0)
+        assert d["chosen"] == d["best_measured"]
+        assert d["chosen_over_default_measured"] <= 1.0
+
+
+def test_margin_keeps_the_default_unless_predicted_that_much_cheaper():
+    rows = _rows()
+    ev = calibrate.evaluate(rows, calibrate.fit(rows), margin=0.99)
+    assert all(d["chosen"] == "iree-default" for d in ev["dispatches"])
+
+
+def test_cross_validation_never_prices_a_model_with_its_own_rows(monkeypatch):
+    rows = _rows()
+    seen = []
+    real_fit = calibrate.fit
+    monkeypatch.setattr(calibrate, "fit", lambda rs: seen.append({r["model"] for r in rs})
+                        or real_fit(rs))
+    folds = calibrate._folds(rows)
+    assert seen == [{"b", "c"}, {"a", "c"}, {"a", "b"}]
+    assert [{r["model"] for r in test} for _, test in folds] == [{"a"}, {"b"}, {"c"}]
+    # an exact model stays exact out of sample: the margin chosen (the largest of the ties)
+    # loses nothing against always taking the cheapest prediction
+    margin = calibrate.choose_margin(folds)
+    assert margin in calibrate.MARGINS
+
+    def summed(m):
+        ds = calibrate.cross_validate(folds, m)
+        return sum(d["chosen_measured"] for d in ds)
+    assert summed(margin) == pytest.approx(summed(0.0))
+    assert summed(0.0) < summed(0.99)
+
+
+def test_too_few_measurements_or_models_are_refused():
+    with pytest.raises(calibrate.CalibrationError, match="too few"):
+        calibrate.fit(_rows(models=("a",), dispatches=1, candidates=2))
+    with pytest.raises(calibrate.CalibrationError, match="two calibration models"):
+        calibrate._folds(_rows(models=("a",)))
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
