@@ -68,10 +68,6 @@ def _contiguous_in(nest: LoopNest, operand: int, inner: int | None) -> bool:
     return inner is not None and bool(terms) and (inner, 1) in terms[-1]
 
 
-def _indexed_by(nest: LoopNest, operand: int, inner: int | None) -> bool:
-    return inner is not None and any(d == inner for expr in nest.terms[operand] for d, _ in expr)
-
-
 def _operand_elems(nest: LoopNest, operand: int, tile: Sequence[int]) -> int:
     return footprint(tile, [nest.terms[operand]], elem_bytes=1)
 
@@ -125,7 +121,7 @@ def features(nest: LoopNest, tiles: Mapping[str, Sequence[int]], hw: Hardware) -
         eb = element_bytes(nest.operands[op][2])
         if _contiguous_in(nest, op, inner):
             vector_loads += steps * (elems / inner_reg) * vectors(inner_reg)
-        elif _indexed_by(nest, op, inner):
+        elif inner in nest.operand_dims(op):
             gathered_loads += steps * elems * vectors(elems)
         else:
             scalar_loads += steps * elems

@@ -269,9 +269,7 @@ def choose_margin(folds: list[tuple[dict[str, float], list[dict]]]) -> float:
     for margin in MARGINS:
         cv = cross_validate(folds, margin)
         worst = max(_summed_by_model(cv).values(), default=1.0)
-        mean = stats.geomean([d["chosen_over_default_measured"] for d in cv
-                              if d["chosen_over_default_measured"]]) or 1.0
-        score = (round(worst, 4), round(mean, 4))
+        score = (round(worst, 4), _geomean_chosen(cv) or 1.0)
         if best is None or score <= best[0]:
             best = (score, margin)
     return best[1]
@@ -308,15 +306,24 @@ def evaluate(rows: list[dict], coefficients: dict[str, float], margin: float) ->
     return {"margin": margin, "dispatches": out}
 
 
-def _mean_tau(dispatches: list[dict]) -> float | None:
-    taus = [d["kendall_tau"] for d in dispatches
+def _taus(dispatches: list[dict]) -> list[float]:
+    """Kendall tau of the dispatches with enough measured candidates for it to mean much."""
+    return [d["kendall_tau"] for d in dispatches
             if d["candidates"] >= MIN_CANDIDATES_FOR_TAU and d["kendall_tau"] is not None]
+
+
+def _chosen_ratios(dispatches: list[dict]) -> list[float]:
+    return [d["chosen_over_default_measured"] for d in dispatches
+            if d["chosen_over_default_measured"]]
+
+
+def _mean_tau(dispatches: list[dict]) -> float | None:
+    taus = _taus(dispatches)
     return float(f"{statistics.mean(taus):.4g}") if taus else None
 
 
 def _geomean_chosen(dispatches: list[dict]) -> float | None:
-    ratios = [d["chosen_over_default_measured"] for d in dispatches
-              if d["chosen_over_default_measured"]]
+    ratios = _chosen_ratios(dispatches)
     return float(f"{stats.geomean(ratios):.4g}") if ratios else None
 
 
@@ -368,10 +375,11 @@ def markdown(cal: Calibration, ev: dict) -> str:
               "| model | split | dispatches | switched | chosen/default (geomean) | "
               "chosen/default (summed cycles) | worst dispatch |",
               "|---|---|---|---|---|---|---|"]
+    summed_by_model = _summed_by_model(ev["dispatches"])
     for model in sorted({d["model"] for d in ev["dispatches"]}):
         sel = [d for d in ev["dispatches"] if d["model"] == model]
-        ratios = [d["chosen_over_default_measured"] for d in sel if d["chosen_over_default_measured"]]
-        summed = _summed_by_model(sel).get(model, 1.0)
+        ratios = _chosen_ratios(sel)
+        summed = summed_by_model.get(model, 1.0)
         lines.append(f"| {model} | {sel[0]['split']} | {len(sel)} | "
                      f"{sum(d['chosen'] != 'iree-default' for d in sel)} | "
                      f"{stats.geomean(ratios) or 1:.3f} | {summed:.3f} | "
@@ -380,9 +388,7 @@ def markdown(cal: Calibration, ev: dict) -> str:
         sel = [d for d in ev["dispatches"] if d["split"] == split]
         if not sel:
             continue
-        taus = [d["kendall_tau"] for d in sel if d["candidates"] >= MIN_CANDIDATES_FOR_TAU
-                and d["kendall_tau"] is not None]
-        ratios = [d["chosen_over_default_measured"] for d in sel if d["chosen_over_default_measured"]]
+        taus, ratios = _taus(sel), _chosen_ratios(sel)
         lines += ["", f"## {split} dispatches", "",
                   f"Mean Kendall tau over dispatches with >= {MIN_CANDIDATES_FOR_TAU} measured "
                   f"candidates: {statistics.mean(taus):.3f} (n = {len(taus)}). " if taus else
@@ -446,12 +452,15 @@ def main(argv: list[str] | None = None) -> int:
                     measured_now = {i.name for i in infos}
                     rows += [r for r in json.loads(meas_path.read_text())["rows"]
                              if r["model"] not in measured_now]
+        def write_measurements(**extra) -> None:
+            atomic_write(meas_path, json.dumps({"hardware": hw_name, "measure": measurer.measure,
+                                                "core_model": measurer.core, "rows": rows,
+                                                **extra}, indent=1, sort_keys=True) + "\n")
+
         a.out_dir.mkdir(parents=True, exist_ok=True)
         if not a.reuse_measurements:
             # Measurements are the slow, irreplaceable part: on disk before anything can fail.
-            atomic_write(meas_path, json.dumps({"hardware": hw_name, "measure": measurer.measure,
-                                                "core_model": measurer.core, "rows": rows},
-                                               indent=1, sort_keys=True) + "\n")
+            write_measurements()
         fitted = [r for r in rows if r["split"] == "calibration"]
         coefficients = fit(fitted)
         folds = _folds(fitted)
@@ -465,9 +474,7 @@ def main(argv: list[str] | None = None) -> int:
                           measure=measurer.measure, core_model=measurer.core,
                           coefficients=coefficients, choice_margin=margin,
                           fitted_on=sorted({r["model"] for r in fitted}), fit=quality)
-        atomic_write(meas_path, json.dumps({"hardware": hw_name, "measure": measurer.measure,
-                                            "core_model": measurer.core, "rows": rows,
-                                            "evaluation": ev}, indent=1, sort_keys=True) + "\n")
+        write_measurements(evaluation=ev)
         atomic_write(a.out_dir / f"{a.hardware.stem}.json",
                      json.dumps(cal.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
         atomic_write(a.out_dir / f"{a.hardware.stem}.md", markdown(cal, ev))

@@ -84,6 +84,21 @@ def test_too_few_measurements_or_models_are_refused():
         calibrate._folds(_rows(models=("a",)))
 
 
+def test_margin_is_judged_by_the_whole_model_not_the_mean_dispatch():
+    # In model "c" one dispatch carries almost all the cycles and its switch loses 3x; its
+    # other dispatches' switches win. A mean over dispatches would switch; the model slows.
+    rows = _rows()
+    for r in rows:
+        if (r["model"], r["dispatch"]) == ("c", "d0"):
+            r["features"] = {f: v * 1000 for f, v in r["features"].items()}
+            r["measured_cycles"] *= 1000 * (3 if r["candidate"] != "iree-default" else 1)
+    folds = calibrate._folds(rows)
+    eager = calibrate.cross_validate(folds, 0.0)
+    assert calibrate._geomean_chosen(eager) < 1 < calibrate._summed_by_model(eager)["c"]
+    margin = calibrate.choose_margin(folds)
+    assert max(calibrate._summed_by_model(calibrate.cross_validate(folds, margin)).values()) <= 1
+
+
 if __name__ == "__main__":
     import sys
 
