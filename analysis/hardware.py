@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from common.riscv_cores import CoreModelError, core_model
 from common.yaml_model import load_yaml_model
@@ -28,31 +28,49 @@ class HardwareError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Numbers are finite: `.inf` or `.nan` from YAML is refused, like any other impossible value.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# Upper bounds no real accelerator reaches (RVV caps VLEN at 65536 bits): a value past them is
+# a typo or an attack, and would otherwise be accepted and change nothing visible.
+MAX_BYTES = 1 << 44  # 16 TiB
+MAX_BYTES_PER_CYCLE = 1 << 16
+MAX_ENERGY_PJ = 1e6
+MAX_LATENCY_CYCLES = 1 << 20
+
+
+def _power_of_two(n: int) -> int:
+    if n & (n - 1):
+        raise ValueError(f"{n} is not a power of two")
+    return n
 
 
 class Compute(_Strict):
-    vector_bits: int = Field(gt=0, multiple_of=32)  # VLEN
-    vector_registers: int = Field(gt=0)
-    fma_pipes: int = Field(gt=0)
+    vector_bits: int = Field(ge=32, le=65536)  # VLEN
+    vector_registers: int = Field(gt=0, le=1024)
+    fma_pipes: int = Field(gt=0, le=64)
     # Cycles from one FMA to the next that accumulates into its result: a register tile with
     # too few independent accumulators waits on this, however many pipes there are.
     fma_latency_cycles: int = Field(ge=1, le=64)
-    mac_energy_pj: float = Field(gt=0)
+    mac_energy_pj: float = Field(gt=0, le=MAX_ENERGY_PJ)
+
+    _vlen_power_of_two = field_validator("vector_bits")(_power_of_two)
 
 
 class MemoryLevel(_Strict):
-    name: str
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)
     role: Literal["register", "l1", "l2", "l3", "dram"]
-    size_bytes: int = Field(gt=0)
-    read_bytes_per_cycle: float = Field(gt=0)
-    write_bytes_per_cycle: float = Field(gt=0)
-    read_energy_pj: float = Field(ge=0)  # per access of access_bits
-    write_energy_pj: float = Field(ge=0)
-    access_bits: int = Field(gt=0)
-    latency_cycles: int = Field(ge=1)
+    size_bytes: int = Field(gt=0, le=MAX_BYTES)
+    # ZigZag counts bandwidth in whole bits per cycle: a multiple of 1/8 byte converts exactly.
+    read_bytes_per_cycle: float = Field(ge=0.125, le=MAX_BYTES_PER_CYCLE, multiple_of=0.125)
+    write_bytes_per_cycle: float = Field(ge=0.125, le=MAX_BYTES_PER_CYCLE, multiple_of=0.125)
+    read_energy_pj: float = Field(ge=0, le=MAX_ENERGY_PJ)  # per access of access_bits
+    write_energy_pj: float = Field(ge=0, le=MAX_ENERGY_PJ)
+    access_bits: int = Field(gt=0, le=65536)
+    latency_cycles: int = Field(ge=1, le=MAX_LATENCY_CYCLES)
     operands: tuple[str, ...] = OPERANDS
-    shared_by_cores: int = Field(default=1, ge=1)
+    shared_by_cores: int = Field(default=1, ge=1, le=4096)
 
     @model_validator(mode="after")
     def _known_operands(self):
@@ -65,10 +83,10 @@ class MemoryLevel(_Strict):
 
 
 class Hardware(_Strict):
-    name: str
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)
     description: str = ""
-    clock_ghz: float = Field(gt=0)
-    cores: int = Field(ge=1)
+    clock_ghz: float = Field(gt=0, le=20)
+    cores: int = Field(ge=1, le=4096)
     compute: Compute
     memory: tuple[MemoryLevel, ...]
     # The llvm-mca core model RISC-V code for this accelerator is measured on (perf/):
@@ -140,10 +158,12 @@ def _ports(read_bits: int, write_bits: int, operands: list[str], top: bool) -> l
             write_alloc.append("O, fl")
             if not top:
                 read_alloc.append("O, th")
+    # bandwidth_min is the port's access granularity: never more than the port's bandwidth
+    # (a 4-bit/cycle DRAM must not get a minimum of 8 bits, which ZigZag rejects).
     return [
-        {"name": "r_port_1", "type": "read", "bandwidth_min": max(8, read_bits // 8),
+        {"name": "r_port_1", "type": "read", "bandwidth_min": min(read_bits, max(8, read_bits // 8)),
          "bandwidth_max": read_bits, "allocation": read_alloc},
-        {"name": "w_port_1", "type": "write", "bandwidth_min": max(8, write_bits // 8),
+        {"name": "w_port_1", "type": "write", "bandwidth_min": min(write_bits, max(8, write_bits // 8)),
          "bandwidth_max": write_bits, "allocation": write_alloc},
     ]
 
@@ -183,7 +203,7 @@ def zigzag_accelerator(hw: Hardware) -> dict:
             "latency": m.latency_cycles,
             "auto_cost_extraction": False,
             "operands": ["I1", "I2", "O"],
-            "ports": _ports(int(m.read_bytes_per_cycle * 8), int(m.write_bytes_per_cycle * 8),
+            "ports": _ports(round(m.read_bytes_per_cycle * 8), round(m.write_bytes_per_cycle * 8),
                             ["I1", "I2", "O"], top=m.role == "dram"),
             "served_dimensions": ["D1"],
         }

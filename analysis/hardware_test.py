@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from analysis import hardware
 
@@ -40,6 +41,80 @@ def test_malformed_files_are_rejected(defect, field, words):
     assert "\n" not in msg
     assert msg.startswith(f"{path}: field '{field}'"), msg
     assert words in msg, msg
+
+
+def _mutated(tmp_path, edit) -> Path:
+    """The shipped riscv_rvv.yaml with `edit(dict)` applied, written to tmp_path."""
+    data = yaml.safe_load((HERE / "hardware" / "riscv_rvv.yaml").read_text())
+    edit(data)
+    path = tmp_path / "hw.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _set(*keys_and_value):
+    *keys, value = keys_and_value
+
+    def edit(d):
+        for k in keys[:-1]:
+            d = d[k]
+        d[keys[-1]] = value
+    return edit
+
+
+# Values no accelerator has: each was accepted before (tiles unchanged, exit 0).
+@pytest.mark.parametrize("edit,field,words", [
+    (_set("clock_ghz", float("inf")), "clock_ghz", "finite number"),
+    (_set("clock_ghz", float("nan")), "clock_ghz", "finite number"),
+    (_set("memory", 3, "size_bytes", 10**30), "memory.3.size_bytes", "less than or equal"),
+    (_set("memory", 1, "latency_cycles", 10**30), "memory.1.latency_cycles", "less than or equal"),
+    (_set("memory", 3, "read_energy_pj", 1e30), "memory.3.read_energy_pj", "less than or equal"),
+    (_set("compute", "vector_bits", 96), "compute.vector_bits", "not a power of two"),
+    (_set("compute", "mac_energy_pj", float("inf")), "compute.mac_energy_pj", "finite number"),
+    (_set("memory", 3, "read_bytes_per_cycle", 0.3), "memory.3.read_bytes_per_cycle", "multiple of 0.125"),
+    (_set("memory", 3, "read_bytes_per_cycle", 0.0625), "memory.3.read_bytes_per_cycle", "multiple of 0.125"),
+    (_set("cores", 10**9), "cores", "less than or equal"),
+    (_set("name", "../x"), "name", "should match pattern"),
+])
+def test_impossible_values_are_rejected(tmp_path, edit, field, words):
+    path = _mutated(tmp_path, edit)
+    with pytest.raises(hardware.HardwareError) as err:
+        hardware.load_hardware(path)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: field '{field}'"), msg
+    assert words in msg, msg
+
+
+def test_slow_dram_converts_to_whole_bits_zigzag_accepts(tmp_path):
+    """0.5 B/cycle is 4 bits/cycle: the port's minimum access must not exceed it (ZigZag rejected
+    every layer when the minimum was fixed at 8 bits)."""
+    def slow(d):
+        d["memory"][3]["read_bytes_per_cycle"] = d["memory"][3]["write_bytes_per_cycle"] = 0.5
+    hw = hardware.load_hardware(_mutated(tmp_path, slow))
+    ports = hardware.zigzag_accelerator(hw)["memories"]["dram"]["ports"]
+    assert [(p["bandwidth_min"], p["bandwidth_max"]) for p in ports] == [(4, 4), (4, 4)]
+
+
+@pytest.mark.parametrize("text,words", [
+    # 1.4 KB that expands to about a million nodes through merge keys (took > 5 min, 3.2 GB).
+    ("a0: &a0 {x: 1}\n" + "".join(f"a{i}: &a{i} {{<<: [*a{i-1}, *a{i-1}], y{i}: [*a{i-1}, *a{i-1}]}}\n"
+                                  for i in range(1, 21)), "nodes once aliases are expanded"),
+    ("a: &a [*a]\n", "recursive alias"),
+])
+def test_alias_bombs_are_refused_before_expansion(tmp_path, text, words):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    with pytest.raises(hardware.HardwareError) as err:
+        hardware.load_hardware(path)
+    assert str(err.value) == f"{path}: not valid YAML: " + str(err.value).split("not valid YAML: ")[1]
+    assert words in str(err.value)
+
+
+def test_oversized_file_is_refused(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("# pad\n" * 200_000)
+    with pytest.raises(hardware.HardwareError, match="larger than"):
+        hardware.load_hardware(path)
 
 
 def test_cli_reports_one_line_and_fails(tmp_path):

@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from bench import stats
+from analysis.hardware import HardwareError
 from bench.artifacts import PipelineInfo, zoo
 from common.calibration_schema import Calibration, FitQuality
 from common.files import atomic_write, sha256_file
@@ -88,13 +89,13 @@ def forced_analysis(analysis: dict, assign: dict[str, str]) -> dict:
 class Measurer:
     def __init__(self, hardware: Path, target: Path, runner: Path | None, plugin: Path | None,
                  work: Path):
-        import yaml
+        from analysis.hardware import load_hardware
 
         self.hardware, self.target, self.runner, self.plugin, self.work = \
             hardware, target, runner, plugin, work
-        hw = yaml.safe_load(hardware.read_text())
-        self.core = hw.get("model_core")
-        self.clock_hz = float(hw["clock_ghz"]) * 1e9
+        hw = load_hardware(hardware)
+        self.core = hw.model_core
+        self.clock_hz = hw.clock_ghz * 1e9
         if self.core and (runner is None or plugin is None):
             raise CalibrationError(f"{hardware}: riscv hardware needs --runner and --plugin")
 
@@ -427,9 +428,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="keep the existing measurements of models not measured now")
     a = p.parse_args(argv)
     try:
-        import yaml
+        from analysis.hardware import load_hardware
 
-        hw_name = yaml.safe_load(a.hardware.read_text())["name"]
+        hw_name = load_hardware(a.hardware).name
         meas_path = a.out_dir / f"{a.hardware.stem}.measurements.json"
         with tempfile.TemporaryDirectory(prefix="calibrate.") as tmp:
             measurer = Measurer(a.hardware, a.target, a.runner, a.plugin, Path(tmp))
@@ -478,8 +479,12 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write(a.out_dir / f"{a.hardware.stem}.json",
                      json.dumps(cal.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
         atomic_write(a.out_dir / f"{a.hardware.stem}.md", markdown(cal, ev))
-    except (CalibrationError, OSError, KeyError) as err:
+    except (CalibrationError, HardwareError, OSError) as err:
         print(f"calibrate: {err}", file=sys.stderr)
+        return 1
+    except KeyError as err:
+        print(f"calibrate: a stored row lacks field {err} (measured by an older cost model? "
+              "measure again without --reuse-measurements)", file=sys.stderr)
         return 1
     held = [d for d in ev["dispatches"] if d["split"] == "held_out"]
     print(f"calibrate {hw_name}: {len(rows)} measurements, fitted on {len(fitted)} "

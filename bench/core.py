@@ -271,13 +271,11 @@ def _parse_config(text: str | None) -> dict | None:
 
 
 def hardware_info(path: Path) -> dict:
-    import yaml
+    from analysis.hardware import load_hardware
 
-    hw = yaml.safe_load(path.read_text())
-    c = hw.get("compute", {})
-    per_core = c.get("vector_bits", 0) // 32 * c.get("fma_pipes", 1)
-    return {"name": hw.get("name"), "clock_ghz": float(hw.get("clock_ghz", 1.0)), "cores": int(hw.get("cores", 1)),
-            "peak_f32_macs_per_cycle_per_core": per_core}
+    hw = load_hardware(path)
+    return {"name": hw.name, "clock_ghz": hw.clock_ghz, "cores": hw.cores,
+            "peak_f32_macs_per_cycle_per_core": hw.macs_per_cycle}
 
 
 def join(art: Artifacts, prep: dict, times: dict, hw: dict) -> list[dict]:

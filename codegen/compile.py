@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import shutil
 import subprocess
@@ -26,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from common.analysis_schema import Analysis
-from common.files import atomic_write, sha256_file
+from common.files import sha256_file, write_together
 from common.targets import IreeTarget, TargetError, load_target
 
 
@@ -286,13 +287,16 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
                         "adjusted": sum(bool(e.get("adjustments")) for e in entries)},
             "dispatches": entries,
         }
+        vmfb_bytes = (tmp / "out.vmfb").read_bytes()
+        # The manifest checks the vmfb it packages is the one this report describes.
+        report["vmfb_sha256"] = hashlib.sha256(vmfb_bytes).hexdigest()
+        outputs = {out_configs: dumped_text,
+                   out_report: json.dumps(report, indent=1, sort_keys=True) + "\n",
+                   out_vmfb: vmfb_bytes}
         if out_binaries is not None:
-            out_binaries.mkdir(parents=True, exist_ok=True)
-            for p in sorted((tmp / "bin").iterdir()):
-                atomic_write(out_binaries / p.name, p.read_bytes())
-        atomic_write(out_configs, dumped_text)
-        atomic_write(out_report, json.dumps(report, indent=1, sort_keys=True) + "\n")
-        atomic_write(out_vmfb, (tmp / "out.vmfb").read_bytes())
+            outputs.update({out_binaries / p.name: p.read_bytes()
+                            for p in sorted((tmp / "bin").iterdir())})
+        write_together(outputs)
     return report
 
 

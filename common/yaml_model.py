@@ -1,6 +1,10 @@
 """Loads a YAML file into a pydantic model with one-line errors naming the file and field.
 
-Shared by the pipeline's description files (IREE targets, hardware descriptions).
+Shared by the pipeline's description files (IREE targets, hardware descriptions). Loading is
+bounded: a description file is small, so the file size is capped, and the document's node
+graph is measured with aliases (and merge keys) expanded before anything is constructed, which
+stops "billion laughs" files (20 nested `<<: [*m, *m]` levels expand to a million nodes from
+1.4 KB) and recursive aliases before they cost memory.
 """
 
 from __future__ import annotations
@@ -13,6 +17,59 @@ from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 
+MAX_FILE_BYTES = 1 << 20
+MAX_EXPANDED_NODES = 100_000
+
+
+class _Bounded(Exception):
+    pass
+
+
+def _expanded_nodes(root: yaml.Node) -> int:
+    """Number of nodes the constructed document would have (aliased nodes counted at every
+    use); raises _Bounded on a recursive alias or past MAX_EXPANDED_NODES."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise _Bounded("recursive alias")
+        open_nodes.add(key)
+        if isinstance(node, yaml.MappingNode):
+            total = 1 + sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(v) for v in node.value)
+        else:
+            total = 1
+        open_nodes.discard(key)
+        if total > MAX_EXPANDED_NODES:
+            raise _Bounded(f"more than {MAX_EXPANDED_NODES} nodes once aliases are expanded")
+        sizes[key] = total
+        return total
+
+    return size(root)
+
+
+def bounded_safe_load(text: str) -> object:
+    """yaml.safe_load for small description files; raises yaml.YAMLError past the bounds."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            _expanded_nodes(node)
+        except _Bounded as err:
+            raise yaml.YAMLError(str(err)) from None
+        except RecursionError:
+            raise yaml.YAMLError("nested too deeply") from None
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
 
 def load_yaml_model(path: str | Path, model: type[M], what: str, error: type[Exception]) -> M:
     """`model` validated from the YAML mapping in `path`; raises `error("<path>: ...")`.
@@ -21,9 +78,17 @@ def load_yaml_model(path: str | Path, model: type[M], what: str, error: type[Exc
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise error(f"{path}: {what} file larger than {MAX_FILE_BYTES} bytes")
+        data = bounded_safe_load(path.read_text())
     except FileNotFoundError:
         raise error(f"{path}: {what} file not found") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, not a {what} file") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not a text file") from None
+    except OSError as err:
+        raise error(f"{path}: cannot read {what} file: {err.strerror}") from None
     except yaml.YAMLError as err:
         raise error(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
     if not isinstance(data, dict):
@@ -34,3 +99,5 @@ def load_yaml_model(path: str | Path, model: type[M], what: str, error: type[Exc
         first = err.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise error(f"{path}: field '{field}': {first['msg'].removeprefix('Value error, ')}") from None
+    except TypeError as err:  # non-string keys
+        raise error(f"{path}: {what} fields must be named by strings: {err}") from None

@@ -34,7 +34,7 @@ import numpy as np
 
 from analysis import dispatches as dsp
 from analysis.hardware import Hardware, HardwareError, load_hardware
-from common.files import atomic_write, sha256_file
+from common.files import sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.riscv_cores import MODEL_IGNORES
 from common.targets import IreeTarget, TargetError, load_target
@@ -271,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         first = (str(err).strip().splitlines() or [""])[0]
         print(f"perf: {args.module}: {type(err).__name__}: {first}", file=sys.stderr)
         return 1
-    atomic_write(args.out_json, to_json(report))
-    atomic_write(args.out_md, to_markdown(report))
+    write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     run = report.runs[0]
     print(f"perf {report.model} ({report.variant}): {len(run.dispatches)} dispatches; "
           + "; ".join(f"{r.hardware} ({r.core or 'counts only'}): {_fmt(r.instructions)} instructions, "

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from common.files import atomic_write, sha256_file
+from common.files import sha256_file, write_together
 from common.targets import TargetError, load_target
 
 _DTYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "i64": "int64",
@@ -83,6 +83,7 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         inputs["analysis"] = sha256_file(analysis)
     if hardware is not None:
         inputs["hardware"] = sha256_file(hardware)
+    _check_belong_together(rep, report, inputs, vmfb, module, analysis)
     manifest = {
         "vmfb": out_vmfb.name,
         "target": {"name": target.name, "triple": target.triple, "cpu": target.cpu,
@@ -93,9 +94,29 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         "dispatches": dispatches,
         "inputs_sha256": inputs,
     }
-    atomic_write(out_manifest, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
-    atomic_write(out_vmfb, vmfb.read_bytes())
+    write_together({out_manifest: json.dumps(manifest, indent=1, sort_keys=True) + "\n",
+                    out_vmfb: vmfb.read_bytes()})
     return manifest
+
+
+def _check_belong_together(rep: dict, report: Path, inputs: dict, vmfb: Path, module: Path,
+                           analysis: Path | None) -> None:
+    """The vmfb is the one codegen's report describes, compiled from this module (and this
+    analysis), and IREE's runtime can load it: a manifest never pairs files from two builds."""
+    recorded = rep.get("inputs_sha256") or {}
+    if rep.get("vmfb_sha256") != inputs["vmfb"]:
+        raise ManifestError(f"{vmfb}: not the vmfb {report.name} describes (sha256 differs)")
+    if recorded.get("module") != inputs["module"]:
+        raise ManifestError(f"{module}: not the module {report.name} was compiled from (sha256 differs)")
+    if analysis is not None and recorded.get("analysis") != inputs["analysis"]:
+        raise ManifestError(f"{analysis}: not the analysis {report.name} was compiled with (sha256 differs)")
+    import iree.runtime as ireert
+
+    try:
+        ireert.VmModule.copy_buffer(ireert.VmInstance(), vmfb.read_bytes())
+    except Exception as err:  # noqa: BLE001 - the runtime raises a generic error
+        raise ManifestError(f"{vmfb}: IREE's runtime cannot load it: "
+                            f"{(str(err).strip().splitlines() or [''])[0]}") from None
 
 
 def main(argv=None) -> int:

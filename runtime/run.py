@@ -62,7 +62,10 @@ def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
         a = data[key]
         if spec["shape"] is not None and list(a.shape) != [d if d is not None else a.shape[j] for j, d in enumerate(spec["shape"])]:
             raise RunError(f"{npz}: {key} has shape {list(a.shape)}, {entry['name']} expects {spec['shape']}")
-        args.append(np.ascontiguousarray(a.astype(spec["dtype"], copy=False)))
+        if a.dtype != np.dtype(spec["dtype"]):
+            # Never cast: float64 or complex64 data silently narrowed would "match" anyway.
+            raise RunError(f"{npz}: {key} is {a.dtype}, {entry['name']} takes {spec['dtype']}")
+        args.append(np.ascontiguousarray(a))
     return args
 
 
@@ -115,6 +118,10 @@ def main(argv=None) -> int:
             print(f"check: {len(outs)} outputs match (max abs error {worst:.3g})")
     except RunError as err:
         print(f"runtime.run: error: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
+        first = (str(err).strip().splitlines() or [""])[0]
+        print(f"runtime.run: error: {a.module}: {type(err).__name__}: {first}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,5 +1,6 @@
 """runtime: hal_module manifest and the runner (host runs and matches; riscv fails with one line)."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -35,6 +36,63 @@ def modules(tmp_path_factory):
                        tmp / f"{n}.vmfb", tmp / f"{n}.manifest.json")
         out[n] = tmp / f"{n}.vmfb"
     return out
+
+
+def _compiled(modules, name):
+    """codegen's (vmfb, report) behind hal_module `name`: Bazel's, or the fixture's."""
+    codegen = ROOT / "codegen"
+    if (codegen / f"{name}.report.json").is_file():
+        return codegen / f"{name}.vmfb", codegen / f"{name}.report.json"
+    d = modules[name].parent
+    return d / f"{name}.c.vmfb", d / f"{name}.report.json"
+
+
+def _manifest_cli(vmfb, report, module, out_dir):
+    return subprocess.run(
+        [sys.executable, "-m", "runtime.manifest", "--vmfb", vmfb, "--report", report,
+         "--module", module, "--target", ROOT / "common" / "targets" / "host.yaml",
+         "--out-vmfb", out_dir / "m.vmfb", "--out-manifest", out_dir / "m.manifest.json"],
+        capture_output=True, text=True, cwd=ROOT)
+
+
+def test_manifest_packages_only_files_that_belong_together(modules, tmp_path):
+    module = ROOT / "codegen" / "testdata" / "small.mlirbc"
+    vmfb, report = _compiled(modules, "small_host")
+    other_vmfb, _ = _compiled(modules, "small_host_untuned")
+    random_vmfb = tmp_path / "random.vmfb"
+    random_vmfb.write_bytes(bytes(range(256)) * 64)
+    other_module = tmp_path / "other.mlir"
+    other_module.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> { return %a : tensor<4xf32> }\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert _manifest_cli(vmfb, report, module, out).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["m.manifest.json", "m.vmfb"]
+    for bad_vmfb, bad_module, words in ((other_vmfb, module, "not the vmfb"),
+                                        (random_vmfb, module, "not the vmfb"),
+                                        (vmfb, other_module, "not the module")):
+        empty = tmp_path / f"out_{bad_vmfb.stem}_{bad_module.stem}"
+        empty.mkdir()
+        p = _manifest_cli(bad_vmfb, report, bad_module, empty)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode != 0 and len(lines) == 1 and words in lines[0], p.stderr
+        assert not list(empty.iterdir())
+
+
+def test_manifest_refuses_a_vmfb_the_runtime_cannot_load(modules, tmp_path):
+    """Even with a report that vouches for it (sha256 matches), random bytes are no module."""
+    module = ROOT / "codegen" / "testdata" / "small.mlirbc"
+    _, report = _compiled(modules, "small_host")
+    random_vmfb = tmp_path / "random.vmfb"
+    random_vmfb.write_bytes(bytes(range(256)) * 64)
+    rep = json.loads(report.read_text())
+    rep["vmfb_sha256"] = hashlib.sha256(random_vmfb.read_bytes()).hexdigest()
+    forged = tmp_path / "forged.report.json"
+    forged.write_text(json.dumps(rep))
+    out = tmp_path / "out"
+    out.mkdir()
+    p = _manifest_cli(random_vmfb, forged, module, out)
+    assert p.returncode != 0 and "cannot load" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not list(out.iterdir())
 
 
 def run(*args):
@@ -77,6 +135,21 @@ def test_runner_bad_inputs(modules, tmp_path):
     assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1 and "not found" in p.stderr
     p = run(modules["small_host"], tmp_path / "nope.npz")
     assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1 and "not found" in p.stderr
+
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "float64", "int32"])
+def test_runner_refuses_inputs_of_another_dtype(modules, tmp_path, dtype):
+    import numpy as np
+
+    gold = dict(np.load(GOLDEN))
+    gold["input_0"] = gold["input_0"].astype(dtype)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **gold)
+    p = run(modules["small_host"], bad, "--check", "--runs", "1")
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1, p.stderr
+    assert f"input_0 is {dtype}" in lines[0] and "float32" in lines[0]
 
 
 if __name__ == "__main__":
