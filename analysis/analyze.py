@@ -16,38 +16,77 @@ Progress goes to stderr; one summary line to stdout. Bad input: one line on stde
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 import time
 from math import prod
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from analysis import candidates as cands
 from analysis import cost_model, op_kinds, roofline, zigzag_cost
 from analysis import dispatches as dsp
 from analysis import hardware as hwmod
-from common.analysis_schema import (LEVEL_ROLES, Analysis, Candidate, Cost, Dispatch, Loop,
-                                    Operand, Summary)
+from common.analysis_schema import (LEVEL_ROLES, Analysis, AnalysisOptions, Candidate, Cost,
+                                    Dispatch, Loop, Operand, Summary)
 from common.calibration_schema import Calibration
-from common.files import atomic_write, sha256_file
+from common.files import sha256_file, write_together
 from common.targets import TargetError, load_target
 
 
-def _progress(total: int, desc: str):
+def _progress(total: int, desc: str, show: bool | None):
+    """A tqdm bar on stderr: shown when `show`, or (None) when stderr is a terminal."""
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
-                disable=not sys.stderr.isatty() and os.environ.get("ANALYSIS_PROGRESS") != "1")
+                disable=not (sys.stderr.isatty() if show is None else show))
 
 
-def _zigzag_job(args):
-    layer, acc, mapping, nloops = args
-    return zigzag_cost.run(layer, Path(acc), Path(mapping), nloops)
+def _zigzag_job(args) -> tuple[str, dict | None, str | None]:
+    """(signature, ZigZag's result or None, failure or None) for one distinct op."""
+    sig, layer, acc, mapping, nloops, lpf_limit, lpf_merge = args
+    try:
+        return sig, zigzag_cost.run(layer, Path(acc), Path(mapping), nloops, lpf_limit, lpf_merge), None
+    except zigzag_cost.ZigZagFailed as err:
+        return sig, None, f"ZigZag failed: {err}"
+
+
+def _worker_init() -> None:
+    # Workers die on the SIGTERM Pool.terminate() sends, whatever the parent's handler is.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_zigzag(jobs_in: list[tuple], jobs: int, show_progress: bool | None) -> list[tuple]:
+    """ZigZag on every job, in `jobs` forked workers. On any exception or signal here the
+    workers are terminated, not waited for (a ZigZag run can take a minute)."""
+    bar = _progress(len(jobs_in), "zigzag", show_progress)
+    try:
+        if jobs <= 1 or len(jobs_in) <= 1:
+            out = []
+            for a in jobs_in:
+                out.append(_zigzag_job(a))
+                bar.update(1)
+            return out
+        pool = multiprocessing.get_context("fork").Pool(min(jobs, len(jobs_in)), _worker_init)
+        try:
+            out = []
+            for r in pool.imap_unordered(_zigzag_job, jobs_in):
+                out.append(r)
+                bar.update(1)
+            pool.close()
+            return out
+        finally:
+            pool.terminate()
+            pool.join()
+    finally:
+        bar.close()
 
 
 def _candidates(ctx: cands.Context) -> tuple[list[cands.Proposal], str]:
@@ -174,7 +213,8 @@ def load_calibration(path: Path) -> Calibration:
 
 
 def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, jobs: int,
-            calibration_path: Path | None = None) -> tuple[Analysis, float]:
+            calibration_path: Path | None = None, options: AnalysisOptions = AnalysisOptions(),
+            show_progress: bool | None = None) -> tuple[Analysis, float]:
     start = time.monotonic()
     target = load_target(target_path)
     hw = hwmod.load_hardware(hw_path)
@@ -208,25 +248,21 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
                 continue
             try:
                 layer = zigzag_cost.to_layer(info.kind, info.nest)
-                jobs_in.append((sig, (layer, str(acc), str(mapping), len(info.nest.loops))))
+                jobs_in.append((sig, layer, str(acc), str(mapping), len(info.nest.loops),
+                                options.zigzag_lpf_limit, options.zigzag_lpf_merge))
             except zigzag_cost.NotExpressible as err:
                 zz_errors[sig] = f"not a ZigZag layer: {err}"
-        bar = _progress(len(jobs_in), "zigzag")
-        if jobs > 1 and len(jobs_in) > 1:
-            ctx = multiprocessing.get_context("fork")
-            with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
-                futs = {pool.submit(_zigzag_job, a): s for s, a in jobs_in}
-                for fut in concurrent.futures.as_completed(futs):
-                    _collect(fut, futs[fut], zz_results, zz_errors)
-                    bar.update(1)
-        else:
-            for sig, a in jobs_in:
-                try:
-                    zz_results[sig] = _zigzag_job(a)
-                except Exception as err:  # ZigZag rejects the layer: fall back, say why
-                    zz_errors[sig] = f"ZigZag failed: {type(err).__name__}: {err}"
-                bar.update(1)
-        bar.close()
+        for sig, result, failure in sorted(_run_zigzag(jobs_in, jobs, show_progress),
+                                           key=lambda r: r[0]):
+            if result is not None:
+                zz_results[sig] = result
+                continue
+            if not options.allow_zigzag_failure:
+                names = [i.name for i in infos if i.signature() == sig]
+                raise dsp.AnalysisInputError(
+                    f"dispatch {names[0]}{f' (and {len(names) - 1} more)' if len(names) > 1 else ''}"
+                    f": {failure} (--allow-zigzag-failure prices it without ZigZag's candidate)")
+            zz_errors[sig] = failure.replace(str(tmp), "<tmp>")
     out = []
     for info in infos:
         sig = info.signature()
@@ -248,19 +284,16 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
                       hardware_sha256=sha256_file(hw_path), vector_lanes_f32=hw.lanes_f32,
                       calibration=calibration_path.name if calibration_path else None,
                       calibration_sha256=sha256_file(calibration_path) if calibration_path else None,
-                      dispatches=out, summary=summary)
+                      options=options, dispatches=out, summary=summary)
     return result, time.monotonic() - start
-
-
-def _collect(fut, sig, results, errors):
-    try:
-        results[sig] = fut.result()
-    except Exception as err:  # ZigZag rejects the layer: fall back, say why
-        errors[sig] = f"ZigZag failed: {type(err).__name__}: {err}"
 
 
 def to_json(analysis: Analysis) -> str:
     return json.dumps(analysis.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,20 +307,46 @@ def main(argv: list[str] | None = None) -> int:
                    help="analysis/calibration/<hardware>.json (cost model coefficients); "
                         "without it the cost model runs uncalibrated and says so")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
-                   help="ZigZag processes (default: min(2, cores))")
+                   help="ZigZag processes (default: min(2, cores)); does not change the output")
+    defaults = AnalysisOptions()
+    p.add_argument("--zigzag-lpf-limit", type=int, default=defaults.zigzag_lpf_limit,
+                   help="LOMA's loop prime factor limit (recorded in analysis.json)")
+    p.add_argument("--zigzag-lpf-merge", choices=zigzag_cost.LPF_MERGE_MODES,
+                   default=defaults.zigzag_lpf_merge,
+                   help="which prime factors LOMA merges to reach the limit: 'largest' (ours) "
+                        "or 'smallest' (ZigZag's own); recorded in analysis.json")
+    p.add_argument("--allow-zigzag-failure", action="store_true",
+                   help="price a dispatch ZigZag fails on without ZigZag's candidate (recorded, "
+                        "with the failure in its reason) instead of stopping")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: when stderr is a terminal)")
     args = p.parse_args(argv)
     if not args.module.is_file():
-        print(f"{args.module}: module file not found", file=sys.stderr)
+        print(f"analysis: {args.module}: module file not found", file=sys.stderr)
         return 2
+    # SIGTERM unwinds like Ctrl-C: workers terminated, temporary directories removed.
+    signal.signal(signal.SIGTERM, _terminate)
     try:
+        options = AnalysisOptions(zigzag_lpf_limit=args.zigzag_lpf_limit,
+                                  zigzag_lpf_merge=args.zigzag_lpf_merge,
+                                  allow_zigzag_failure=args.allow_zigzag_failure)
         result, seconds = analyze(args.module, args.target, args.hardware, args.model_name,
-                                  args.jobs, args.calibration)
+                                  args.jobs, args.calibration, options, args.progress)
+        write_together({args.out: to_json(result)})
     except (hwmod.HardwareError, TargetError, dsp.AnalysisInputError) as err:
-        print(str(err).splitlines()[0], file=sys.stderr)
+        print(f"analysis: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
-    text = to_json(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(args.out, text)
+    except ValidationError as err:
+        e = err.errors()[0]
+        print(f"analysis: option {'.'.join(map(str, e['loc']))}: {e['msg']}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"analysis: {args.module}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
+        first = (str(err).strip().splitlines() or [""])[0]
+        print(f"analysis: {args.module}: {type(err).__name__}: {first}", file=sys.stderr)
+        return 1
     s = result.summary
     print(f"analysis {args.model_name}: {s.dispatches} dispatches, {s.distinct_ops} distinct ops, "
           f"{s.candidates} candidates; chosen: {s.zigzag} zigzag, {s.analytical} analytical, "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,18 +19,30 @@ from analysis.dispatches import LoopNest
 
 ZIGZAG_KINDS = {"matmul": "Gemm", "batch_matmul": "Gemm", "conv": "Conv",
                 "depthwise_conv": "Conv", "pooling": "Pooling", "elementwise": "Add"}
-LPF_LIMIT = int(os.environ.get("ANALYSIS_ZIGZAG_LPF", "5"))
-# Which loop prime factors LOMA merges to get down to LPF_LIMIT: ZigZag merges the two
-# SMALLEST of the dimension with the most factors (2x2 -> 4 first), which leaves the coarse
-# factors (7, 49, ...) as untileable loops and, on ResNet-18's 64x3136x576 matmul at lpf 5,
-# a mapping with MAC utilisation 0.33 (0.996 at lpf 6, but 37 s per op). Merging the two
-# LARGEST keeps the small factors that tile finely: 0.80 at the lpf-5 cost. "smallest"
-# restores ZigZag's behaviour.
-LPF_MERGE = os.environ.get("ANALYSIS_ZIGZAG_LPF_MERGE", "largest")
+# LOMA's limit on loop prime factors (analysis.analyze --zigzag-lpf-limit) and which factors
+# it merges to get down to it (--zigzag-lpf-merge): ZigZag merges the two SMALLEST of the
+# dimension with the most factors (2x2 -> 4 first), which leaves the coarse factors (7, 49,
+# ...) as untileable loops and, on ResNet-18's 64x3136x576 matmul at lpf 5, a mapping with
+# MAC utilisation 0.33 (0.996 at lpf 6, but 37 s per op). Merging the two LARGEST keeps the
+# small factors that tile finely: 0.80 at the lpf-5 cost. "smallest" restores ZigZag's own.
+LPF_MERGE_MODES = ("largest", "smallest")
+
+# sha256 of the source of the zigzag-dse methods the "largest" merge relies on, as written
+# against zigzag-dse 3.9.1: the method it replaces and the one method that calls it. If an
+# upgrade changes either, the patch refuses to apply (and zigzag_cost_test goes red) instead
+# of silently patching code it was not written for.
+PATCHED_SOURCES_SHA256 = {
+    "find_smallest_non_static_pf": "80d2f32d0c1955613311305001276471d75fa355aa9f428a57276a00327abf2e",
+    "limit_lpfs": "57dca42a02d9e35eb46c946be4b03554a5fec3b6bd95de903ee30cd459e3c0fc",
+}
 
 
 class NotExpressible(Exception):
     """The loop nest cannot be written as a ZigZag layer; the message says why."""
+
+
+class ZigZagFailed(Exception):
+    """ZigZag raised on a layer it was given; the message is free of temporary paths."""
 
 
 def _bits(elt: str) -> int:
@@ -103,20 +114,28 @@ def _num(x) -> float:
     return float(f"{float(x):.9g}")
 
 
-def run(layer: dict, accelerator: Path, mapping: Path, nloops: int) -> dict:
-    """Runs ZigZag on one layer; returns a JSON-able result (deterministic, no paths)."""
+def run(layer: dict, accelerator: Path, mapping: Path, nloops: int, lpf_limit: int = 5,
+        lpf_merge: str = "largest") -> dict:
+    """Runs ZigZag on one layer; returns a JSON-able result (deterministic, no paths).
+
+    Raises ZigZagFailed when ZigZag raises; its message names no temporary path."""
     logging.getLogger("zigzag").setLevel(logging.ERROR)
     logging.getLogger().setLevel(logging.ERROR)
     from zigzag.api import get_hardware_performance_zigzag
 
-    _set_lpf_merge(LPF_MERGE)
+    _set_lpf_merge(lpf_merge)
 
     dump = Path(tempfile.mkdtemp(prefix="zz_"))
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             energy, latency, cmes = get_hardware_performance_zigzag(
                 [layer], str(accelerator), str(mapping), opt="latency",
-                dump_folder=str(dump / "out"), loma_show_progress_bar=False, lpf_limit=LPF_LIMIT)
+                dump_folder=str(dump / "out"), loma_show_progress_bar=False, lpf_limit=lpf_limit)
+    except Exception as err:  # noqa: BLE001 - ZigZag raises anything; keep its words, not its paths
+        text = (str(err).strip().splitlines() or [""])[0]
+        for path, name in ((dump, "<zigzag dump>"), (accelerator.parent, "<zigzag inputs>")):
+            text = text.replace(str(path), name)
+        raise ZigZagFailed(f"{type(err).__name__}: {text}") from None
     finally:
         shutil.rmtree(dump, ignore_errors=True)
     cme = cmes[0][1][0][0]
@@ -141,7 +160,13 @@ def _set_lpf_merge(mode: str) -> None:
         LomaEngine.find_smallest_non_static_pf = original
         return
     if mode != "largest":
-        raise ValueError(f"ANALYSIS_ZIGZAG_LPF_MERGE={mode}: expected largest or smallest")
+        raise ValueError(f"lpf merge mode {mode}: expected one of {', '.join(LPF_MERGE_MODES)}")
+    changed = [name for name, sha in patched_sources_sha256().items()
+               if sha != PATCHED_SOURCES_SHA256[name]]
+    if changed:
+        raise ZigZagFailed(f"zigzag-dse changed LomaEngine.{', '.join(changed)}: the 'largest' lpf "
+                           "merge patch was written for 3.9.1; re-check it (analysis/zigzag_cost.py) "
+                           "or pass --zigzag-lpf-merge smallest")
 
     def largest_pair(self, layer_dim):
         counts = self.temporal_loop_pf_counts[layer_dim]
@@ -151,6 +176,19 @@ def _set_lpf_merge(mode: str) -> None:
         return (last, last) if counts[last] > 1 else (last - 1, last)
 
     LomaEngine.find_smallest_non_static_pf = largest_pair
+
+
+def patched_sources_sha256() -> dict[str, str]:
+    """sha256 of the installed zigzag-dse's unpatched methods named in PATCHED_SOURCES_SHA256."""
+    import hashlib
+    import inspect
+
+    from zigzag.opt.loma.engine import LomaEngine
+
+    methods = {"find_smallest_non_static_pf": _ORIGINAL_MERGE or LomaEngine.find_smallest_non_static_pf,
+               "limit_lpfs": LomaEngine.limit_lpfs}
+    return {name: hashlib.sha256(inspect.getsource(f).encode()).hexdigest()
+            for name, f in methods.items()}
 
 
 def _dim_index(dim) -> int | None:

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Which generator produced the compiled tiles ("search": a systematic variant of another).
 Provenance = Literal["zigzag", "analytical", "iree-default", "search"]
@@ -140,9 +140,21 @@ class Summary(_Strict):
     candidates: int = 0  # evaluated over all dispatches
 
 
+class AnalysisOptions(_Strict):
+    """Every knob of `analysis.analyze` that changes its output (CLI flags, recorded here)."""
+    # LOMA's loop-prime-factor limit and which factors it merges to reach it
+    # (analysis/zigzag_cost.py): "largest" is ours, "smallest" ZigZag's own.
+    zigzag_lpf_limit: int = Field(default=5, ge=2, le=8)
+    zigzag_lpf_merge: Literal["largest", "smallest"] = "largest"
+    # A ZigZag failure is an error naming the dispatch unless this is set; then the dispatch
+    # is priced without ZigZag's candidate and its reason says why.
+    allow_zigzag_failure: bool = False
+
+
 class Analysis(_Strict):
     # Only the version this code writes is read: an older or newer file is refused, not guessed.
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: Literal[3] = SCHEMA_VERSION
+    options: AnalysisOptions = AnalysisOptions()
     model: str
     target: str
     hardware: str  # the hardware description's name
