@@ -233,7 +233,7 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
         tmp = Path(tmp)
         print(f"analysis: compiling {module.name} to executable configurations", file=sys.stderr)
         configurations = dsp.compile_to_executable_configurations(module, target.compile_flags(),
-                                                                  tmp)
+                                                                  tmp, target_path)
         infos = dsp.read_dispatches(configurations)
         acc, mapping = hwmod.write_zigzag_inputs(hw, tmp / "zigzag")
         by_sig: dict[str, dsp.DispatchInfo] = {}

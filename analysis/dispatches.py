@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import subprocess
 from pathlib import Path
 
 from common import iree_root
@@ -80,24 +79,26 @@ class DispatchInfo:
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def compile_to_executable_configurations(module_path: Path, flags: list[str], workdir: Path
-                                        ) -> Path:
-    """`iree-compile --compile-to=executable-configurations`: the IR codegen rewrites."""
+def compile_to_executable_configurations(module_path: Path, flags: list[str], workdir: Path,
+                                        target_path: Path | None = None) -> Path:
+    """`iree-compile --compile-to=executable-configurations`: the IR codegen rewrites.
+
+    A CPU feature LLVM does not know is an error naming `target_path` (iree-compile only
+    warns and ignores it, so the build would silently be for another target)."""
+    from common.iree_tools import IreeCompileError, iree_compile
+
     out = workdir / "executable_configurations.mlir"
-    cmd = [_iree_compile(), str(module_path), "--compile-to=executable-configurations",
-           "--mlir-print-debuginfo=false", *flags, "-o", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        lines = [l for l in proc.stderr.splitlines() if "error" in l] or \
-            proc.stderr.strip().splitlines() or ["(no message)"]
-        raise AnalysisInputError(f"{module_path}: iree-compile failed: {lines[0].strip()}")
+    try:
+        result = iree_compile([str(module_path), "--compile-to=executable-configurations",
+                               "--mlir-print-debuginfo=false", *flags, "-o", str(out)],
+                              "executable configurations")
+    except IreeCompileError as err:
+        raise AnalysisInputError(f"{module_path}: {err}") from None
+    unknown = result.unknown_cpu_features()
+    if unknown:
+        raise AnalysisInputError(f"{target_path or 'target'}: cpu_features {', '.join(unknown)}: "
+                                 "not a feature LLVM knows for this target")
     return out
-
-
-def _iree_compile() -> str:
-    from iree.compiler.tools import binaries
-
-    return binaries.find_tool("iree-compile")
 
 
 def _xdsl_context():

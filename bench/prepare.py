@@ -57,7 +57,7 @@ def call_counts(cfg_text: str) -> dict[str, int]:
 
 
 def prepare_variant(module: Path, analysis: Path | None, target: Path, work: Path, jobs: int) -> dict:
-    from codegen.compile import iree_compile_tool, run_iree, tuned_sources
+    from codegen.compile import run_iree, tuned_sources
 
     ts = tuned_sources(module, analysis, target, work)
     run_iree([ts.path.name, *ts.flags, "--compile-from=executable-sources",
@@ -75,11 +75,8 @@ def prepare_variant(module: Path, analysis: Path | None, target: Path, work: Pat
     def build(f: Path) -> tuple[Path, Path]:
         out = f.with_suffix(".vmfb")
         # The dump is at the executable-sources phase (configs already set), as codegen's own route.
-        proc = subprocess.run([iree_compile_tool(), f.name, *ts.flags, "--compile-from=executable-sources",
-                               "-o", out.name], cwd=f.parent,
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{f.name}: iree-compile failed: {proc.stderr.strip().splitlines()[:1]}")
+        run_iree([f.name, *ts.flags, "--compile-from=executable-sources", "-o", out.name],
+                 f"dispatch benchmark {f.name}", cwd=f.parent)
         return f, out
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -21,31 +21,33 @@ import dataclasses
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from common.analysis_schema import Analysis
 from common.files import sha256_file, write_together
+from common.iree_tools import IreeCompileError, IreeResult, iree_compile
 from common.targets import IreeTarget, TargetError, load_target
 
 
+# Written by iree-compile into the work directory when a pass fails (kept by --keep-temps).
+REPRODUCER = "reproducer.mlir"
+
+
 class CompileError(RuntimeError):
-    """One-line, user-facing failure."""
+    """One-line, user-facing failure; `diagnostics` keeps IREE's full output when it failed."""
+
+    def __init__(self, message: str, diagnostics: str | None = None):
+        super().__init__(message)
+        self.diagnostics = diagnostics
 
 
-def iree_compile_tool() -> str:
-    from iree.compiler.tools.binaries import find_tool
-
-    return find_tool("iree-compile")
-
-
-def run_iree(args: list[str], what: str, cwd: Path | None = None) -> None:
-    proc = subprocess.run([iree_compile_tool(), *args], capture_output=True, text=True, cwd=cwd)
-    if proc.returncode != 0:
-        lines = [l for l in proc.stderr.splitlines() if "error" in l] or proc.stderr.strip().splitlines() or ["(no output)"]
-        raise CompileError(f"iree-compile failed ({what}): {lines[0].strip()}")
+def run_iree(args: list[str], what: str, cwd: Path | None = None) -> IreeResult:
+    try:
+        return iree_compile(args, what, cwd)
+    except IreeCompileError as err:
+        raise CompileError(str(err), err.diagnostics) from None
 
 
 def load_analysis(path: Path) -> Analysis:
@@ -69,8 +71,13 @@ def check_analysis_fits(analysis: Analysis, target: IreeTarget, path: Path) -> N
                            f"target '{target.name}' has {lanes}")
 
 
-def apply_analysis(module, analysis: Analysis | None, lanes: int) -> list[dict]:
-    """Rewrites the live configurations module; returns the report's per-dispatch entries."""
+def apply_analysis(module, analysis: Analysis | None, lanes: int,
+                   allow_untuned_dispatches: bool = False) -> list[dict]:
+    """Rewrites the live configurations module; returns the report's per-dispatch entries.
+
+    A dispatch the analysis does not cover, or covers for another executable or loop nest, is
+    an error naming it, unless `allow_untuned_dispatches`: then it keeps IREE's default and its
+    report entry says why."""
     from codegen import configs
 
     ctx = module.context
@@ -88,18 +95,27 @@ def apply_analysis(module, analysis: Analysis | None, lanes: int) -> list[dict]:
             "pipeline": d.pipeline, "loops": [{"bound": l.bound, "kind": l.kind} for l in d.loops],
         }
         a = wanted.get(d.name)
-        if a is None:
+        mismatch = None
+        if analysis is None:
+            entry.update(status="default", provenance="iree-default", reason="untuned build: no analysis")
+        elif a is None:
+            mismatch = "not in the analysis"
+        elif a.executable != d.executable:
+            mismatch = f"analysis executable '{a.executable}' != '{d.executable}'"
+        elif [(l.bound, l.kind) for l in a.loops] != [(l.bound, l.kind) for l in d.loops]:
+            mismatch = (f"loop mismatch: analysis {[(l.bound, l.kind) for l in a.loops]} vs root op "
+                        f"{[(l.bound, l.kind) for l in d.loops]}")
+        if mismatch is not None:
+            if not allow_untuned_dispatches:
+                raise CompileError(f"dispatch '{d.name}': {mismatch}: analysis made for another "
+                                   "module or other flags (--allow-untuned-dispatches keeps IREE's "
+                                   "default for it)")
             entry.update(status="default", provenance="iree-default",
-                         reason="untuned build: no analysis" if analysis is None else "dispatch not in analysis")
+                         reason=f"{mismatch}: IREE default kept (--allow-untuned-dispatches)")
+        elif analysis is None:
+            pass
         elif a.provenance == "iree-default" or a.tiles is None:
             entry.update(status="default", provenance="iree-default", reason=a.reason)
-        elif a.executable != d.executable:
-            entry.update(status="default", provenance="iree-default",
-                         reason=f"analysis executable '{a.executable}' != '{d.executable}': IREE default kept")
-        elif [(l.bound, l.kind) for l in a.loops] != [(l.bound, l.kind) for l in d.loops]:
-            entry.update(status="default", provenance="iree-default",
-                         reason=f"loop mismatch: analysis {[(l.bound, l.kind) for l in a.loops]} vs root op "
-                                f"{[(l.bound, l.kind) for l in d.loops]}: IREE default kept")
         else:
             tiles, notes = configs.pipeline_adjust(d, dict(a.tiles), lanes)
             levels = configs.map_levels(tiles, d.loops)
@@ -148,16 +164,20 @@ class TunedSources:
     entries: list[dict]  # per-dispatch report entries (status, applied levels, ...)
     target: IreeTarget
     analysis: Analysis | None
+    reproducer: bool = False  # a failing pass writes <workdir>/reproducer.mlir
 
 
 def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path | IreeTarget, workdir: Path,
-                  binaries: bool = False) -> TunedSources:
+                  binaries: bool = False, allow_untuned_dispatches: bool = False,
+                  reproducer: bool = False) -> TunedSources:
     """Steps 1-2 of the compile: IREE's configurations with the analysis' tiles written in.
 
     Writes <workdir>/cfg.mlir (IREE's defaults) and <workdir>/tuned.mlir (rewritten).
     `binaries=True` adds `binaries_flags` (standalone shared libraries, as --out-binaries).
     Compiling tuned.mlir with `.flags` and `--compile-from=executable-sources` is exactly
     what compile_module does; `check_landed` then proves the configs were used.
+    `reproducer=True` makes a failing pass write <workdir>/reproducer.mlir (costs a copy of the
+    IR up front, so only for --keep-temps).
     """
     from iree.compiler import ir
 
@@ -166,6 +186,7 @@ def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path |
     module = Path(module)
     if not module.is_file():
         raise CompileError(f"{module}: module file not found")
+    target_name = f"target '{target.name}'" if isinstance(target, IreeTarget) else str(target)
     if not isinstance(target, IreeTarget):
         try:
             target = load_target(Path(target))
@@ -182,13 +203,19 @@ def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path |
         flags += binaries_flags(target)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    run_iree([str(module), *flags, "--compile-to=executable-configurations", "-o", str(workdir / "cfg.mlir")],
-             "configurations")
+    repro = [f"--mlir-pass-pipeline-crash-reproducer={workdir / REPRODUCER}"] if reproducer else []
+    result = run_iree([str(module), *flags, "--compile-to=executable-configurations", *repro,
+                       "-o", str(workdir / "cfg.mlir")], "configurations")
+    unknown = result.unknown_cpu_features()
+    if unknown:
+        # iree-compile only warns, and the build would silently be for another CPU.
+        raise CompileError(f"{target_name}: cpu_features {', '.join(unknown)}: not a feature LLVM "
+                           f"knows for {target.triple}")
     ctx = ir.Context()
     mod = configs.parse((workdir / "cfg.mlir").read_text(), ctx)
-    entries = apply_analysis(mod, analysis, target.vector_bits // 32)
+    entries = apply_analysis(mod, analysis, target.vector_bits // 32, allow_untuned_dispatches)
     (workdir / "tuned.mlir").write_text(configs.strip_text(mod))
-    return TunedSources(workdir / "tuned.mlir", flags, entries, target, analysis)
+    return TunedSources(workdir / "tuned.mlir", flags, entries, target, analysis, reproducer)
 
 
 def check_landed(entries: list[dict], dump_dir: Path, ctx=None) -> None:
@@ -224,6 +251,8 @@ def run_codegen(tuned: TunedSources, binaries: bool = False) -> Path:
     extra = ["--iree-hal-dump-executable-configurations-to=dump"]
     if binaries:
         extra += ["--iree-hal-dump-executable-binaries-to=bin"]
+    if tuned.reproducer:
+        extra += [f"--mlir-pass-pipeline-crash-reproducer={REPRODUCER}"]
     run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources", *extra, "-o", "out.vmfb"],
              "codegen", cwd=workdir)
     return workdir / "dump"
@@ -241,10 +270,35 @@ def dumped_configs_text(dump_dir: Path, ctx=None) -> str:
 
 
 def compile_module(module: Path, target_path: Path, analysis_path: Path | None, out_vmfb: Path,
-                   out_configs: Path, out_report: Path, out_binaries: Path | None = None) -> dict:
-    from iree.compiler import ir
+                   out_configs: Path, out_report: Path, out_binaries: Path | None = None,
+                   allow_untuned_dispatches: bool = False, keep_temps: Path | None = None) -> dict:
+    """The whole annotated compile; writes vmfb, configs, report (and binaries) all or nothing.
 
-    from codegen import configs
+    `keep_temps`: on failure, the work directory (IREE's configurations, the rewritten IR, the
+    reproducer of a failing pass) and IREE's full diagnostics are kept there, and the error
+    says so."""
+    with tempfile.TemporaryDirectory(prefix="codegen.") as tmp:
+        try:
+            return _compile_in(Path(tmp), module, target_path, analysis_path, out_vmfb, out_configs,
+                               out_report, out_binaries, allow_untuned_dispatches,
+                               reproducer=keep_temps is not None)
+        except CompileError as err:
+            if keep_temps is None:
+                raise
+            keep_temps = Path(keep_temps)
+            if keep_temps.exists():
+                shutil.rmtree(keep_temps)
+            shutil.copytree(tmp, keep_temps)
+            if err.diagnostics:
+                (keep_temps / "diagnostics.txt").write_text(err.diagnostics)
+            raise CompileError(f"{err} (work directory and IREE's diagnostics kept in {keep_temps})",
+                               err.diagnostics) from None
+
+
+def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path | None,
+                out_vmfb: Path, out_configs: Path, out_report: Path, out_binaries: Path | None,
+                allow_untuned_dispatches: bool, reproducer: bool) -> dict:
+    from iree.compiler import ir
 
     if not module.is_file():
         raise CompileError(f"{module}: module file not found")
@@ -260,43 +314,44 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
         binaries_flags(target)  # fail on a missing cross linker before compiling
     lanes = target.vector_bits // 32
 
-    with tempfile.TemporaryDirectory(prefix="codegen.") as tmp:
-        tmp = Path(tmp)
-        tuned = tuned_sources(module, analysis, target, tmp, binaries=out_binaries is not None)
-        flags, entries = tuned.flags, tuned.entries
+    tuned = tuned_sources(module, analysis, target_path, tmp, binaries=out_binaries is not None,
+                          allow_untuned_dispatches=allow_untuned_dispatches,
+                          reproducer=reproducer)
+    flags, entries = tuned.flags, tuned.entries
 
-        dump = run_codegen(tuned, binaries=out_binaries is not None)
+    dump = run_codegen(tuned, binaries=out_binaries is not None)
 
-        # Proof: what codegen used must be exactly what was written.
-        ctx = ir.Context()
-        check_landed(entries, dump, ctx)
-        dumped_text = dumped_configs_text(dump, ctx)
+    # Proof: what codegen used must be exactly what was written.
+    ctx = ir.Context()
+    check_landed(entries, dump, ctx)
+    dumped_text = dumped_configs_text(dump, ctx)
 
-        report = {
-            "target": target.name, "triple": target.triple, "cpu": target.cpu,
-            "cpu_features": list(target.cpu_features), "vector_lanes_f32": lanes,
-            "compile_flags": flags, "tuned": analysis is not None,
-            "model": analysis.model if analysis else None,
-            "hardware": analysis.hardware if analysis else None,
-            "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path),
-                              **({"analysis": sha256_file(analysis_path)} if analysis_path else {}),
-                              **({"hardware": analysis.hardware_sha256} if analysis else {})},
-            "summary": {"dispatches": len(entries),
-                        "applied": sum(e["status"] == "applied" for e in entries),
-                        "default": sum(e["status"] == "default" for e in entries),
-                        "adjusted": sum(bool(e.get("adjustments")) for e in entries)},
-            "dispatches": entries,
-        }
-        vmfb_bytes = (tmp / "out.vmfb").read_bytes()
-        # The manifest checks the vmfb it packages is the one this report describes.
-        report["vmfb_sha256"] = hashlib.sha256(vmfb_bytes).hexdigest()
-        outputs = {out_configs: dumped_text,
-                   out_report: json.dumps(report, indent=1, sort_keys=True) + "\n",
-                   out_vmfb: vmfb_bytes}
-        if out_binaries is not None:
-            outputs.update({out_binaries / p.name: p.read_bytes()
-                            for p in sorted((tmp / "bin").iterdir())})
-        write_together(outputs)
+    report = {
+        "target": target.name, "triple": target.triple, "cpu": target.cpu,
+        "cpu_features": list(target.cpu_features), "vector_lanes_f32": lanes,
+        "compile_flags": flags, "tuned": analysis is not None,
+        "model": analysis.model if analysis else None,
+        "hardware": analysis.hardware if analysis else None,
+        "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path),
+                          **({"analysis": sha256_file(analysis_path)} if analysis_path else {}),
+                          **({"hardware": analysis.hardware_sha256} if analysis else {})},
+        "summary": {"dispatches": len(entries),
+                    "applied": sum(e["status"] == "applied" for e in entries),
+                    "default": sum(e["status"] == "default" for e in entries),
+                    "adjusted": sum(bool(e.get("adjustments")) for e in entries)},
+        "dispatches": entries,
+        "options": {"allow_untuned_dispatches": allow_untuned_dispatches},
+    }
+    vmfb_bytes = (tmp / "out.vmfb").read_bytes()
+    # The manifest checks the vmfb it packages is the one this report describes.
+    report["vmfb_sha256"] = hashlib.sha256(vmfb_bytes).hexdigest()
+    outputs = {out_configs: dumped_text,
+               out_report: json.dumps(report, indent=1, sort_keys=True) + "\n",
+               out_vmfb: vmfb_bytes}
+    if out_binaries is not None:
+        outputs.update({out_binaries / p.name: p.read_bytes()
+                        for p in sorted((tmp / "bin").iterdir())})
+    write_together(outputs)
     return report
 
 
@@ -310,11 +365,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-report", required=True, type=Path)
     p.add_argument("--out-binaries", type=Path,
                    help="also write each dispatch as a standalone shared library (link-embedded=false)")
+    p.add_argument("--allow-untuned-dispatches", action="store_true",
+                   help="keep IREE's default for a dispatch the analysis does not cover or covers "
+                        "for another loop nest (recorded in the report) instead of failing")
+    p.add_argument("--keep-temps", type=Path, metavar="DIR",
+                   help="on failure keep the work directory, IREE's full diagnostics and the "
+                        "reproducer of a failing pass in DIR")
     a = p.parse_args(argv)
     try:
-        r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report, a.out_binaries)
+        r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
+                           a.out_binaries, a.allow_untuned_dispatches, a.keep_temps)
     except CompileError as err:
         print(f"codegen.compile: error: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
+        first = (str(err).strip().splitlines() or [""])[0]
+        print(f"codegen.compile: error: {a.module}: {type(err).__name__}: {first}", file=sys.stderr)
         return 1
     s = r["summary"]
     print(f"{a.out_vmfb.name}: {s['dispatches']} dispatches, {s['applied']} configs applied and landed "

@@ -100,9 +100,16 @@ def test_loop_mismatch_keeps_default_with_reason(tmp_path):
     a = json.loads((DATA / "analysis_host.json").read_text())
     a["dispatches"][0]["loops"][0]["bound"] = 63
     (tmp_path / "a.json").write_text(json.dumps(a))
-    report = cg.compile_module(MODULE, TARGET["host"], tmp_path / "a.json", **outs(tmp_path))
+    with pytest.raises(cg.CompileError, match="dispatch 'main_dispatch_0_matmul_64x96x128_f32': "
+                                              "loop mismatch"):
+        cg.compile_module(MODULE, TARGET["host"], tmp_path / "a.json", **outs(tmp_path))
+    assert not list(tmp_path.glob("m.*"))
+    report = cg.compile_module(MODULE, TARGET["host"], tmp_path / "a.json", **outs(tmp_path),
+                               allow_untuned_dispatches=True)
     mm = report["dispatches"][0]
     assert mm["status"] == "default" and "loop mismatch" in mm["reason"]
+    assert "--allow-untuned-dispatches" in mm["reason"]
+    assert report["options"] == {"allow_untuned_dispatches": True}
 
 
 @pytest.mark.parametrize("target", ["host", "riscv64_rvv"])
@@ -155,6 +162,43 @@ def test_bad_inputs(tmp_path):
     other["dispatches"][0]["name"] = "main_dispatch_9_matmul_1x1x1_f32"
     a.write_text(json.dumps(other))
     bad(tmp_path, "--module", MODULE, "--target", t, "--analysis", a, match="not a dispatch of this module")
+    # An analysis that covers 1 of the module's 8 dispatches compiled the rest untuned, green.
+    partial = json.loads((DATA / "analysis_host.json").read_text())
+    partial["dispatches"] = partial["dispatches"][:1]
+    a.write_text(json.dumps(partial))
+    bad(tmp_path, "--module", MODULE, "--target", t, "--analysis", a,
+        match="dispatch 'main_dispatch_1_generic_8x3x3x16x16_f32': not in the analysis")
+    # A feature LLVM does not know: iree-compile only warned, and the build went on without it.
+    typo = tmp_path / "in" / "typo.yaml"
+    typo.write_text(Path(t).read_text().replace("cpu_features: []", "cpu_features: [+notafeature]"))
+    bad(tmp_path, "--module", MODULE, "--target", typo,
+        match=f"{typo}: cpu_features +notafeature: not a feature LLVM knows")
+    # Binary junk that iree-compile echoes back: a decode error was a traceback.
+    binary = tmp_path / "in" / "binary.mlir"
+    binary.write_bytes(bytes(range(256)) * 4)
+    bad(tmp_path, "--module", binary, "--target", t, match="iree-compile failed (configurations)")
+
+
+def test_failure_summary_is_the_diagnostic_not_its_header():
+    from common.iree_tools import summarize
+
+    assert summarize("m.mlir:3:5: error: failed to legalize operation 'foo':\n"
+                     "  'linalg.matmul' op has 7 loops\nnote: see current operation") == \
+        "failed to legalize operation 'foo': 'linalg.matmul' op has 7 loops"
+    assert summarize("<unknown>:0: warning: x\nm.mlir:1:1: error: invalid attribute name") == \
+        "invalid attribute name"
+
+
+def test_keep_temps_keeps_diagnostics_and_says_where(tmp_path):
+    (tmp_path / "in").mkdir()
+    junk = tmp_path / "in" / "junk.mlir"
+    junk.write_text("func.func @f( {")
+    kept = tmp_path / "in" / "kept"
+    p = cli(tmp_path, "--module", junk, "--target", TARGET["host"], "--keep-temps", kept)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1 and f"kept in {kept}" in lines[0], p.stderr
+    assert "junk.mlir:1:" in (kept / "diagnostics.txt").read_text()
+    assert not list(tmp_path.glob("m.vmfb")) and not list(tmp_path.glob("r.json"))
 
 
 if __name__ == "__main__":

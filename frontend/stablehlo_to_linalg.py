@@ -10,7 +10,6 @@ locations are stripped and the module is written as bytecode.
 """
 
 import re
-import subprocess
 import sys
 
 
@@ -24,18 +23,13 @@ def main(argv=None):
     if len(argv) != 2:
         return _fail("usage: python -m frontend.stablehlo_to_linalg IN.mlir OUT.mlirbc")
     src, dst = argv
-    from iree.compiler.tools.binaries import find_tool
+    from common.iree_tools import IreeCompileError, iree_compile
 
-    proc = subprocess.run(
-        [find_tool("iree-compile"), "--iree-input-type=stablehlo", "--compile-to=input", src],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    if proc.returncode != 0:
-        lines = [l for l in proc.stderr.splitlines() if "error" in l] or proc.stderr.splitlines() or ["?"]
-        return _fail(f"iree-compile: {lines[0].strip()}")
-    text = proc.stdout
+    try:
+        text = iree_compile(["--iree-input-type=stablehlo", "--compile-to=input", src],
+                            "StableHLO input conversion").stdout.decode("utf-8", errors="replace")
+    except IreeCompileError as err:
+        return _fail(str(err))
     text = re.sub(r"\butil\.func (?:public )?@", "func.func @", text)
     text = re.sub(r"\butil\.func private @", "func.func private @", text)
     text = re.sub(r"\butil\.return\b", "return", text)

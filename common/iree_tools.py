@@ -1,0 +1,71 @@
+"""The one place the pipeline runs `iree-compile` (the binary `iree.compiler.tools` finds).
+
+Every stage (frontend's StableHLO conversion, analysis, codegen) calls `iree_compile`, which
+keeps IREE's full diagnostics on failure (decoded without ever failing on binary output), gives
+a one-line summary that is the diagnostic itself rather than its header, and returns the
+warnings of a successful run so callers can refuse the ones that mean a wrong target (LLVM's
+"not a recognized feature", which iree-compile only warns about).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+_DIAGNOSTIC = re.compile(r"(?:^|:\s)(error|warning):\s*(.*)$")
+UNKNOWN_FEATURE = re.compile(r"'([^']+)' is not a recognized feature for this target")
+
+
+class IreeCompileError(RuntimeError):
+    """iree-compile failed; `summary` is one line, `diagnostics` all of its stderr."""
+
+    def __init__(self, what: str, summary: str, diagnostics: str):
+        super().__init__(f"iree-compile failed ({what}): {summary}")
+        self.summary = summary
+        self.diagnostics = diagnostics
+
+
+@dataclass(frozen=True)
+class IreeResult:
+    stdout: bytes
+    warnings: str  # iree-compile's stderr of a successful run
+
+    def unknown_cpu_features(self) -> list[str]:
+        """CPU features LLVM said it does not know (and silently ignored)."""
+        return sorted(set(UNKNOWN_FEATURE.findall(self.warnings)))
+
+
+def summarize(diagnostics: str) -> str:
+    """The first error's message (falling back to the first non-empty line); an error whose
+    message ends in ':' continues on the next line, which is kept."""
+    lines = [l.rstrip() for l in diagnostics.splitlines()]
+    for i, line in enumerate(lines):
+        m = _DIAGNOSTIC.search(line)
+        if m and m.group(1) == "error":
+            text = m.group(2).strip()
+            rest = [l.strip() for l in lines[i + 1:] if l.strip()]
+            if (not text or text.endswith(":")) and rest:
+                text = f"{text} {rest[0]}".strip()
+            return text or line.strip()
+    return next((l.strip() for l in lines if l.strip()), "(no diagnostics)")
+
+
+def iree_compile(args: list[str], what: str, cwd: Path | None = None) -> IreeResult:
+    """Runs `iree-compile *args` in `cwd` (relative names stay relative: IREE records source
+    names in a module's debug info). Raises IreeCompileError.
+
+    The tool is the one `iree.compiler.tools` finds (the installed iree-base-compiler). It is run
+    here rather than through `iree.compiler.tools.binaries.invoke_immediate`, which has no working
+    directory and writes the warnings of a successful run to the process-wide sys.stderr, where
+    they cannot be checked and where threads (bench builds dispatches in parallel) would mix them.
+    """
+    from iree.compiler.tools.binaries import find_tool
+
+    proc = subprocess.run([find_tool("iree-compile"), *map(str, args)], capture_output=True,
+                          cwd=cwd)
+    stderr = proc.stderr.decode("utf-8", errors="replace")  # IREE may echo binary input
+    if proc.returncode != 0:
+        raise IreeCompileError(what, summarize(stderr), stderr)
+    return IreeResult(proc.stdout, stderr)
