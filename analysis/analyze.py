@@ -136,7 +136,7 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None,
     blocked = _not_configurable(info)
     if blocked is not None:
         rl = roofline.cost(info.nest, hw) if info.nest.loops else None
-        return dict(provenance="iree-default", reason=blocked, tiles=None, loop_order=None,
+        return dict(provenance="iree-default", reason=blocked, tiles=None,
                     cost=Cost(**rl) if rl else None, zigzag=None, candidates=[], chosen=None)
     bounds = [b for _, b, _ in info.nest.loops]
     kinds = [k for _, _, k in info.nest.loops]
@@ -187,7 +187,7 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None,
                 energy_pj=zz["energy_pj"] if zz is not None and chosen.generator == "zigzag" else None)
     return dict(provenance=chosen.generator, reason=reason,
                 tiles=chosen.tiles if applied else None,
-                loop_order=None, cost=cost, zigzag=zz, candidates=priced, chosen=chosen.name)
+                cost=cost, zigzag=zz, candidates=priced, chosen=chosen.name)
 
 
 def load_calibration(path: Path) -> Calibration:

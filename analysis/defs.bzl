@@ -44,7 +44,7 @@ _zigzag_analysis = rule(
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "analysis/hardware/*.yaml"),
         "calibration": attr.label(allow_single_file = [".json"], doc = "analysis/calibration/<hardware>.json: the cost model's coefficients (absent: uncalibrated, said in the analysis)"),
         "target": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "//common:host, or a riscv accelerator_target (e.g. //analysis:riscv_rvv)"),
-        "_tool": attr.label(default = "//analysis:analyze", executable = True, cfg = "host"),
+        "_tool": attr.label(default = "//analysis:analyze", executable = True, cfg = "exec"),
     },
     doc = "Runs the analysis stage: analysis.json with tiles per dispatch (AnalysisInfo).",
 )
@@ -85,7 +85,7 @@ accelerator_target = rule(
     attrs = {
         "base": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "riscv target: ISA, CPU, flags"),
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "accelerator description: VLEN"),
-        "_tool": attr.label(default = "//analysis:accelerator_target", executable = True, cfg = "host"),
+        "_tool": attr.label(default = "//analysis:accelerator_target", executable = True, cfg = "exec"),
     },
     doc = """A riscv IREE target for one accelerator: `base`'s ISA and flags with the VLEN
 (`vector_bits`, `+zvl<N>b`) of `hardware`. Analysis, codegen and perf all read this one file.""",

@@ -307,7 +307,7 @@ def join(art: Artifacts, prep: dict, times: dict, hw: dict) -> list[dict]:
             "cost_model": cost.get("model"), "predicted_cycles": pred,
             "predicted_s": pred / hz if pred is not None else None,
             "mac_utilization_pred": cost.get("mac_utilization"),
-            "analysis_tiles": a.get("tiles"), "loop_order": a.get("loop_order"),
+            "analysis_tiles": a.get("tiles"),
             "status": t.get("status"), "adjustments": t.get("adjustments"),
             "tuned_config": _parse_config(landed_t), "default_config": _parse_config(d.get("landed_config")),
             "tuned_pipeline": t.get("landed_pipeline"), "default_pipeline": d.get("landed_pipeline"),

@@ -127,13 +127,13 @@ def markdown(res: dict, images: list[str]) -> str:
                   "description's clock; `calls` = dispatch sites in the program. Config levels: D=distribution, "
                   "Cp/Cr=cache parallel/reduction, Vp/Vr=vector parallel/reduction.", ""]
         lines += text.md_table(*text.dispatch_table_rows(res))
-        lines += ["", "### Analysis decisions", "", "| # | dispatch | loops | provenance | analysis tiles (register / l1 / l2) | loop order | adjustments | reason |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += ["", "### Analysis decisions", "", "| # | dispatch | loops | provenance | analysis tiles (register / l1 / l2) | adjustments | reason |",
+                  "|---|---|---|---|---|---|---|"]
         for i, r in enumerate(res["dispatches"]):
             tl = r.get("analysis_tiles") or {}
             tiles = " / ".join(str(tl.get(k, "-")).replace(" ", "") for k in ("register", "l1", "l2")) if tl else "-"
             lines.append(f"| {i} | {r['name']} | {' '.join(r['loops'])} | {r['provenance']} | {tiles} | "
-                         f"{','.join(r['loop_order'] or []) or '-'} | {'; '.join(map(str, r.get('adjustments') or [])) or '-'} | "
+                         f"{'; '.join(map(str, r.get('adjustments') or [])) or '-'} | "
                          f"{(r['reason'] or '').replace('|', '/')} |")
         lines.append("")
     if res.get("riscv"):

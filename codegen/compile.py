@@ -220,7 +220,8 @@ def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path |
 
 def check_landed(entries: list[dict], dump_dir: Path, ctx=None) -> None:
     """Fills each entry's landed_* fields from a `--iree-hal-dump-executable-configurations-to`
-    directory; raises CompileError when an applied config is not exactly what codegen used."""
+    directory; raises CompileError when a config codegen wrote (the root op's, and each other
+    configured op's that was not dropped) is not exactly what codegen used."""
     from iree.compiler import ir
 
     from codegen import configs
@@ -232,13 +233,27 @@ def check_landed(entries: list[dict], dump_dir: Path, ctx=None) -> None:
         got = used.get(e["name"])
         e["landed_config"] = str(got[1]) if got and got[1] is not None else None
         e["landed_pipeline"] = got[2] if got else None
-        if e["status"] == "applied":
-            e["landed"] = bool(got and got[1] is not None and got[1] == configs.config_attr(e["applied"], ctx))
-            if not e["landed"]:
-                bad.append(e["name"])
+        if e["status"] != "applied":
+            continue
+        e["landed"] = bool(got and got[1] is not None and got[1] == configs.config_attr(e["applied"], ctx))
+        if not e["landed"]:
+            bad.append((e["name"], f"codegen used {got[1] if got else None}"))
+            continue
+        # Other configured ops (the accumulator's fill, ...), matched in order by op name.
+        remaining = list(got[3])
+        for other in e.get("other_ops", []):
+            if other["config"] == "dropped":
+                continue
+            want = configs.config_attr(other["config"], ctx)
+            hit = next((i for i, (name, _) in enumerate(remaining) if name == other["op"]), None)
+            if hit is None or remaining[hit][1] != want:
+                bad.append((e["name"], f"{other['op']}: codegen used "
+                                       f"{remaining[hit][1] if hit is not None else 'no config'}"))
+                break
+            remaining.pop(hit)
     if bad:
-        raise CompileError(f"config did not land for {len(bad)} dispatch(es), first '{bad[0]}': "
-                           f"codegen used {used.get(bad[0], (None, None))[1]}")
+        raise CompileError(f"config did not land for {len(bad)} dispatch(es), first '{bad[0][0]}': "
+                           f"{bad[0][1]}")
 
 
 def run_codegen(tuned: TunedSources, binaries: bool = False) -> Path:

@@ -96,7 +96,7 @@ def test_untuned_uses_iree_defaults(tmp_path):
     assert all(d["provenance"] == "iree-default" for d in report["dispatches"])
 
 
-def test_loop_mismatch_keeps_default_with_reason(tmp_path):
+def test_loop_mismatch_is_an_error_unless_allowed(tmp_path):
     a = json.loads((DATA / "analysis_host.json").read_text())
     a["dispatches"][0]["loops"][0]["bound"] = 63
     (tmp_path / "a.json").write_text(json.dumps(a))
@@ -177,6 +177,19 @@ def test_bad_inputs(tmp_path):
     binary = tmp_path / "in" / "binary.mlir"
     binary.write_bytes(bytes(range(256)) * 4)
     bad(tmp_path, "--module", binary, "--target", t, match="iree-compile failed (configurations)")
+
+
+def test_landed_check_covers_every_configured_op(tmp_path):
+    """The accumulator fill's config is checked too, not only the root op's."""
+    ts = cg.tuned_sources(MODULE, DATA / "analysis_host.json", TARGET["host"], tmp_path)
+    dump = cg.run_codegen(ts)
+    cg.check_landed(ts.entries, dump)
+    matmul = ts.entries[0]
+    assert matmul["other_ops"][0]["op"] == "linalg.fill" and matmul["landed"]
+    matmul["other_ops"][0]["config"] = {"cache_parallel": [8, 8], "vector_common_parallel": [4, 8]}
+    with pytest.raises(cg.CompileError, match="main_dispatch_0_matmul_64x96x128_f32': linalg.fill: "
+                                              "codegen used"):
+        cg.check_landed(ts.entries, dump)
 
 
 def test_failure_summary_is_the_diagnostic_not_its_header():

@@ -299,9 +299,11 @@ def other_op_config(dispatch: DispatchIR, op: ir.Operation, levels: dict[str, li
     return out
 
 
-def dumped_configs(dump_dir: Path, ctx: ir.Context) -> dict[str, tuple[str, ir.Attribute | None, str]]:
-    """export name -> (root op name, root lowering_config, pipeline) from a
-    `--iree-hal-dump-executable-configurations-to` directory."""
+def dumped_configs(dump_dir: Path, ctx: ir.Context
+                   ) -> dict[str, tuple[str, ir.Attribute | None, str, list[tuple[str, ir.Attribute]]]]:
+    """export name -> (root op name, root lowering_config, pipeline, [(op name, lowering_config)
+    of every other configured op, in order]) from a `--iree-hal-dump-executable-configurations-to`
+    directory."""
     found = {}
     for path in sorted(Path(dump_dir).glob("*.mlir")):
         mod = ir.Module.parse(path.read_text(), ctx)
@@ -310,9 +312,12 @@ def dumped_configs(dump_dir: Path, ctx: ir.Context) -> dict[str, tuple[str, ir.A
         for exp, func in zip(exports, funcs):
             ops = _config_ops(func)
             r = iree_root.root_index(ops)
-            roots = [ops[r]] if r is not None else []
             ti = str(func.attributes["translation_info"]) if "translation_info" in func.attributes else ""
-            found[_sym(exp)] = (roots[-1].name if roots else "", roots[-1].attributes["lowering_config"] if roots else None, ti)
+            others = [(o.name, o.attributes["lowering_config"]) for i, o in enumerate(ops) if i != r]
+            if r is None:
+                found[_sym(exp)] = ("", None, ti, others)
+            else:
+                found[_sym(exp)] = (ops[r].name, ops[r].attributes["lowering_config"], ti, others)
     return found
 
 

@@ -64,7 +64,7 @@ _iree_compile = rule(
         "analysis": attr.label(providers = [AnalysisInfo]),
         "target": attr.label(mandatory = True, providers = [IreeTargetInfo]),
         "untuned": attr.bool(default = False),
-        "_tool": attr.label(default = "//codegen:compile", executable = True, cfg = "host"),
+        "_tool": attr.label(default = "//codegen:compile", executable = True, cfg = "exec"),
     },
 )
 

@@ -108,8 +108,8 @@ class Dispatch(_Strict):
     reason: str  # why this provenance (always set, also for zigzag)
     # role -> tile per loop (same length as `loops`); None for iree-default.
     tiles: dict[LevelRole, list[int]] | None = None
-    # Loop order chosen at each level, outermost first (loop names).
-    loop_order: list[str] | None = None
+    # No loop order: codegen cannot reorder IREE's tiled loops through lowering_config, so the
+    # analysis does not claim one (ZigZag's own temporal order stays in `zigzag` for reading).
     cost: Cost | None = None
     # Raw ZigZag mapping for inspection: spatial/temporal mapping, per-level tiles.
     zigzag: dict | None = None

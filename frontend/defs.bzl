@@ -66,7 +66,7 @@ def _mlir_import_impl(ctx):
 _mlir_import = rule(
     implementation = _mlir_import_impl,
     attrs = {
-        "importer": attr.label(mandatory = True, executable = True, cfg = "host"),
+        "importer": attr.label(mandatory = True, executable = True, cfg = "exec"),
         "module": attr.string(mandatory = True),
         "factory": attr.string(mandatory = True),
         "framework": attr.string(mandatory = True, values = FRAMEWORKS),

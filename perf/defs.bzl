@@ -47,9 +47,9 @@ _riscv_perf = rule(
     attrs = {
         "compiled": attr.label(mandatory = True, providers = [CompiledModuleInfo]),
         "hardware": attr.label_list(mandatory = True, allow_files = [".yaml"]),
-        "_tool": attr.label(default = "//perf:measure", executable = True, cfg = "host"),
+        "_tool": attr.label(default = "//perf:measure", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
-        "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "host"),
+        "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
     },
 )
 

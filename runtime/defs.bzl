@@ -37,7 +37,7 @@ _hal_module = rule(
     implementation = _hal_module_impl,
     attrs = {
         "compiled": attr.label(mandatory = True, providers = [CompiledModuleInfo]),
-        "_tool": attr.label(default = "//runtime:manifest", executable = True, cfg = "host"),
+        "_tool": attr.label(default = "//runtime:manifest", executable = True, cfg = "exec"),
     },
 )
 

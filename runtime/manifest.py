@@ -135,6 +135,10 @@ def main(argv=None) -> int:
     except ManifestError as err:
         print(f"runtime.manifest: error: {err}", file=sys.stderr)
         return 1
+    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
+        first = (str(err).strip().splitlines() or [""])[0]
+        print(f"runtime.manifest: error: {a.vmfb}: {type(err).__name__}: {first}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -19,7 +19,7 @@ def disp(i, name, root_op, kind, loops, tiles, prov="analytical", reason="hand-w
         "name": f"main_dispatch_{i}_{name}", "executable": f"main_dispatch_{i}", "root_op": root_op,
         "kind": kind, "loops": [{"name": f"d{j}", "bound": b, "kind": k} for j, (b, k) in enumerate(loops)],
         "operands": [], "signature": f"sig-{name}", "provenance": prov, "reason": reason,
-        "tiles": tiles, "loop_order": [f"d{j}" for j in range(len(loops))] if tiles else None,
+        "tiles": tiles,
     }
 
 

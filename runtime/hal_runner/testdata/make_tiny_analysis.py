@@ -24,7 +24,7 @@ def disp(exe, name, root_op, kind, loops, tiles, prov="analytical", reason="hand
         "name": f"{exe}_{name}", "executable": exe, "root_op": root_op, "kind": kind,
         "loops": [{"name": f"d{j}", "bound": b, "kind": k} for j, (b, k) in enumerate(loops)],
         "operands": [], "signature": f"sig-{name}", "provenance": prov, "reason": reason,
-        "tiles": tiles, "loop_order": [f"d{j}" for j in range(len(loops))] if tiles else None,
+        "tiles": tiles,
     }
 
 
