@@ -344,7 +344,7 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
     report = {
         "target": target.name, "triple": target.triple, "cpu": target.cpu,
         "cpu_features": list(target.cpu_features), "vector_lanes_f32": lanes,
-        "compile_flags": flags, "tuned": analysis is not None,
+        "compile_flags": flags, "strategy": target.strategy, "tuned": analysis is not None,
         "model": analysis.model if analysis else None,
         "hardware": analysis.hardware if analysis else None,
         "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path),

@@ -192,6 +192,33 @@ def test_landed_check_covers_every_configured_op(tmp_path):
         cg.check_landed(ts.entries, dump)
 
 
+@pytest.mark.parametrize("strategy,ukernels", [("datatiling", "none"), ("ukernels", "mmt4d")])
+def test_strategy_targets_compile_data_tiled(tmp_path, strategy, ukernels):
+    """A strategy is part of the target file: its flags reach every phase, the report says it."""
+    import yaml
+
+    from common.targets import load_target
+
+    derived = load_target(TARGET["host"]).with_strategy(strategy)
+    assert derived.name == f"host_{strategy}" and "--iree-opt-data-tiling" in derived.compile_flags()
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(derived.model_dump(mode="json")))
+    report = cg.compile_module(MODULE, path, None, **outs(tmp_path))
+    assert report["strategy"] == strategy
+    configs = (tmp_path / "c.mlir").read_text()
+    assert f'ukernels = "{ukernels}"' in configs and "linalg.mmt4d" in configs
+
+
+def test_unknown_or_doubled_strategy_is_refused():
+    from common.targets import TargetError, load_target
+
+    host = load_target(TARGET["host"])
+    with pytest.raises(TargetError, match="strategy 'fast'"):
+        host.with_strategy("fast")
+    with pytest.raises(TargetError, match="already has strategy ukernels"):
+        host.with_strategy("ukernels").with_strategy("datatiling")
+
+
 def test_failure_summary_is_the_diagnostic_not_its_header():
     from common.iree_tools import summarize
 

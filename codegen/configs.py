@@ -164,7 +164,12 @@ def dispatches(module: ir.Module) -> list[DispatchIR]:
         r = iree_root.root_index(ops)
         if r is None:
             continue  # nothing tiled (e.g. a pure copy); nothing to configure
-        loops, in_maps = _loops_of_generic(gops[r])
+        if "indexing_maps" in gops[r].attributes:
+            loops, in_maps = _loops_of_generic(gops[r])
+        else:
+            # Not a structured op even generalised (linalg.pack/unpack of data tiling): no loops
+            # to configure; an analysis that tiles it is a loop mismatch.
+            loops, in_maps = [], []
         result.append(DispatchIR(
             name=name, executable=exe, func=func, root=ops[r],
             others=[o for i, o in enumerate(ops) if i != r],

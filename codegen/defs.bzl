@@ -75,3 +75,36 @@ def iree_compile(name, module, target, analysis = None, untuned = False, **kwarg
     The build fails if any applied config did not land.
     """
     _iree_compile(name = name, module = module, target = target, analysis = analysis, untuned = untuned, **kwargs)
+
+def _strategy_target_impl(ctx):
+    base = ctx.attr.base[IreeTargetInfo]
+    out = ctx.actions.declare_file(ctx.label.name + ".target.yaml")
+    args = ctx.actions.args()
+    args.add("--base", base.file)
+    args.add("--strategy", ctx.attr.strategy)
+    args.add("--out", out)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = [base.file],
+        outputs = [out],
+        mnemonic = "StrategyTarget",
+        progress_message = "Deriving IREE target %s (%s)" % (ctx.label.name, ctx.attr.strategy),
+    )
+    return [
+        # The accelerator (if any) is the base's: perf measures the strategy on the same hardware.
+        IreeTargetInfo(name = ctx.label.name, file = out, hardware = base.hardware),
+        DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
+    ]
+
+strategy_target = rule(
+    implementation = _strategy_target_impl,
+    attrs = {
+        "base": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "the target to derive from"),
+        "strategy": attr.string(mandatory = True, values = ["codegen", "datatiling", "ukernels"]),
+        "_tool": attr.label(default = "//codegen:strategy_target", executable = True, cfg = "exec"),
+    },
+    doc = """`base` compiled with one lowering strategy (common/targets.py STRATEGY_FLAGS):
+IREE's direct code emission, data tiling with emitted code, or data tiling with IREE's mmt4d
+microkernels. Codegen, the dispatch tests and perf all read the derived file.""",
+)

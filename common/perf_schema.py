@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CLASS_NAMES = (
     "scalar_int", "branch", "scalar_mem", "scalar_fp", "vset", "vector_load", "vector_store",
     "vector_int", "vector_fp", "vector_red_perm", "other",
@@ -26,6 +26,10 @@ class DispatchPerf(_Strict):
     name: str
     kind: str  # the root op's kind, as the analysis classifies it
     workgroups: tuple[int, int, int]
+    # Dispatch sites in the program's functions (what one call of the model runs; IREE reuses
+    # one executable for equal ops) and in its initializers (once at load: packed weights).
+    calls: int = Field(ge=0)
+    initializer_calls: int = Field(ge=0)
     macs: int = Field(ge=0)  # multiply-accumulates of the root op (0 for non-contractions)
     instructions: int = Field(ge=0)
     classes: dict[str, int]
@@ -58,16 +62,20 @@ class CoreRun(_Strict):
     peak_macs_per_cycle: int  # the description's f32 lanes x FMA pipes
     model_ignores: str
     dispatches: list[DispatchPerf]
-    instructions: int
+    instructions: int  # every dispatch once
     model_cycles: int | None
+    # One call of the model: each dispatch times its `calls` (initializers excluded).
+    inference_instructions: int
+    inference_model_cycles: int | None
 
 
 class PerfReport(_Strict):
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     model: str
     module_sha256: str
     target: str
     target_vector_bits: int
+    strategy: Literal["codegen", "datatiling", "ukernels"]  # common/targets.py STRATEGY_FLAGS
     variant: Literal["tuned", "iree-default"]
     analysis_sha256: str | None
     tools: dict[str, str]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from common.yaml_model import load_yaml_model
@@ -22,6 +24,19 @@ class TargetError(ValueError):
 
 _ZVL = re.compile(r"\+zvl\d+b")
 
+# How IREE lowers matmul-like ops, one entry per strategy (flags added to the target's own):
+#   codegen     IREE emits code for each dispatch directly (its default; "tuned" is this plus
+#               the analysis' lowering_configs);
+#   datatiling  operands packed into tiled layouts (mmt4d), code still emitted by IREE;
+#   ukernels    the same packing, the inner tiles computed by IREE's hand-written mmt4d
+#               microkernels (riscv_64 `_v`, x86 AVX2/512).
+STRATEGY_FLAGS: dict[str, tuple[str, ...]] = {
+    "codegen": (),
+    "datatiling": ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=none"),
+    "ukernels": ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=mmt4d"),
+}
+Strategy = Literal["codegen", "datatiling", "ukernels"]
+
 
 class IreeTarget(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -34,6 +49,7 @@ class IreeTarget(BaseModel):
     vector_bits: int = Field(gt=0)
     runnable_on_host: bool
     global_flags: tuple[str, ...] = ()
+    strategy: Strategy = "codegen"
 
     @property
     def is_riscv(self) -> bool:
@@ -55,6 +71,20 @@ class IreeTarget(BaseModel):
         return self.model_copy(update={"name": f"{self.name}_zvl{vector_bits}", "vector_bits": vector_bits,
                                        "cpu_features": (*self.cpu_features, f"+zvl{vector_bits}b")})
 
+    def with_strategy(self, strategy: str) -> "IreeTarget":
+        """This target compiled with `strategy` (STRATEGY_FLAGS); its name says which."""
+        if strategy not in STRATEGY_FLAGS:
+            raise TargetError(f"strategy '{strategy}': expected one of {', '.join(STRATEGY_FLAGS)}")
+        if self.strategy != "codegen":
+            raise TargetError(f"target '{self.name}' already has strategy {self.strategy}")
+        clash = [f for f in self.global_flags for s in STRATEGY_FLAGS.values() for g in s
+                 if f.split("=")[0] == g.split("=")[0]]
+        if clash:
+            raise TargetError(f"target '{self.name}': global_flags set {clash[0]}; strategies own it")
+        if strategy == "codegen":
+            return self
+        return self.model_copy(update={"name": f"{self.name}_{strategy}", "strategy": strategy})
+
     def device_flags(self) -> list[str]:
         """Flags selecting the llvm-cpu backend for this target."""
         flags = [
@@ -71,7 +101,7 @@ class IreeTarget(BaseModel):
 
     def compile_flags(self) -> list[str]:
         """Every flag that decides what a dispatch looks like and how it is compiled."""
-        return self.device_flags() + list(self.global_flags)
+        return self.device_flags() + list(self.global_flags) + list(STRATEGY_FLAGS[self.strategy])
 
 
 def load_target(path: str | Path) -> IreeTarget:

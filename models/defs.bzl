@@ -37,6 +37,19 @@ PIPELINE_TARGETS = {
     "host": ("//common:host", "//analysis:hardware/host.yaml", None),
 }
 
+# Lowering strategies other than the tuned direct codegen (common/targets.py STRATEGY_FLAGS),
+# each with its derived target per pipeline target (//codegen:<base>_<strategy>).
+STRATEGIES = ("datatiling", "ukernels")
+STRATEGY_TARGETS = {
+    ("riscv", "datatiling"): "//codegen:riscv_rvv_datatiling",
+    ("riscv", "ukernels"): "//codegen:riscv_rvv_ukernels",
+    ("host", "datatiling"): "//codegen:host_datatiling",
+    ("host", "ukernels"): "//codegen:host_ukernels",
+}
+
+# What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy`).
+PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES
+
 # Which set a model belongs to: the cost model is fitted on "calibration" models only;
 # "held_out" models are measured, never fitted on (bench/report show the two apart).
 SPLITS = ("calibration", "held_out")
@@ -93,6 +106,16 @@ def model_zoo(name):
         srcs = labels + [":%s_import" % r["model_name"] for r in infos],
     )
     native.filegroup(
+        name = name + "_strategy_perf",
+        srcs = labels + [
+            ":%s_riscv%s_perf" % (r["pipeline"], variant)
+            for r in infos
+            for variant in ["", "_untuned"] + ["_" + s for s in STRATEGIES]
+        ],
+        # The strategy measurements are not part of `//...` (//tools:report_microkernels).
+        tags = ["manual"],
+    )
+    native.filegroup(
         name = name + "_bench_data",
         srcs = labels + [":%s_import" % r["model_name"] for r in infos] + [
             ":%s%s" % (r["pipeline"], suffix)
@@ -109,8 +132,13 @@ RISCV_PERF_HARDWARE = [
     "//analysis:hardware/riscv_rvv512.yaml",
 ]
 
-def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = []):
+def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = [], strategy = "tuned"):
     """Import, analyse, compile and package `model` for every pipeline target.
+
+    Besides the tuned and the IREE-default builds, every model gets one compile per other
+    lowering strategy (STRATEGIES) for each pipeline target, `<name>_<T>_<strategy>_compiled`,
+    with `<name>_riscv_<strategy>_perf` and `<name>_host_<strategy>` (all `manual`: built by
+    //tools:report_microkernels, not by `//...`).
 
     Args:
       name: prefix of the pipeline targets (e.g. "resnet" -> //models:resnet_riscv).
@@ -123,7 +151,12 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
       perf_tags: tags for the riscv perf targets (e.g. ["manual"] to leave them out of //...).
+      strategy: what <name>_riscv and <name>_host package: "tuned" (IREE's code emission with
+        the analysis' tiles), "codegen" (IREE's defaults), "datatiling" or "ukernels".
     """
+    if strategy not in PIPELINE_STRATEGIES:
+        fail("model_pipeline(%s): strategy must be one of %s, got %r (\"auto\" is not built: see "
+             "README, Lowering strategies)" % (name, ", ".join(PIPELINE_STRATEGIES), strategy))
     if not name or "/" in name:
         fail("model_pipeline: bad name %r" % name)
     if split not in SPLITS:
@@ -159,9 +192,21 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             analysis = ":%s_%s_analysis" % (name, suffix),
             target = target,
         )
+        for other in STRATEGIES:
+            iree_compile(
+                name = "%s_%s_%s_compiled" % (name, suffix, other),
+                module = ":" + imported,
+                target = STRATEGY_TARGETS[(suffix, other)],
+                untuned = True,
+                tags = ["manual"],
+            )
+        packaged = {
+            "tuned": "%s_%s_compiled" % (name, suffix),
+            "codegen": "%s_%s_untuned_compiled" % (name, suffix),
+        }.get(strategy, "%s_%s_%s_compiled" % (name, suffix, strategy))
         hal_module(
             name = "%s_%s" % (name, suffix),
-            compiled = ":%s_%s_compiled" % (name, suffix),
+            compiled = ":" + packaged,
         )
     riscv_target = PIPELINE_TARGETS["riscv"][0]
     iree_compile(
@@ -182,6 +227,18 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         hardware = RISCV_PERF_HARDWARE,
         tags = perf_tags,
     )
+    for other in STRATEGIES:
+        riscv_perf(
+            name = "%s_riscv_%s_perf" % (name, other),
+            compiled = ":%s_riscv_%s_compiled" % (name, other),
+            hardware = RISCV_PERF_HARDWARE,
+            tags = ["manual"],
+        )
+        hal_module(
+            name = "%s_host_%s" % (name, other),
+            compiled = ":%s_host_%s_compiled" % (name, other),
+            tags = ["manual"],
+        )
     iree_compile(
         name = name + "_host_untuned_compiled",
         module = ":" + imported,

@@ -127,7 +127,9 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
         share = (macs / (model_cycles * hw.macs_per_cycle)) if macs and model_cycles else None
         results.append(DispatchPerf(
             name=name, kind=info.kind if info else "unknown",
-            workgroups=tuple(compiled.dispatches[name].workgroup_count), macs=macs,
+            workgroups=tuple(compiled.dispatches[name].workgroup_count),
+            calls=compiled.dispatches[name].calls,
+            initializer_calls=compiled.dispatches[name].initializer_calls, macs=macs,
             instructions=c.instructions, classes=c.by_class(), vector_fma=c.vector_fma,
             vector_lmul_weighted=weighted / 8, vector_lmul_unknown=unknown, blocks=len(c.blocks),
             model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None))
@@ -135,7 +137,10 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
                    vlen=hw.compute.vector_bits, peak_macs_per_cycle=hw.macs_per_cycle,
                    model_ignores=MODEL_IGNORES, dispatches=results,
                    instructions=sum(r.instructions for r in results),
-                   model_cycles=sum(r.model_cycles for r in results) if cycles is not None else None)
+                   model_cycles=sum(r.model_cycles for r in results) if cycles is not None else None,
+                   inference_instructions=sum(r.instructions * r.calls for r in results),
+                   inference_model_cycles=sum(r.model_cycles * r.calls for r in results)
+                   if cycles is not None else None)
 
 
 def measure(module: Path, target_path: Path, analysis: Path | None, hardware: list[Path], runner: Path,
@@ -203,7 +208,8 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
 
     return PerfReport(
         model=model_name, module_sha256=sha256_file(module), target=target.name,
-        target_vector_bits=target.vector_bits, variant="tuned" if analysis else "iree-default",
+        target_vector_bits=target.vector_bits, strategy=target.strategy,
+        variant="tuned" if analysis else "iree-default",
         analysis_sha256=sha256_file(analysis) if analysis else None,
         tools={"qemu": _qemu_version(), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
         runs=runs)
@@ -222,7 +228,8 @@ def _cycles(n: int | None) -> str:
 
 
 def to_markdown(report: PerfReport) -> str:
-    lines = [f"# RISC-V performance: {report.model} ({report.variant}, {report.target})", "",
+    lines = [f"# RISC-V performance: {report.model} ({report.variant}, {report.target}, strategy "
+             f"{report.strategy})", "",
              f"Dynamic instruction counts from qemu ({report.tools['qemu']}) with the insn_classes "
              f"plugin; model cycles from {report.tools['llvm-mca']}. Model cycles are not time.", ""]
     for run in report.runs:
@@ -233,14 +240,19 @@ def to_markdown(report: PerfReport) -> str:
             lines += [f"## {run.hardware}: model cycles on {run.core} (qemu vlen={run.vlen})", "",
                       f"The model ignores {run.model_ignores}. FMA peak: {run.peak_macs_per_cycle} f32 MACs "
                       f"per cycle (the description's lanes x FMA pipes).", ""]
-        lines += ["| dispatch | kind | workgroups | instructions | vector share | vector FMAs | "
-                  "model cycles | share of FMA peak |",
-                  "|---|---|---|---:|---:|---:|---:|---:|"]
+        lines += ["| dispatch | kind | calls (init) | workgroups | instructions | vector share | "
+                  "vector FMAs | model cycles | share of FMA peak |",
+                  "|---|---|---:|---|---:|---:|---:|---:|---:|"]
         for d in run.dispatches:
             share = f"{d.fma_peak_share:.1%}" if d.fma_peak_share is not None else "-"
-            lines.append(f"| {d.name} | {d.kind} | {'x'.join(map(str, d.workgroups))} | {_fmt(d.instructions)} | "
-                         f"{d.vector_share:.1%} | {_fmt(d.vector_fma)} | {_cycles(d.model_cycles)} | {share} |")
-        lines += [f"| **total** | | | {_fmt(run.instructions)} | | | {_cycles(run.model_cycles)} | |", ""]
+            calls = f"{d.calls} ({d.initializer_calls})" if d.initializer_calls else str(d.calls)
+            lines.append(f"| {d.name} | {d.kind} | {calls} | {'x'.join(map(str, d.workgroups))} | "
+                         f"{_fmt(d.instructions)} | {d.vector_share:.1%} | {_fmt(d.vector_fma)} | "
+                         f"{_cycles(d.model_cycles)} | {share} |")
+        lines += [f"| **every dispatch once** | | | | {_fmt(run.instructions)} | | | "
+                  f"{_cycles(run.model_cycles)} | |",
+                  f"| **one call of the model** (dispatch x calls) | | | | "
+                  f"{_fmt(run.inference_instructions)} | | | {_cycles(run.inference_model_cycles)} | |", ""]
     return "\n".join(lines)
 
 

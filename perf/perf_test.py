@@ -126,6 +126,29 @@ def test_perf_json_is_deterministic_and_adds_up(tmp_path):
     assert "model cycles on sifive-p670 (qemu vlen=128)" in md and "The model ignores caches" in md
 
 
+def test_data_tiled_microkernel_module_is_measured_per_call(tmp_path):
+    """Data tiling adds encoding (packing) dispatches whose bindings carry a layout; they are
+    sized from it and measured, and each dispatch says how often one call of the model runs it."""
+    import yaml
+
+    from common.targets import load_target
+
+    target = tmp_path / "ukernels.yaml"
+    target.write_text(yaml.safe_dump(load_target(_target(tmp_path, 128)).with_strategy("ukernels")
+                                     .model_dump(mode="json")))
+    proc = _measure(tmp_path, target, [HW[128]], "uk")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "uk.json").read_text())
+    assert report["strategy"] == "ukernels"
+    (run,) = report["runs"]
+    names = [d["name"] for d in run["dispatches"]]
+    assert any("encoding" in n for n in names) and any("matmul" in n for n in names), names
+    assert all(d["calls"] + d["initializer_calls"] >= 1 for d in run["dispatches"])
+    assert run["inference_model_cycles"] == sum(d["model_cycles"] * d["calls"] for d in run["dispatches"])
+    matmul = next(d for d in run["dispatches"] if "matmul" in d["name"])
+    assert matmul["calls"] == 1 and matmul["vector_fma"] > 0
+
+
 def _path_without(tmp_path: Path, missing: str) -> dict:
     """An environment whose PATH has the perf tools except `missing`."""
     bin_dir = tmp_path / f"bin_without_{missing}"

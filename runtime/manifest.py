@@ -88,7 +88,7 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         "vmfb": out_vmfb.name,
         "target": {"name": target.name, "triple": target.triple, "cpu": target.cpu,
                    "cpu_features": list(target.cpu_features), "vector_bits": target.vector_bits,
-                   "runnable_on_host": target.runnable_on_host},
+                   "runnable_on_host": target.runnable_on_host, "strategy": target.strategy},
         "tuned": bool(rep.get("tuned")),
         "entry_points": entry_points(module),
         "dispatches": dispatches,

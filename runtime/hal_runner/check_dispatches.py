@@ -141,6 +141,15 @@ def _walk(op, visit):
                 _walk(child.operation, visit)
 
 
+def _inside(op, ancestor: str) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent.name == ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
 def _int_attr(attr) -> int:
     from iree.compiler import ir
 
@@ -261,6 +270,8 @@ class Dispatch:
     binding_lengths: list[int] = field(default_factory=list)
     subspans: list[Subspan] = field(default_factory=list)
     error: str | None = None
+    calls: int = 0  # dispatch sites in the program's functions: what one invocation runs
+    initializer_calls: int = 0  # sites in util.initializer (once at load, e.g. packing weights)
 
 
 _DTYPES = {
@@ -306,12 +317,44 @@ def _tensor_of_dispatch_type(type_text: str, context) -> tuple[str, tuple[int, .
     ttype = ir.RankedTensorType(ir.Type.parse(tensor_text, context=context))
     if not ttype.has_static_shape:
         raise DriveError(f"binding type {tensor_text} has a dynamic shape")
+    shape = tuple(ttype.shape)
     if ttype.encoding is not None:
-        raise DriveError(f"binding type {tensor_text} has an encoding")
+        shape = _encoded_storage_shape(ttype, tensor_text, context)
     elem = str(ttype.element_type)
     if elem not in _DTYPES:
         raise DriveError(f"element type {elem} not supported")
-    return access, tuple(ttype.shape), np.dtype(_DTYPES[elem])
+    return access, shape, np.dtype(_DTYPES[elem])
+
+
+def _encoded_storage_shape(ttype, tensor_text: str, context) -> tuple[int, ...]:
+    """Storage of a data-tiled tensor (`#iree_encoding.layout` resolved for the CPU): each
+    dim in `innerDimsPos` padded to a multiple of its `innerTileSizes` entry, as one flat
+    extent (the dispatch reads it as packed tiles). The layout's dictionary is parsed with
+    MLIR's own attribute parser: IREE's Python bindings have no accessor for it."""
+    from iree.compiler import ir
+
+    text = str(ttype.encoding)
+    start = text.find("encoding_info = {")
+    if start < 0 or "swizzle" in text:
+        raise DriveError(f"binding type {tensor_text} has an encoding this runner cannot size")
+    depth, end = 0, None
+    for i in range(start + len("encoding_info = "), len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            end = i + 1
+            break
+    info = ir.DictAttr(ir.Attribute.parse(text[start + len("encoding_info = "):end], context=context))
+    dims = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(info["innerDimsPos"])]
+    tiles = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(info["innerTileSizes"])]
+    padded = list(ttype.shape)
+    for d, t in zip(dims, tiles):
+        if t <= 0:
+            raise DriveError(f"binding type {tensor_text} has a scalable or dynamic inner tile")
+        padded[d] = -(-padded[d] // t) * t
+    total = 1
+    for extent in padded:
+        total *= extent
+    return (total,)
 
 
 class CompiledTarget:
@@ -331,13 +374,17 @@ class CompiledTarget:
             if op.name == "hal.executable.export":
                 exports[ir.StringAttr(op.attributes["sym_name"]).value] = op
             elif op.name == "stream.cmd.dispatch":
+                where = "initializer_calls" if _inside(op, "util.initializer") else "calls"
                 for ref in ir.ArrayAttr(op.attributes["entry_points"]):
                     name = str(ref).rsplit("::@", 1)[-1]
                     sites.setdefault(name, op)
+                    per_export = counts.setdefault(name, {"calls": 0, "initializer_calls": 0})
+                    per_export[where] += 1
 
+        counts: dict[str, dict[str, int]] = {}
         _walk(module.operation, visit)
         for name, export in exports.items():
-            d = self.dispatches[name] = Dispatch(name)
+            d = self.dispatches[name] = Dispatch(name, **counts.get(name, {}))
             try:
                 site = sites.get(name)
                 if site is None:

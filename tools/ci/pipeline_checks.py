@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Build-level checks that need Bazel itself, run once by .ci/run after the test suite.
 
-One flow, two scratch clones, each with its own empty output base (each output
-base creates the 3.2 GB locked Python environment again, which is most of the
-cost, so there are exactly two):
+One flow, two scratch clones, each with its own empty output base (the locked
+Python environment is shared per lock content, tools/python/python_env.bzl, so
+the clones' repositories link to the one this workspace already created):
 
 1. Copies the workspace (the files git knows about, committed or not, nothing
    built) to two paths, A and B. Creates both clones' repositories (the Python

@@ -1,9 +1,10 @@
 """A hermetic Python environment built from a hash-locked requirements file.
 
-`python_env` is a repository rule: it creates a virtual environment inside
-Bazel's external directory from exactly the lock (`pip install --require-hashes
---no-deps`, no system site-packages), registers its interpreter as the Python
-toolchain and generates a rules_python-style hub:
+`python_env` is a repository rule: it creates a virtual environment from exactly
+the lock (`pip install --require-hashes --no-deps`, no system site-packages), once
+per lock content on a machine (shared by every output base and clone, see
+_CREATE_SHARED_ENV), registers its interpreter as the Python toolchain and
+generates a rules_python-style hub:
 
     load("@pypi//:requirements.bzl", "requirement")
     py_library(..., deps = [requirement("numpy")])
@@ -34,6 +35,22 @@ def _locked_packages(lock_text):
 def _fail(msg):
     fail("python_env: " + msg)
 
+# $1 store, $2 key, $3 python, $4 lock. Under flock: reuse <store>/<key> when it is marked
+# complete, else (re)create it and mark it.
+_CREATE_SHARED_ENV = """
+set -eu
+store="$1"; key="$2"; python="$3"; lock="$4"
+mkdir -p "$store"
+exec 9>"$store/$key.lock"
+flock 9
+env="$store/$key"
+if [ -f "$env/.complete" ]; then exit 0; fi
+rm -rf "$env"
+"$python" -m venv "$env"
+"$env/bin/python3" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps --no-compile -r "$lock"
+printf '%s\n' "$key" > "$env/.complete"
+"""
+
 def _python_env_impl(ctx):
     lock = ctx.path(ctx.attr.lock)  # path(Label) makes the lock a refetch trigger
     lock_text = ctx.read(lock)
@@ -46,26 +63,17 @@ def _python_env_impl(ctx):
     if version != _REQUIRED_VERSION:
         _fail("%s is Python %s, but %s is locked for Python %s" % (python, version, ctx.attr.lock, _REQUIRED_VERSION))
 
-    ctx.report_progress("creating virtual environment")
-    result = ctx.execute([python, "-m", "venv", "--clear", "venv"])
-    if result.return_code != 0:
-        _fail("`%s -m venv` failed: %s" % (python, result.stderr.strip().splitlines()[-1:]))
-
-    ctx.report_progress("installing %s (several minutes on a cold pip cache)" % ctx.attr.lock.name)
+    # One environment per lock content and Python version, shared by every output base and
+    # clone on this machine: content-addressed under the user's cache, created under an
+    # exclusive lock (another Bazel server creating the same one waits, then reuses it) and
+    # marked complete only at the end, so a half-made one is never used and is recreated.
+    # `venv` in this repository is a symlink to it; nothing absolute reaches an action.
+    cache = ctx.os.environ.get("XDG_CACHE_HOME") or (ctx.os.environ.get("HOME", "/root") + "/.cache")
+    store = ctx.attr.store or (cache + "/riscv-ml-toolchain/python-envs")
+    key = "%s-py%s" % (lock_digest[:24], version)
+    ctx.report_progress("creating or reusing the shared environment %s/%s (several minutes on a cold pip cache)" % (store, key))
     result = ctx.execute(
-        [
-            "venv/bin/python3",
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--require-hashes",
-            "--no-deps",
-            "--no-compile",
-            "-r",
-            str(lock),
-        ],
+        ["sh", "-c", _CREATE_SHARED_ENV, "python_env", store, key, python, str(lock)],
         timeout = ctx.attr.timeout,
         quiet = True,
         environment = {"PIP_NO_INPUT": "1", "PYTHONDONTWRITEBYTECODE": "1"},
@@ -73,7 +81,8 @@ def _python_env_impl(ctx):
     if result.return_code != 0:
         errors = [l for l in result.stderr.strip().splitlines() if "ERROR" in l or "error" in l]
         last = (errors or result.stderr.strip().splitlines() or ["(no output)"])[-1]
-        _fail("could not install %s (is the package registry reachable?): %s" % (ctx.attr.lock, last.strip()))
+        _fail("could not create the environment for %s in %s/%s (is the package registry reachable?): %s" % (ctx.attr.lock, store, key, last.strip()))
+    ctx.symlink(store + "/" + key, "venv")
 
     # The interpreter is found relative to the wrapper's real location, so the
     # wrapper (an input of every Python action) is identical in every clone.
@@ -144,7 +153,8 @@ python_env = repository_rule(
         "lock": attr.label(mandatory = True, allow_single_file = True, doc = "A pip-compile --generate-hashes lock file."),
         "python": attr.string(default = "python3.11", doc = "Interpreter on PATH used to create the environment."),
         "timeout": attr.int(default = 3600),
+        "store": attr.string(doc = "Directory of the shared environments (default: $XDG_CACHE_HOME or ~/.cache, /riscv-ml-toolchain/python-envs)."),
     },
-    environ = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS"],
+    environ = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "XDG_CACHE_HOME", "HOME"],
     doc = "Creates a virtual environment from a hash-locked requirements file and exposes it as a Python toolchain.",
 )

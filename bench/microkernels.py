@@ -1,0 +1,214 @@
+"""Microkernels vs direct code emission on RISC-V: every zoo model under each lowering strategy.
+
+    bazel run //tools:report_microkernels [-- --out DIR]
+
+Reads, per model of the zoo, the perf stage's measurements (`<name>_riscv_<variant>_perf.perf.json`)
+of four builds of the same imported module for the same target: IREE's direct codegen with its
+defaults ("codegen"), with the analysis' tiles ("tuned"), data tiling with emitted code
+("datatiling") and data tiling with IREE's mmt4d microkernels ("ukernels"). Writes
+`<out>/report.md` and `<out>/strategies.png`: per model and core, model cycles and instructions
+of one call of the model (each dispatch times its call count; initializers, which pack constant
+weights once at load, apart), per op class which strategy wins, and where the instructions go.
+Model cycles are llvm-mca's on a named core model, not time (see the perf stage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from bench.artifacts import ArtifactError, workspace_roots, zoo
+from common.perf_schema import PerfReport
+
+# variant name -> perf target suffix of model_pipeline (models/defs.bzl)
+VARIANTS = {
+    "codegen": "_riscv_untuned_perf",
+    "tuned": "_riscv_perf",
+    "datatiling": "_riscv_datatiling_perf",
+    "ukernels": "_riscv_ukernels_perf",
+}
+# Where a dispatch's instructions go, from the perf classes (perf/counts.py).
+GROUPS = {
+    "vector FP (FMA)": ("vector_fp",),
+    "vector load/store": ("vector_load", "vector_store"),
+    "vsetvl": ("vset",),
+    "vector int/perm/red": ("vector_int", "vector_red_perm"),
+    "scalar": ("scalar_int", "branch", "scalar_mem", "scalar_fp", "other"),
+}
+MATMUL_LIKE = ("matmul", "batch_matmul", "conv", "depthwise_conv")
+
+
+class ReportError(RuntimeError):
+    pass
+
+
+def _is_layout(d) -> bool:
+    """A dispatch data tiling adds: packing/unpacking operands (IREE names them set/unset
+    encoding, pack or unpack)."""
+    return any(w in d.name for w in ("encod", "pack"))
+
+
+def load(root: Path | None = None) -> dict[str, dict[str, PerfReport]]:
+    """model -> variant -> PerfReport, for every zoo model with all four measurements."""
+    out: dict[str, dict[str, PerfReport]] = {}
+    roots = [root] if root else workspace_roots()
+    for info in zoo(root):
+        found = {}
+        for variant, suffix in VARIANTS.items():
+            for r in roots:
+                for base in (r, r / "bazel-bin"):
+                    path = base / "models" / f"{info.name}{suffix}.perf.json"
+                    if path.is_file():
+                        found[variant] = PerfReport.model_validate_json(path.read_text())
+                        break
+                if variant in found:
+                    break
+        if len(found) == len(VARIANTS):
+            out[info.name] = found
+    if not out:
+        raise ReportError("no model has all four strategy measurements: build "
+                          "//tools:report_microkernels (it depends on them)")
+    return out
+
+
+def summarize(reports: dict[str, dict[str, PerfReport]]) -> list[dict]:
+    """One row per (model, core): per-inference cycles/instructions per variant, per op class
+    cycles per variant, instruction groups per variant, layout (pack/unpack) share."""
+    rows = []
+    for model, variants in sorted(reports.items()):
+        cores = [run.core for run in variants["codegen"].runs if run.core]
+        for core in cores:
+            row = {"model": model, "core": core, "variants": {}}
+            for variant, rep in variants.items():
+                run = rep.run_for(core)
+                by_kind: dict[str, int] = defaultdict(int)
+                groups: dict[str, int] = defaultdict(int)
+                layout = init = 0
+                for d in run.dispatches:
+                    init += (d.model_cycles or 0) * d.initializer_calls
+                    if d.calls == 0:
+                        continue
+                    cycles = (d.model_cycles or 0) * d.calls
+                    if _is_layout(d):
+                        layout += cycles
+                        by_kind["pack/unpack"] += cycles
+                    else:
+                        by_kind[d.kind] += cycles
+                    for g, classes in GROUPS.items():
+                        groups[g] += sum(d.classes[c] for c in classes) * d.calls
+                row["variants"][variant] = {
+                    "cycles": run.inference_model_cycles, "instructions": run.inference_instructions,
+                    "vector_fma": sum(d.vector_fma * d.calls for d in run.dispatches),
+                    "by_kind": dict(by_kind), "groups": dict(groups), "layout_cycles": layout,
+                    "initializer_cycles": init,
+                }
+            rows.append(row)
+    return rows
+
+
+def _m(n: float | None) -> str:
+    return "-" if n is None else f"{n / 1e6:.3f}M"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if not a or not b else f"{a / b:.2f}x"
+
+
+def markdown(rows: list[dict], tools: dict[str, str]) -> str:
+    names = list(VARIANTS)
+    lines = ["# Microkernels vs direct code emission on RISC-V", "",
+             "Four builds of each model for the same riscv target (VLEN 128, measured on each core "
+             "the perf stage models): IREE's direct codegen with its defaults (`codegen`), with the "
+             "analysis' tiles (`tuned`), data tiling with emitted code (`datatiling`), data tiling "
+             "with IREE's mmt4d microkernels (`ukernels`). Figures are one call of the model: each "
+             "dispatch's model cycles times its call count; initializers (weights packed once at "
+             "load) are listed apart. Model cycles are llvm-mca's steady-state cycles on the named "
+             f"core model ({tools.get('llvm-mca', '?')}), which ignore caches, memory latency and "
+             "branch misses: not silicon time.", "",
+             "## One call of the model", "",
+             "| model | core | " + " | ".join(f"{v} cycles" for v in names)
+             + " | ukernels/codegen | datatiling/codegen | ukernels/datatiling | pack/unpack share (ukernels) | init cycles (ukernels) |",
+             "|---|---|" + "---:|" * (len(names) + 5)]
+    for r in rows:
+        v = r["variants"]
+        c = {n: v[n]["cycles"] for n in names}
+        share = v["ukernels"]["layout_cycles"] / c["ukernels"] if c["ukernels"] else 0
+        lines.append(f"| {r['model']} | {r['core']} | " + " | ".join(_m(c[n]) for n in names)
+                     + f" | {_ratio(c['ukernels'], c['codegen'])} | {_ratio(c['datatiling'], c['codegen'])}"
+                     f" | {_ratio(c['ukernels'], c['datatiling'])} | {share:.1%} | "
+                     f"{_m(v['ukernels']['initializer_cycles'])} |")
+    lines += ["", "## Per op class: model cycles of one call, and the winner", "",
+              "| model | core | op class | " + " | ".join(names) + " | winner |",
+              "|---|---|---|" + "---:|" * len(names) + "---|"]
+    for r in rows:
+        kinds = sorted({k for n in names for k in r["variants"][n]["by_kind"]})
+        for k in kinds:
+            vals = {n: r["variants"][n]["by_kind"].get(k, 0) for n in names}
+            present = {n: x for n, x in vals.items() if x}
+            winner = min(present, key=present.get) if present else "-"
+            lines.append(f"| {r['model']} | {r['core']} | {k} | "
+                         + " | ".join(_m(vals[n]) if vals[n] else "-" for n in names) + f" | {winner} |")
+    lines += ["", "## Where the instructions go (one call, share of the variant's instructions)", "",
+              "| model | core | variant | instructions | " + " | ".join(GROUPS) + " | vector FMAs |",
+              "|---|---|---|---:|" + "---:|" * (len(GROUPS) + 1)]
+    for r in rows:
+        for n in names:
+            v = r["variants"][n]
+            total = v["instructions"] or 1
+            lines.append(f"| {r['model']} | {r['core']} | {n} | {_m(v['instructions'])} | "
+                         + " | ".join(f"{v['groups'].get(g, 0) / total:.1%}" for g in GROUPS)
+                         + f" | {_m(v['vector_fma'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(VARIANTS)
+    labels = [f"{r['model']}\n{r['core']}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows)), 4))
+    width = 0.8 / len(names)
+    for i, n in enumerate(names):
+        ys = [r["variants"][n]["cycles"] / r["variants"]["codegen"]["cycles"]
+              if r["variants"]["codegen"]["cycles"] else 0 for r in rows]
+        ax.bar([x + i * width for x in range(len(rows))], ys, width, label=n)
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(rows))], labels, fontsize=7, rotation=45,
+                  ha="right")
+    ax.set_ylabel("model cycles / IREE codegen default")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="report_microkernels", description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, help="output directory (default "
+                   "$BUILD_WORKING_DIRECTORY/reports/microkernels)")
+    p.add_argument("--root", type=Path, help="workspace whose bazel-bin holds the measurements "
+                   "(default: this binary's runfiles)")
+    a = p.parse_args(argv)
+    out = a.out or Path(os.environ.get("BUILD_WORKING_DIRECTORY", ".")) / "reports" / "microkernels"
+    try:
+        reports = load(a.root)
+        rows = summarize(reports)
+        tools = next(iter(next(iter(reports.values())).values())).tools
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(markdown(rows, tools))
+        plot(rows, out / "strategies.png")
+    except (ReportError, ArtifactError, OSError, KeyError) as err:
+        print(f"report_microkernels: {err}", file=sys.stderr)
+        return 1
+    print(f"report_microkernels: {len(reports)} models -> {out / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The microkernels report on synthetic measurements: one call of the model weights each
+dispatch by its calls, initializers stay apart, pack/unpack is its own class, the cheapest
+variant per class wins."""
+
+import sys
+
+import pytest
+
+from bench import microkernels as mk
+from common.perf_schema import CLASS_NAMES, CoreRun, DispatchPerf, PerfReport
+
+
+def _dispatch(name, kind, cycles, calls=1, init=0, fp=10, scalar=5):
+    classes = dict.fromkeys(CLASS_NAMES, 0)
+    classes["vector_fp"], classes["scalar_int"] = fp, scalar
+    return DispatchPerf(name=name, kind=kind, workgroups=(1, 1, 1), calls=calls,
+                        initializer_calls=init, macs=0, instructions=fp + scalar, classes=classes,
+                        vector_fma=fp, vector_lmul_weighted=fp, vector_lmul_unknown=0, blocks=1,
+                        model_cycles=cycles, fma_peak_share=None)
+
+
+def _report(strategy, variant, dispatches):
+    run = CoreRun(hardware="riscv_rvv", hardware_sha256="0" * 64, core="sifive-p670", vlen=128,
+                  peak_macs_per_cycle=8, model_ignores="caches", dispatches=dispatches,
+                  instructions=sum(d.instructions for d in dispatches),
+                  model_cycles=sum(d.model_cycles for d in dispatches),
+                  inference_instructions=sum(d.instructions * d.calls for d in dispatches),
+                  inference_model_cycles=sum(d.model_cycles * d.calls for d in dispatches))
+    return PerfReport(model="m", module_sha256="0" * 64, target="t", target_vector_bits=128,
+                      strategy=strategy, variant=variant, analysis_sha256=None, tools={}, runs=[run])
+
+
+def test_one_call_weights_calls_and_keeps_initializers_apart():
+    codegen = _report("codegen", "iree-default", [_dispatch("main_dispatch_0_matmul", "matmul", 1000, calls=3)])
+    tuned = _report("codegen", "tuned", [_dispatch("main_dispatch_0_matmul", "matmul", 900, calls=3)])
+    packed = [_dispatch("_encoding_0_encode_w", "elementwise", 500, calls=0, init=1),
+              _dispatch("main_dispatch_1_pack", "elementwise", 50, calls=3),
+              _dispatch("main_dispatch_0_matmul", "matmul", 200, calls=3)]
+    datatiling = _report("datatiling", "iree-default", packed)
+    ukernels = _report("ukernels", "iree-default", packed[:2] + [_dispatch("main_dispatch_0_matmul", "matmul", 180, calls=3)])
+    rows = mk.summarize({"m": {"codegen": codegen, "tuned": tuned, "datatiling": datatiling, "ukernels": ukernels}})
+    (row,) = rows
+    v = row["variants"]
+    assert v["codegen"]["cycles"] == 3000 and v["tuned"]["cycles"] == 2700
+    assert v["ukernels"]["cycles"] == 3 * (50 + 180)
+    assert v["ukernels"]["initializer_cycles"] == 500 and v["ukernels"]["layout_cycles"] == 150
+    assert v["ukernels"]["by_kind"] == {"pack/unpack": 150, "matmul": 540}
+    text = mk.markdown(rows, {"llvm-mca": "LLVM 19"})
+    assert "| m | sifive-p670 | matmul | 0.003M | 0.003M | 0.001M | 0.001M | ukernels |" in text
+    assert "0.23x" in text  # ukernels / codegen = 690 / 3000
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
