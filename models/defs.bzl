@@ -155,8 +155,11 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         the analysis' tiles), "codegen" (IREE's defaults), "datatiling" or "ukernels".
     """
     if strategy not in PIPELINE_STRATEGIES:
-        fail("model_pipeline(%s): strategy must be one of %s, got %r (\"auto\" is not built: see "
-             "README, Lowering strategies)" % (name, ", ".join(PIPELINE_STRATEGIES), strategy))
+        fail("model_pipeline(%s): strategy must be one of %s, got %r (\"auto\" is not built: " % (
+            name,
+            ", ".join(PIPELINE_STRATEGIES),
+            strategy,
+        ) + "see README, Lowering strategies)")
     if not name or "/" in name:
         fail("model_pipeline: bad name %r" % name)
     if split not in SPLITS:
