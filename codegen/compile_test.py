@@ -186,6 +186,7 @@ def test_landed_check_covers_every_configured_op(tmp_path):
     cg.check_landed(ts.entries, dump)
     matmul = ts.entries[0]
     assert matmul["other_ops"][0]["op"] == "linalg.fill" and matmul["landed"]
+    assert matmul["other_ops"][0]["landed"] is True
     matmul["other_ops"][0]["config"] = {"cache_parallel": [8, 8], "vector_common_parallel": [4, 8]}
     with pytest.raises(cg.CompileError, match="main_dispatch_0_matmul_64x96x128_f32': linalg.fill: "
                                               "codegen used"):

@@ -25,7 +25,7 @@ load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "zigzag_analysis")
 load("//codegen:defs.bzl", "iree_compile")
 load("//frontend:defs.bzl", "mlir_import")
-load("//perf:defs.bzl", "riscv_perf")
+load("//perf:defs.bzl", "riscv_perf", "strategy_choice")
 load("//runtime:defs.bzl", "hal_module")
 
 # Pipeline target suffix -> (IREE target, hardware description it is tuned for, cost-model
@@ -47,8 +47,9 @@ STRATEGY_TARGETS = {
     ("host", "ukernels"): "//codegen:host_ukernels",
 }
 
-# What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy`).
-PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES
+# What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy`); "auto":
+# the riscv module is the build with the fewest RISC-V model cycles per call (perf:strategy_choice).
+PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES + ("auto",)
 
 # Which set a model belongs to: the cost model is fitted on "calibration" models only;
 # "held_out" models are measured, never fitted on (bench/report show the two apart).
@@ -152,14 +153,17 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
       tags: tags for the generated tests.
       perf_tags: tags for the riscv perf targets (e.g. ["manual"] to leave them out of //...).
       strategy: what <name>_riscv and <name>_host package: "tuned" (IREE's code emission with
-        the analysis' tiles), "codegen" (IREE's defaults), "datatiling" or "ukernels".
+        the analysis' tiles), "codegen" (IREE's defaults), "datatiling", "ukernels", or "auto"
+        (riscv: of tuned, codegen, datatiling and ukernels the build with the fewest model
+        cycles per call, measured, recorded in its manifest; host: tuned, since host time is
+        not a deterministic build input).
     """
     if strategy not in PIPELINE_STRATEGIES:
-        fail("model_pipeline(%s): strategy must be one of %s, got %r (\"auto\" is not built: " % (
+        fail("model_pipeline(%s): strategy must be one of %s, got %r" % (
             name,
             ", ".join(PIPELINE_STRATEGIES),
             strategy,
-        ) + "see README, Lowering strategies)")
+        ))
     if not name or "/" in name:
         fail("model_pipeline: bad name %r" % name)
     if split not in SPLITS:
@@ -203,14 +207,25 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 untuned = True,
                 tags = ["manual"],
             )
-        packaged = {
+        builds = {
             "tuned": "%s_%s_compiled" % (name, suffix),
             "codegen": "%s_%s_untuned_compiled" % (name, suffix),
-        }.get(strategy, "%s_%s_%s_compiled" % (name, suffix, strategy))
-        hal_module(
-            name = "%s_%s" % (name, suffix),
-            compiled = ":" + packaged,
-        )
+        }
+        for other in STRATEGIES:
+            builds[other] = "%s_%s_%s_compiled" % (name, suffix, other)
+        if strategy == "auto" and suffix == "riscv":
+            candidates = ["tuned", "codegen"] + list(STRATEGIES)
+            strategy_choice(
+                name = "%s_%s" % (name, suffix),
+                strategies = candidates,
+                compiled = [":" + builds[s] for s in candidates],
+                perf = [":%s_riscv%s_perf" % (name, {"tuned": "", "codegen": "_untuned"}.get(s, "_" + s)) for s in candidates],
+            )
+        else:
+            hal_module(
+                name = "%s_%s" % (name, suffix),
+                compiled = ":" + builds["tuned" if strategy == "auto" else strategy],
+            )
     riscv_target = PIPELINE_TARGETS["riscv"][0]
     iree_compile(
         name = name + "_riscv_untuned_compiled",

@@ -67,3 +67,59 @@ def riscv_perf(name, compiled, hardware, **kwargs):
     if not hardware:
         fail("riscv_perf(%s): `hardware` needs at least one accelerator description" % name)
     _riscv_perf(name = name, compiled = compiled, hardware = hardware, **kwargs)
+
+def _strategy_choice_impl(ctx):
+    if len(ctx.attr.strategies) != len(ctx.attr.compiled) or len(ctx.attr.compiled) != len(ctx.attr.perf):
+        fail("%s: `strategies`, `compiled` and `perf` must have one entry per candidate" % ctx.label)
+    vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
+    manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
+    args = ctx.actions.args()
+    inputs = []
+    module = None
+    for strategy, compiled_target, perf_target in zip(ctx.attr.strategies, ctx.attr.compiled, ctx.attr.perf):
+        compiled = compiled_target[CompiledModuleInfo]
+        this_module = compiled_target[MlirModuleInfo]
+        if module == None:
+            module = this_module
+        elif this_module.mlir != module.mlir:
+            fail("%s: %s compiles %s, not %s: candidates are builds of one module" % (
+                ctx.label,
+                compiled_target.label,
+                this_module.mlir.short_path,
+                module.mlir.short_path,
+            ))
+        perf_json = [f for f in perf_target.files.to_list() if f.basename.endswith(".perf.json")]
+        if len(perf_json) != 1:
+            fail("%s: %s is not a riscv_perf target" % (ctx.label, perf_target.label))
+        args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, perf_json[0]])
+        inputs += [compiled.vmfb, compiled.report, compiled.target.file, perf_json[0]]
+    args.add("--module", module.mlir)
+    args.add("--out-vmfb", vmfb)
+    args.add("--out-manifest", manifest)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = inputs + [module.mlir],
+        outputs = [vmfb, manifest],
+        mnemonic = "StrategyChoice",
+        progress_message = "Choosing %s's strategy by RISC-V model cycles (%s)" % (
+            module.model_name,
+            ", ".join(ctx.attr.strategies),
+        ),
+    )
+    return [DefaultInfo(files = depset([vmfb, manifest]), runfiles = ctx.runfiles(files = [vmfb, manifest]))]
+
+strategy_choice = rule(
+    implementation = _strategy_choice_impl,
+    attrs = {
+        "strategies": attr.string_list(mandatory = True),
+        "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo, MlirModuleInfo]),
+        "perf": attr.label_list(mandatory = True),
+        "_tool": attr.label(default = "//perf:choose", executable = True, cfg = "exec"),
+    },
+    doc = """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
+strategies (`strategies[i]` compiled as `compiled[i]`, measured by riscv_perf `perf[i]`), the one
+with the fewest model cycles for one call of the model on the first measured core; every
+candidate's figure and the reason are in the manifest (`strategy_choice`).""",
+)
+

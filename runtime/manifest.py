@@ -60,7 +60,9 @@ def entry_points(module: Path) -> list[dict]:
 
 
 def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: Path | None,
-          hardware: Path | None, out_vmfb: Path, out_manifest: Path) -> dict:
+          hardware: Path | None, out_vmfb: Path, out_manifest: Path, extra: dict | None = None) -> dict:
+    """Checks the files belong together and writes the vmfb and its manifest (with `extra`
+    keys, e.g. how a later stage chose this build) all or nothing."""
     for p in (vmfb, report, module):
         if not p.is_file():
             raise ManifestError(f"{p}: file not found")
@@ -93,6 +95,7 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         "entry_points": entry_points(module),
         "dispatches": dispatches,
         "inputs_sha256": inputs,
+        **(extra or {}),
     }
     write_together({out_manifest: json.dumps(manifest, indent=1, sort_keys=True) + "\n",
                     out_vmfb: vmfb.read_bytes()})
