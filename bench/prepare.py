@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
