@@ -6,7 +6,7 @@ load("//common:providers.bzl", "AnalysisInfo", "IreeTargetInfo", "MlirModuleInfo
 def _zigzag_analysis_impl(ctx):
     module = ctx.attr.module[MlirModuleInfo]
     target = ctx.attr.target[IreeTargetInfo]
-    if target.hardware != None and target.hardware != ctx.file.hardware:
+    if target.hardware != None and target.hardware.path != ctx.file.hardware.path:
         fail("%s: target %s was derived from %s, but the analysis is against %s: an accelerator's VLEN has one source" % (
             ctx.label,
             ctx.attr.target.label,
@@ -89,4 +89,36 @@ accelerator_target = rule(
     },
     doc = """A riscv IREE target for one accelerator: `base`'s ISA and flags with the VLEN
 (`vector_bits`, `+zvl<N>b`) of `hardware`. Analysis, codegen and perf all read this one file.""",
+)
+
+def _hardware_variant_impl(ctx):
+    out = ctx.outputs.out
+    args = ctx.actions.args()
+    args.add("--base", ctx.file.base)
+    args.add("--name", ctx.attr.variant_name or ctx.label.name)
+    for setting in ctx.attr.set:
+        args.add("--set", setting)
+    args.add("--out", out)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = [ctx.file.base],
+        outputs = [out],
+        mnemonic = "HardwareVariant",
+        progress_message = "Accelerator variant %s of %s" % (ctx.label.name, ctx.file.base.basename),
+    )
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+
+hardware_variant = rule(
+    implementation = _hardware_variant_impl,
+    attrs = {
+        "base": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "accelerator description"),
+        "set": attr.string_list(doc = "KEY=VALUE changes (analysis/hardware_variant.py)"),
+        "variant_name": attr.string(doc = "the description's `name` (default: the target name)"),
+        "_tool": attr.label(default = "//analysis:hardware_variant", executable = True, cfg = "exec"),
+    },
+    # Predeclared, so `:<name>.yaml` names the file where a `.yaml` label is expected.
+    outputs = {"out": "%{name}.yaml"},
+    doc = """<name>.yaml: `base` with `set` applied; the register file size and `model_core`
+follow from the vector length (analysis/hardware_variant.py), and the result is validated.""",
 )

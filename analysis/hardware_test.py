@@ -117,6 +117,34 @@ def test_oversized_file_is_refused(tmp_path):
         hardware.load_hardware(path)
 
 
+@pytest.mark.parametrize("vlen,core,register_bytes", [(256, None, 1024), (512, "sifive-x280", 2048),
+                                                      (128, "sifive-p670", 512)])
+def test_variant_derives_register_file_and_core_model_from_vlen(tmp_path, vlen, core, register_bytes):
+    from analysis.hardware_variant import apply
+
+    base = yaml.safe_load((HERE / "hardware" / "riscv_rvv.yaml").read_text())
+    data = apply(base, f"v{vlen}", [f"compute.vector_bits={vlen}", "l1.size_bytes=16384"])
+    path = tmp_path / "v.yaml"
+    path.write_text(yaml.safe_dump(data))
+    hw = hardware.load_hardware(path)  # the variant is a valid description
+    assert hw.model_core == core and hw.level("register").size_bytes == register_bytes
+    assert hw.level("l1").size_bytes == 16384 and hw.name == f"v{vlen}"
+
+
+@pytest.mark.parametrize("setting,words", [
+    ("register.size_bytes=4096", "derived from compute.vector_bits"),
+    ("model_core=sifive-x280", "derived from compute.vector_bits"),
+    ("l3.size_bytes=1", "has no l3 level"),
+    ("compute.vector_bits", "expected KEY=VALUE"),
+])
+def test_variant_refuses_settings_that_could_contradict(setting, words):
+    from analysis.hardware_variant import VariantError, apply
+
+    base = yaml.safe_load((HERE / "hardware" / "riscv_rvv.yaml").read_text())
+    with pytest.raises(VariantError, match=words):
+        apply(base, "v", [setting])
+
+
 def test_cli_reports_one_line_and_fails(tmp_path):
     root = HERE.parent
     out = tmp_path / "a.json"

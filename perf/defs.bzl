@@ -27,6 +27,8 @@ def _riscv_perf_impl(ctx):
     args.add("--runner", ctx.file._runner)
     args.add("--plugin", ctx.file._plugin)
     args.add("--model-name", module.model_name)
+    if ctx.attr.counts_only_ok:
+        args.add("--allow-counts-only")
     args.add("--out-json", out_json)
     args.add("--out-md", out_md)
     ctx.actions.run(
@@ -47,6 +49,8 @@ _riscv_perf = rule(
     attrs = {
         "compiled": attr.label(mandatory = True, providers = [CompiledModuleInfo]),
         "hardware": attr.label_list(mandatory = True, allow_files = [".yaml"]),
+        # Measure a description without a core model in instructions alone (a sweep's VLEN 256).
+        "counts_only_ok": attr.bool(default = False),
         "_tool": attr.label(default = "//perf:measure", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),

@@ -39,6 +39,9 @@ the clones' repositories link to the one this workspace already created):
    with `--execution_log_json_file`, WITHOUT the remote cache, so a spawn in
    the log can only mean "ran here" (no remote hit can stand in for a re-run,
    and nothing edited is uploaded).
+   - `pipeline:sweep_incremental`: after building //models:mlp_sweep and editing
+     one variant's line in models/BUILD.bazel, only that variant's description,
+     target, analysis, compile and RISC-V measurement and the sweep report ran.
    - `pipeline:incremental`: ZigZagAnalysis and IreeCompile spawns ran
      locally, and no MlirImport spawn is in the log at all (not even a cache
      hit: the import must not be needed).
@@ -81,7 +84,13 @@ PIPELINE_MNEMONICS = ("MlirImport", "ZigZagAnalysis", "IreeCompile", "HalModule"
 IMPORT_MNEMONIC = "MlirImport"
 RERUN_MNEMONICS = ("ZigZagAnalysis", "IreeCompile")
 CHECKS = ("server", "cold_build", "reproducible", "remote_cache_hits", "identical_outputs",
-          "no_absolute_paths", "incremental")
+          "no_absolute_paths", "incremental", "sweep_incremental")
+# hardware_sweep: editing one variant's line reruns that variant's chain and the report only.
+SWEEP_TARGET = "//models:mlp_sweep"
+SWEEP_EDIT = ('"vlen256": ["compute.vector_bits=256"],',
+              '"vlen256": ["compute.vector_bits=256", "l1.size_bytes=16384"],')
+SWEEP_CHAIN = ("HardwareVariant", "AcceleratorTarget", "ZigZagAnalysis", "IreeCompile", "RiscvPerf",
+               "HardwareSweep")
 STRICT_PATH = "/bin:/usr/bin:/usr/local/bin"  # --incompatible_strict_action_env
 
 
@@ -398,6 +407,37 @@ def run(args, state: dict, results: dict[str, tuple[bool, str]], times: dict[str
         results["incremental"] = (False, f"{not_rerun} did not run after editing {args.hardware} (ran {ran}; {summary_i})")
     else:
         results["incremental"] = (True, f"{times['incremental_B']:.1f} s, ran {ran}, no {IMPORT_MNEMONIC} spawn; {summary_i}")
+
+    # 3b. A hardware sweep: build it in B, edit one variant's line, rebuild with the execution
+    # log: only that variant's description, target, analysis, compile and measurement and the
+    # report may run (their outputs name the variant), no other variant's, no import.
+    log(f"hardware sweep {SWEEP_TARGET} in clone B, then one variant edited")
+    times["sweep_B"], proc = b.build([], SWEEP_TARGET)
+    checked(proc, f"build of {SWEEP_TARGET} in clone B")
+    build_file = b.workspace / "models" / "BUILD.bazel"
+    text = build_file.read_text()
+    if SWEEP_EDIT[0] not in text:
+        results["sweep_incremental"] = (False, f"models/BUILD.bazel has no line {SWEEP_EDIT[0]!r} to edit")
+    else:
+        build_file.write_text(text.replace(SWEEP_EDIT[0], SWEEP_EDIT[1], 1))
+        exec_s = scratch / "exec_sweep.json"
+        times["sweep_incremental_B"], proc = b.build([f"--execution_log_json_file={exec_s}"], SWEEP_TARGET)
+        checked(proc, f"rebuild of {SWEEP_TARGET} in clone B after editing a variant")
+        ran = [s for s in spawns(exec_s) if not s.get("remoteCacheHit")]
+        mnemonics = sorted({s.get("mnemonic", "") for s in ran})
+        outputs = [o for s in ran for o in s.get("listedOutputs", [])]
+        others = sorted({o.rsplit("/", 1)[-1] for o in outputs
+                         if "mlp_sweep_" in o and "mlp_sweep_vlen256_" not in o})
+        missing = [m for m in SWEEP_CHAIN if m not in mnemonics]
+        if others or IMPORT_MNEMONIC in mnemonics:
+            results["sweep_incremental"] = (False, f"an unedited variant or the import reran: {others[:5]} "
+                                                   f"(ran {mnemonics})")
+        elif missing:
+            results["sweep_incremental"] = (False, f"{missing} did not run for the edited variant (ran {mnemonics})")
+        else:
+            results["sweep_incremental"] = (True, f"{times['sweep_incremental_B']:.1f} s, ran {mnemonics} for "
+                                                  f"vlen256 only ({len(ran)} spawns); "
+                                                  f"{process_summary(proc.stderr)}")
 
     # 4. Reproducible: A's pipeline outputs (untouched since its cold build) vs
     # this workspace's own build, checked last so that build, which may wait

@@ -1,0 +1,185 @@
+"""Hardware design-space sweep report: one model, N accelerator variants, predicted vs measured.
+
+    python -m bench.sweep --model resnet18 \\
+        --variant NAME HARDWARE.yaml ANALYSIS.json COMPILE_REPORT.json PERF.json ... \\
+        --out-md S.sweep.md --out-json S.sweep.json --out-png S.sweep.png
+
+Per variant (`hardware_sweep` in bench/defs.bzl builds each: analysis, compile and RISC-V
+measurement against that variant's description): the analysis' predicted cycles and energy of
+the chosen tiles, summed over one call of the model; the measured instructions and model
+cycles of one call (model cycles only where LLVM has a core model of that VLEN; otherwise
+instruction counts alone, and the report says so); MAC utilisation of the modelled FMA peak;
+how many dispatches' chosen tiles differ from the first variant's; and how well the predicted
+ranking of the variants matches the measured one (Spearman).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from analysis.hardware import HardwareError, load_hardware
+from bench import stats
+from common.analysis_schema import Analysis
+from common.files import write_together
+from common.perf_schema import PerfReport
+
+
+class SweepError(RuntimeError):
+    pass
+
+
+def variant_row(name: str, hardware: Path, analysis_path: Path, report_path: Path,
+                perf_path: Path) -> dict:
+    hw = load_hardware(hardware)
+    try:
+        analysis = Analysis.model_validate_json(analysis_path.read_text())
+        compiled = json.loads(report_path.read_text())["summary"]
+        perf = PerfReport.model_validate_json(perf_path.read_text())
+    except (OSError, ValueError, KeyError) as err:
+        raise SweepError(f"variant {name}: {str(err).splitlines()[0]}") from None
+    if analysis.hardware != hw.name:
+        raise SweepError(f"variant {name}: {analysis_path.name} was made for {analysis.hardware}, "
+                         f"not {hw.name}")
+    run = next((r for r in perf.runs if r.hardware == hw.name), None)
+    if run is None:
+        raise SweepError(f"variant {name}: {perf_path.name} has no measurement on {hw.name}")
+    calls = {d.name: d.calls for d in run.dispatches}
+    predicted = energy = 0.0
+    energy_known = True
+    for d in analysis.dispatches:
+        n = calls.get(d.name, 1)
+        if d.cost is not None:
+            predicted += d.cost.latency_cycles * n
+            if d.cost.energy_pj is None:
+                energy_known = False
+            else:
+                energy += d.cost.energy_pj * n
+        else:
+            energy_known = False
+    macs = sum(d.macs * d.calls for d in run.dispatches)
+    cycles = run.inference_model_cycles
+    return {
+        "variant": name, "hardware": hw.name, "vector_bits": hw.compute.vector_bits,
+        "l1_kib": hw.level("l1").size_bytes / 1024, "cores": hw.cores,
+        "peak_macs_per_cycle": hw.macs_per_cycle, "core_model": run.core,
+        "predicted_cycles": predicted, "predicted_energy_pj": energy if energy_known else None,
+        "calibrated": analysis.calibration is not None,
+        "instructions": run.inference_instructions, "model_cycles": cycles,
+        "mac_utilization": macs / (cycles * hw.macs_per_cycle) if cycles and macs else None,
+        "tiles": {d.name: d.tiles for d in analysis.dispatches},
+        "configs_applied": compiled["applied"],  # each proven landed by codegen
+    }
+
+
+def sweep(model: str, rows: list[dict]) -> dict:
+    first = rows[0]["tiles"]
+    for r in rows:
+        r["tiles_changed"] = sum(1 for k, t in r["tiles"].items() if t != first.get(k))
+    for r in rows:
+        del r["tiles"]
+    timed = [r for r in rows if r["model_cycles"] is not None]
+    rank = {
+        "predicted_vs_model_cycles": {
+            "n": len(timed),
+            "rho": stats.spearman([r["predicted_cycles"] for r in timed], [r["model_cycles"] for r in timed]),
+        },
+        "predicted_vs_instructions": {
+            "n": len(rows),
+            "rho": stats.spearman([r["predicted_cycles"] for r in rows], [r["instructions"] for r in rows]),
+        },
+    }
+    return {"model": model, "variants": rows, "ranking": rank}
+
+
+def _m(x: float | None) -> str:
+    return "-" if x is None else f"{x / 1e6:.3f}M"
+
+
+def markdown(result: dict) -> str:
+    rows = result["variants"]
+    lines = [f"# Hardware sweep: {result['model']}", "",
+             "One call of the model per accelerator variant. Predicted: the analysis' cost of the "
+             "tiles it chose" + ("" if all(r["calibrated"] for r in rows) else
+                                 " (uncalibrated: unit coefficients, a ranking at best)")
+             + ". Measured: dynamic instructions under qemu at the variant's VLEN and llvm-mca model "
+             "cycles on the LLVM core model of that VLEN; where LLVM has none, instructions only "
+             "(`counts only`). Model cycles ignore caches and memory latency: the L1 size changes "
+             "the analysis' choice, never a model cycle directly.", "",
+             "| variant | VLEN | L1 KiB | peak MACs/cycle | core model | predicted cycles | predicted energy | "
+             "instructions | model cycles | MAC utilisation | dispatches with other tiles | configs applied |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        util = f"{r['mac_utilization']:.1%}" if r["mac_utilization"] is not None else "-"
+        energy = f"{r['predicted_energy_pj'] / 1e6:.3f} uJ" if r["predicted_energy_pj"] is not None else "-"
+        lines.append(f"| {r['variant']} | {r['vector_bits']} | {r['l1_kib']:g} | {r['peak_macs_per_cycle']} | "
+                     f"{r['core_model'] or 'counts only'} | {_m(r['predicted_cycles'])} | {energy} | "
+                     f"{_m(r['instructions'])} | {_m(r['model_cycles'])} | {util} | {r['tiles_changed']} | "
+                     f"{r['configs_applied']} |")
+    rk = result["ranking"]
+    fmt = lambda v: "-" if v["rho"] is None else f"{v['rho']:.2f}"
+    lines += ["", "## Predicted vs measured ranking of the variants (Spearman)", "",
+              f"- predicted cycles vs model cycles: rho {fmt(rk['predicted_vs_model_cycles'])} "
+              f"over {rk['predicted_vs_model_cycles']['n']} variants with a core model",
+              f"- predicted cycles vs instructions: rho {fmt(rk['predicted_vs_instructions'])} "
+              f"over {rk['predicted_vs_instructions']['n']} variants", ""]
+    return "\n".join(lines)
+
+
+def plot(result: dict) -> bytes:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["variants"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, key, label in ((axes[0], "vector_bits", "VLEN (bits)"), (axes[1], "l1_kib", "L1 (KiB)")):
+        ax.scatter([r[key] for r in rows], [r["instructions"] for r in rows], label="instructions")
+        timed = [r for r in rows if r["model_cycles"] is not None]
+        ax.scatter([r[key] for r in timed], [r["model_cycles"] for r in timed], marker="x",
+                   label="model cycles")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(label)
+        ax.set_ylabel("per call of the model")
+        ax.legend(fontsize=7)
+    fig.suptitle(result["model"])
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.sweep", description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True)
+    p.add_argument("--variant", nargs=5, action="append", required=True,
+                   metavar=("NAME", "HARDWARE", "ANALYSIS", "COMPILE_REPORT", "PERF"))
+    p.add_argument("--out-md", required=True, type=Path)
+    p.add_argument("--out-json", required=True, type=Path)
+    p.add_argument("--out-png", required=True, type=Path)
+    a = p.parse_args(argv)
+    try:
+        rows = [variant_row(n, Path(h), Path(an), Path(rp), Path(pf)) for n, h, an, rp, pf in a.variant]
+        result = sweep(a.model, rows)
+        write_together({a.out_md: markdown(result),
+                        a.out_json: json.dumps(result, indent=1, sort_keys=True) + "\n",
+                        a.out_png: plot(result)})
+    except (SweepError, HardwareError) as err:
+        print(f"sweep: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
+        first = (str(err).strip().splitlines() or [""])[0]
+        print(f"sweep: {a.model}: {type(err).__name__}: {first}", file=sys.stderr)
+        return 1
+    print(f"sweep {a.model}: {len(rows)} variants -> {a.out_md.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
