@@ -51,7 +51,7 @@ _sweep_report = rule(
 def _variant_label(name, variant):
     return "%s_%s" % (name, variant)
 
-def hardware_sweep(name, module, model_name, base, variants, riscv_target = "//common:riscv64_rvv", **kwargs):
+def hardware_sweep(name, module, model_name, base, variants, riscv_target = "//common:riscv64_rvv", require_model_cycles = False, **kwargs):
     """Builds and measures `module` for each accelerator variant; report <name>.sweep.{md,json,png}.
 
     Each variant is one line: a name and the `--set KEY=VALUE` changes to `base`
@@ -81,6 +81,8 @@ def hardware_sweep(name, module, model_name, base, variants, riscv_target = "//c
       variants: {variant name: [KEY=VALUE, ...]}, in report order (the first is the reference
         for "dispatches with other tiles").
       riscv_target: the riscv IREE target (ISA, flags) the variants' targets are derived from.
+      require_model_cycles: refuse (in the measurement, with the reason) a variant whose VLEN
+        no LLVM core model has, instead of measuring it in instructions only.
       **kwargs: forwarded to every generated rule (tags, visibility, ...).
     """
     if not variants:
@@ -121,7 +123,7 @@ def hardware_sweep(name, module, model_name, base, variants, riscv_target = "//c
             name = prefix + "_perf",
             compiled = ":%s_compiled" % prefix,
             hardware = [":%s_hardware" % prefix],
-            counts_only_ok = True,
+            counts_only_ok = not require_model_cycles,
             **kwargs
         )
     _sweep_report(
