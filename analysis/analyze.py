@@ -36,6 +36,7 @@ from analysis import hardware as hwmod
 from common.analysis_schema import (LEVEL_ROLES, Analysis, AnalysisOptions, Candidate, Cost,
                                     Dispatch, Loop, Operand, Summary)
 from common.calibration_schema import Calibration
+from common.errors import first_line
 from common.files import sha256_file, write_together
 from common.targets import TargetError, load_target
 
@@ -344,8 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"analysis: {args.module}: interrupted; nothing written", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        first = (str(err).strip().splitlines() or [""])[0]
-        print(f"analysis: {args.module}: {type(err).__name__}: {first}", file=sys.stderr)
+        print(f"analysis: {args.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
         return 1
     s = result.summary
     print(f"analysis {args.model_name}: {s.dispatches} dispatches, {s.distinct_ops} distinct ops, "

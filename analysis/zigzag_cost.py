@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from analysis.dispatches import LoopNest
+from common.errors import first_line
 
 ZIGZAG_KINDS = {"matmul": "Gemm", "batch_matmul": "Gemm", "conv": "Conv",
                 "depthwise_conv": "Conv", "pooling": "Pooling", "elementwise": "Add"}
@@ -132,7 +133,7 @@ def run(layer: dict, accelerator: Path, mapping: Path, nloops: int, lpf_limit: i
                 [layer], str(accelerator), str(mapping), opt="latency",
                 dump_folder=str(dump / "out"), loma_show_progress_bar=False, lpf_limit=lpf_limit)
     except Exception as err:  # noqa: BLE001 - ZigZag raises anything; keep its words, not its paths
-        text = (str(err).strip().splitlines() or [""])[0]
+        text = first_line(err)
         for path, name in ((dump, "<zigzag dump>"), (accelerator.parent, "<zigzag inputs>")):
             text = text.replace(str(path), name)
         raise ZigZagFailed(f"{type(err).__name__}: {text}") from None

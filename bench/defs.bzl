@@ -3,7 +3,7 @@
 load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_analysis")
 load("//common:providers.bzl", "CompiledModuleInfo")
 load("//codegen:defs.bzl", "iree_compile")
-load("//perf:defs.bzl", "riscv_perf")
+load("//perf:defs.bzl", "perf_json_of", "riscv_perf")
 
 def _sweep_report_impl(ctx):
     n = len(ctx.attr.variant_names)
@@ -16,12 +16,10 @@ def _sweep_report_impl(ctx):
     args.add("--model", ctx.attr.model_name)
     inputs = []
     for name, hw, analysis, compiled, perf_target in zip(ctx.attr.variant_names, ctx.files.hardware, ctx.files.analyses, ctx.attr.compiled, ctx.attr.perf):
-        perf_json = [f for f in perf_target.files.to_list() if f.basename.endswith(".perf.json")]
-        if len(perf_json) != 1:
-            fail("%s: %s is not a riscv_perf target" % (ctx.label, perf_target.label))
+        perf_json = perf_json_of(ctx.label, perf_target)
         report = compiled[CompiledModuleInfo].report
-        args.add_all("--variant", [name, hw, analysis, report, perf_json[0]])
-        inputs += [hw, analysis, report, perf_json[0]]
+        args.add_all("--variant", [name, hw, analysis, report, perf_json])
+        inputs += [hw, analysis, report, perf_json]
     args.add("--out-md", md)
     args.add("--out-json", js)
     args.add("--out-png", png)

@@ -23,6 +23,7 @@ from pathlib import Path
 from analysis.hardware import HardwareError, load_hardware
 from bench import stats
 from common.analysis_schema import Analysis
+from common.errors import first_line
 from common.files import write_together
 from common.perf_schema import PerfReport
 
@@ -174,8 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sweep: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        first = (str(err).strip().splitlines() or [""])[0]
-        print(f"sweep: {a.model}: {type(err).__name__}: {first}", file=sys.stderr)
+        print(f"sweep: {a.model}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
         return 1
     print(f"sweep {a.model}: {len(rows)} variants -> {a.out_md.name}")
     return 0

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from common.analysis_schema import Analysis
+from common.errors import first_line
 from common.files import sha256_file, write_together
 from common.iree_tools import IreeCompileError, IreeResult, iree_compile
 from common.targets import IreeTarget, TargetError, load_target
@@ -399,8 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"codegen.compile: error: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        first = (str(err).strip().splitlines() or [""])[0]
-        print(f"codegen.compile: error: {a.module}: {type(err).__name__}: {first}", file=sys.stderr)
+        print(f"codegen.compile: error: {a.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
         return 1
     s = r["summary"]
     print(f"{a.out_vmfb.name}: {s['dispatches']} dispatches, {s['applied']} configs applied and landed "

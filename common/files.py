@@ -44,7 +44,7 @@ def write_together(outputs: dict[str | Path, bytes | str]) -> None:
     Every file is first written to a temporary beside its destination; only when all of them
     are written are they renamed into place. If a write fails, no new file remains and the old
     ones are untouched. If a rename fails part-way (the destination directory vanished, say),
-    the files already renamed are restored from their previous contents or removed.
+    the files already renamed are restored to their previous versions or removed.
     """
     staged: list[tuple[Path, Path]] = []
     try:
@@ -54,10 +54,18 @@ def write_together(outputs: dict[str | Path, bytes | str]) -> None:
         for _, tmp in staged:
             tmp.unlink(missing_ok=True)
         raise
-    previous: dict[Path, bytes | None] = {
-        path: path.read_bytes() if path.is_file() else None for path, _ in staged}
+    # The previous outputs are kept as hard links (no copy of a large vmfb) until every
+    # rename has succeeded, so a rename failing part-way can put them back.
+    previous: dict[Path, Path | None] = {}
     done: list[Path] = []
     try:
+        for path, _ in staged:
+            previous[path] = None
+            if path.is_file():
+                keep = path.with_name(f".{path.name}.previous.{os.getpid()}")
+                keep.unlink(missing_ok=True)
+                os.link(path, keep)
+                previous[path] = keep
         for path, tmp in staged:
             os.replace(tmp, path)
             done.append(path)
@@ -68,8 +76,14 @@ def write_together(outputs: dict[str | Path, bytes | str]) -> None:
             if previous[path] is None:
                 path.unlink(missing_ok=True)
             else:
-                _temporary_beside(path, previous[path]).replace(path)
+                os.replace(previous[path], path)
+        for keep in previous.values():
+            if keep is not None:
+                keep.unlink(missing_ok=True)
         raise
+    for keep in previous.values():
+        if keep is not None:
+            keep.unlink(missing_ok=True)
 
 
 def sha256_file(path: str | Path) -> str:

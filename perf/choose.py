@@ -19,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from common.errors import first_line
 from common.perf_schema import PerfReport
 from runtime.manifest import ManifestError, build
 
@@ -76,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"perf.choose: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        first = (str(err).strip().splitlines() or [""])[0]
-        print(f"perf.choose: {a.module}: {type(err).__name__}: {first}", file=sys.stderr)
+        print(f"perf.choose: {a.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
         return 1
     print(f"perf.choose: {a.out_vmfb.name}: {record['reason']}")
     return 0

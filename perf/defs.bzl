@@ -72,6 +72,13 @@ def riscv_perf(name, compiled, hardware, **kwargs):
         fail("riscv_perf(%s): `hardware` needs at least one accelerator description" % name)
     _riscv_perf(name = name, compiled = compiled, hardware = hardware, **kwargs)
 
+def perf_json_of(label, perf_target):
+    """The <name>.perf.json of a riscv_perf target (for rules that read measurements)."""
+    found = [f for f in perf_target.files.to_list() if f.basename.endswith(".perf.json")]
+    if len(found) != 1:
+        fail("%s: %s is not a riscv_perf target" % (label, perf_target.label))
+    return found[0]
+
 def _strategy_choice_impl(ctx):
     if len(ctx.attr.strategies) != len(ctx.attr.compiled) or len(ctx.attr.compiled) != len(ctx.attr.perf):
         fail("%s: `strategies`, `compiled` and `perf` must have one entry per candidate" % ctx.label)
@@ -92,11 +99,9 @@ def _strategy_choice_impl(ctx):
                 this_module.mlir.short_path,
                 module.mlir.short_path,
             ))
-        perf_json = [f for f in perf_target.files.to_list() if f.basename.endswith(".perf.json")]
-        if len(perf_json) != 1:
-            fail("%s: %s is not a riscv_perf target" % (ctx.label, perf_target.label))
-        args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, perf_json[0]])
-        inputs += [compiled.vmfb, compiled.report, compiled.target.file, perf_json[0]]
+        perf_json = perf_json_of(ctx.label, perf_target)
+        args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, perf_json])
+        inputs += [compiled.vmfb, compiled.report, compiled.target.file, perf_json]
     args.add("--module", module.mlir)
     args.add("--out-vmfb", vmfb)
     args.add("--out-manifest", manifest)

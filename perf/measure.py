@@ -34,6 +34,7 @@ import numpy as np
 
 from analysis import dispatches as dsp
 from analysis.hardware import Hardware, HardwareError, load_hardware
+from common.errors import first_line
 from common.files import sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.riscv_cores import MODEL_IGNORES
@@ -280,8 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"perf: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # one line, never a traceback; nothing is written
-        first = (str(err).strip().splitlines() or [""])[0]
-        print(f"perf: {args.module}: {type(err).__name__}: {first}", file=sys.stderr)
+        print(f"perf: {args.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
         return 1
     write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     run = report.runs[0]

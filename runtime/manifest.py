@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from common.errors import first_line
 from common.files import sha256_file, write_together
 from common.targets import TargetError, load_target
 
@@ -118,8 +119,7 @@ def _check_belong_together(rep: dict, report: Path, inputs: dict, vmfb: Path, mo
     try:
         ireert.VmModule.copy_buffer(ireert.VmInstance(), vmfb.read_bytes())
     except Exception as err:  # noqa: BLE001 - the runtime raises a generic error
-        raise ManifestError(f"{vmfb}: IREE's runtime cannot load it: "
-                            f"{(str(err).strip().splitlines() or [''])[0]}") from None
+        raise ManifestError(f"{vmfb}: IREE's runtime cannot load it: {first_line(err)}") from None
 
 
 def main(argv=None) -> int:
@@ -139,8 +139,7 @@ def main(argv=None) -> int:
         print(f"runtime.manifest: error: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        first = (str(err).strip().splitlines() or [""])[0]
-        print(f"runtime.manifest: error: {a.vmfb}: {type(err).__name__}: {first}", file=sys.stderr)
+        print(f"runtime.manifest: error: {a.vmfb}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
         return 1
     return 0
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from common.errors import first_line
+
 
 class RunError(RuntimeError):
     pass
@@ -120,8 +122,7 @@ def main(argv=None) -> int:
         print(f"runtime.run: error: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        first = (str(err).strip().splitlines() or [""])[0]
-        print(f"runtime.run: error: {a.module}: {type(err).__name__}: {first}", file=sys.stderr)
+        print(f"runtime.run: error: {a.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
         return 1
     return 0
 
