@@ -33,6 +33,7 @@ from analysis.hardware import HardwareError
 from bench.artifacts import PipelineInfo, zoo
 from common.calibration_schema import Calibration, FitQuality
 from common.files import atomic_write, sha256_file
+from perf.tune import forced_analysis, round_assignments
 
 ROUNDS = 6
 # A candidate replaces IREE's default only when predicted at least `margin` cheaper; the margin
@@ -53,37 +54,6 @@ def _run(cmd: list[str], what: str) -> None:
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines() or ["(no output)"]
         raise CalibrationError(f"{what}: {lines[-1]}")
-
-
-def round_assignments(analysis: dict, rounds: int) -> list[dict[str, str]]:
-    """Per round, dispatch -> candidate name; a dispatch with fewer candidates than rounds
-    keeps IREE's default in the rounds beyond its list (measured once, in round 0)."""
-    out = []
-    for j in range(rounds):
-        assign = {}
-        for d in analysis["dispatches"]:
-            names = [c["name"] for c in d["candidates"]]
-            if "iree-default" not in names:
-                continue
-            ordered = ["iree-default"] + [n for n in names if n != "iree-default"]
-            assign[d["name"]] = ordered[j] if j < len(ordered) else "iree-default"
-        out.append(assign)
-    return out
-
-
-def forced_analysis(analysis: dict, assign: dict[str, str]) -> dict:
-    """The analysis with each dispatch's tiles replaced by its assigned candidate's."""
-    a = json.loads(json.dumps(analysis))
-    for d in a["dispatches"]:
-        name = assign.get(d["name"])
-        if name is None:
-            continue
-        cand = next(c for c in d["candidates"] if c["name"] == name)
-        d["chosen"] = name
-        d["provenance"] = cand["generator"]
-        d["tiles"] = None if name == "iree-default" else cand["tiles"]
-        d["reason"] = f"calibration round: candidate {name} forced"
-    return a
 
 
 class Measurer:
@@ -151,7 +121,7 @@ def measure_model(info: PipelineInfo, mlirbc: Path, measurer: Measurer, rounds: 
         if not todo:
             break
         path = work / f"{info.name}.round{j}.analysis.json"
-        path.write_text(json.dumps(forced_analysis(analysis, assign), indent=1))
+        path.write_text(json.dumps(forced_analysis(analysis, assign, "calibration round"), indent=1))
         try:
             measured = measurer(info, mlirbc, path, f"round{j}")
         except CalibrationError as err:

@@ -3,7 +3,7 @@
 load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_analysis")
 load("//common:providers.bzl", "CompiledModuleInfo")
 load("//codegen:defs.bzl", "iree_compile")
-load("//perf:defs.bzl", "perf_json_of", "riscv_perf")
+load("//perf:defs.bzl", "measured_choice", "perf_json_of", "riscv_perf")
 
 def _sweep_report_impl(ctx):
     n = len(ctx.attr.variant_names)
@@ -55,7 +55,9 @@ def hardware_sweep(name, module, model_name, base, variants, riscv_target = "//c
     Each variant is one line: a name and the `--set KEY=VALUE` changes to `base`
     (analysis/hardware_variant.py; the register file and the core model follow from the VLEN).
     Per variant, `<name>_<variant>_hardware` (the description), `_target` (the riscv IREE target
-    derived from it), `_analysis`, `_compiled` (its report, with every applied config proven
+    derived from it), `_predicted_analysis`, `_analysis` (the measured choice among its candidates
+    on the variant's core model; the predicted choice where no core model has the VLEN),
+    `_compiled` (its report, with every applied config proven
     landed, feeds the sweep report) and `_perf` (instructions, and model cycles where LLVM has a
     core model of that VLEN) are their own cached actions, so editing one variant's
     line reruns only that variant's chain and the report; the import is shared.
@@ -104,10 +106,19 @@ def hardware_sweep(name, module, model_name, base, variants, riscv_target = "//c
             **kwargs
         )
         zigzag_analysis(
-            name = prefix + "_analysis",
+            name = prefix + "_predicted_analysis",
             module = module,
             hardware = ":%s_hardware.yaml" % prefix,
             target = ":%s_target" % prefix,
+            **kwargs
+        )
+
+        # Tiles chosen by measured model cycles on the variant's core, as model_pipeline does;
+        # a VLEN without a core model keeps the predicted choice (measured_choice empty).
+        measured_choice(
+            name = prefix + "_analysis",
+            analysis = ":%s_predicted_analysis" % prefix,
+            allow_no_core_model = not require_model_cycles,
             **kwargs
         )
         iree_compile(

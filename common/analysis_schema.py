@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Which generator produced the compiled tiles ("search": a systematic variant of another).
 Provenance = Literal["zigzag", "analytical", "iree-default", "search"]
@@ -67,6 +67,10 @@ class Candidate(_Strict):
     features: dict[str, float]
     predicted_cycles: float
     reason: str
+    # Set by a measured choice (perf/tune.py) for the shortlisted candidates: model cycles of
+    # the dispatch compiled with these tiles on the accelerator's core model, or why not.
+    measured_model_cycles: int | None = Field(default=None, ge=0)
+    measure_error: str | None = None
 
 
 def check_tiles(tiles: dict[str, list[int]], bounds: list[int], what: str) -> None:
@@ -151,9 +155,21 @@ class AnalysisOptions(_Strict):
     allow_zigzag_failure: bool = False
 
 
+class MeasuredChoice(_Strict):
+    """How perf/tune.py chose among the candidates: by model cycles, not by prediction."""
+    hardware: str  # the accelerator description measured on
+    core: str  # its llvm-mca core model
+    candidates_per_dispatch: int = Field(ge=2)  # IREE's default and the best predicted others
+    dispatches: int = Field(ge=0)  # dispatches with a choice (a shortlist of 2 or more)
+    # Of those, how many were run: dispatches of one root op and candidates share one measurement.
+    representatives: int = Field(ge=0)
+    measured: int = Field(ge=0)  # candidates measured (on representatives)
+    failed: int = Field(ge=0)  # shortlisted candidates that did not compile or run
+
+
 class Analysis(_Strict):
     # Only the version this code writes is read: an older or newer file is refused, not guessed.
-    schema_version: Literal[3] = SCHEMA_VERSION
+    schema_version: Literal[4] = SCHEMA_VERSION
     options: AnalysisOptions = AnalysisOptions()
     model: str
     target: str
@@ -166,3 +182,5 @@ class Analysis(_Strict):
     calibration_sha256: str | None = None
     dispatches: list[Dispatch]
     summary: Summary
+    # None: chosen by the cost model's prediction (analysis.analyze); set: by measurement.
+    measured_choice: MeasuredChoice | None = None

@@ -1,6 +1,6 @@
 """`riscv_perf`: RISC-V instruction counts and model cycles of a compiled module (perf/measure.py)."""
 
-load("//common:providers.bzl", "CompiledModuleInfo", "MlirModuleInfo")
+load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "MlirModuleInfo")
 
 def _riscv_perf_impl(ctx):
     compiled = ctx.attr.compiled[CompiledModuleInfo]
@@ -71,6 +71,62 @@ def riscv_perf(name, compiled, hardware, **kwargs):
     if not hardware:
         fail("riscv_perf(%s): `hardware` needs at least one accelerator description" % name)
     _riscv_perf(name = name, compiled = compiled, hardware = hardware, **kwargs)
+
+def _measured_choice_impl(ctx):
+    analysis = ctx.attr.analysis[AnalysisInfo]
+    target = analysis.target
+    if target.hardware == None:
+        fail("%s: %s was analysed for %s, which is not derived from an accelerator description (accelerator_target)" % (
+            ctx.label,
+            ctx.attr.analysis.label,
+            target.name,
+        ))
+    out = ctx.actions.declare_file(ctx.label.name + ".analysis.json")
+    out_md = ctx.actions.declare_file(ctx.label.name + ".tune.md")
+    args = ctx.actions.args()
+    args.add("--module", analysis.module.mlir)
+    args.add("--target", target.file)
+    args.add("--analysis", analysis.analysis_json)
+    args.add("--hardware", analysis.hardware)
+    args.add("--runner", ctx.file._runner)
+    args.add("--plugin", ctx.file._plugin)
+    args.add("--model-name", analysis.module.model_name)
+    args.add("--candidates", str(ctx.attr.candidates))
+    if ctx.attr.allow_no_core_model:
+        args.add("--allow-no-core-model")
+    args.add("--out", out)
+    args.add("--out-md", out_md)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = [analysis.module.mlir, target.file, analysis.analysis_json, analysis.hardware, ctx.file._runner, ctx.file._plugin],
+        outputs = [out, out_md],
+        mnemonic = "MeasuredChoice",
+        progress_message = "Choosing %s's tiles by RISC-V model cycles (%d candidates per dispatch)" % (
+            analysis.module.model_name,
+            ctx.attr.candidates,
+        ),
+    )
+    return [
+        AnalysisInfo(analysis_json = out, module = analysis.module, target = target, hardware = analysis.hardware),
+        DefaultInfo(files = depset([out, out_md]), runfiles = ctx.runfiles(files = [out, out_md])),
+    ]
+
+measured_choice = rule(
+    implementation = _measured_choice_impl,
+    attrs = {
+        "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis for a riscv accelerator_target"),
+        "candidates": attr.int(default = 4, doc = "shortlist per dispatch: IREE's default and the best predicted others"),
+        "allow_no_core_model": attr.bool(default = False, doc = "a description without a core model keeps the predicted choice (a sweep's VLEN 256)"),
+        "_tool": attr.label(default = "//perf:tune", executable = True, cfg = "exec"),
+        "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
+        "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
+    },
+    doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.tune.md: each
+dispatch's tiles chosen, among IREE's default and the analysis' best predicted candidates, by
+measured model cycles on the accelerator's core model (perf/tune.py); never a candidate measured
+slower than IREE's default. Every shortlisted candidate's prediction and measurement is recorded.""",
+)
 
 def perf_json_of(label, perf_target):
     """The <name>.perf.json of a riscv_perf target (for rules that read measurements)."""

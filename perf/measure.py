@@ -146,7 +146,10 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
 
 def measure(module: Path, target_path: Path, analysis: Path | None, hardware: list[Path], runner: Path,
             plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
-            counts_only_ok: bool = False) -> PerfReport:
+            counts_only_ok: bool = False, only: set[str] | None = None) -> PerfReport:
+    """Every dispatch of the module measured on each description; `only`: those dispatches
+    alone (perf.tune measures the ones whose candidate changed; the rest are still compiled
+    and their inputs drawn, so a dispatch's inputs do not depend on the selection)."""
     target = load_target(target_path)
     if not target.is_riscv:
         raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
@@ -191,10 +194,16 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             except chk.DriveError as err:
                 raise PerfError(f"{name}: {err}") from None
 
+        if only is not None:
+            unknown = sorted(only - set(names))
+            if unknown:
+                raise PerfError(f"{unknown[0]}: no such dispatch in {module.name}")
+            names = [n for n in names if n in only]
         jobs_list = []
         for h, (hw, _) in enumerate(hws):
             qemu_cmd = _qemu_cmd(qemu, hw.compute.vector_bits)
-            for i, name in enumerate(names):
+            for name in names:
+                i = sorted(compiled.dispatches).index(name)
                 lib, index = exports[name]
                 out = work / f"d{i:03d}" / f"counts_{hw.name}.txt"
                 jobs_list.append(((h, name), (qemu_cmd, plugin, runner, lib, index,

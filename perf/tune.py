@@ -1,0 +1,300 @@
+"""Chooses each dispatch's tiles by measurement on the accelerator's core model.
+
+    python -m perf.tune --module M.mlirbc --target T.target.yaml --analysis M.analysis.json \\
+        --hardware riscv_rvv.yaml --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
+        --model-name M --candidates 4 --out M_measured.analysis.json --out-md M_measured.md
+
+The cost model ranks candidates but does not predict which one wins on RISC-V well enough to
+switch away from IREE's default (analysis/calibration/riscv_rvv.md: cross-validated Kendall
+tau 0.13). Model cycles, though, are deterministic and cheap to get. So per dispatch the
+shortlist is IREE's default plus the analysis' `--candidates - 1` best predicted others; in
+round j every dispatch is compiled with its j-th shortlisted candidate (IREE's default once
+its list is exhausted) and the dispatches whose candidate changed are run whole under qemu
+and costed by llvm-mca (perf.measure). Each dispatch keeps the candidate with the fewest
+model cycles; ties and failures keep IREE's default, so no dispatch is chosen slower than
+IREE's default on that core model. Every shortlisted candidate's predicted and measured
+cycles are recorded in the output analysis (same schema, `measured_choice` set), which
+codegen compiles like any other.
+
+A candidate that does not compile or run is recorded with its one-line error and not
+chosen; when IREE's default itself cannot be measured, the tool fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from analysis.hardware import HardwareError, load_hardware
+from common.analysis_schema import Analysis, Candidate, Dispatch, MeasuredChoice, Summary
+from common.errors import first_line
+from common.files import sha256_file, write_together
+from common.targets import TargetError
+from perf import counts as cnt
+from perf import mca
+from perf.measure import PerfError, measure
+
+DEFAULT = "iree-default"
+
+
+class TuneError(RuntimeError):
+    """The measured choice cannot be made; the message names the culprit."""
+
+
+def shortlist(dispatch: dict, size: int) -> list[str]:
+    """IREE's default, then the other candidates in the analysis' (predicted) order, `size` in
+    all; empty when IREE's default is not among them (nothing to compare against)."""
+    names = [c["name"] for c in dispatch.get("candidates", [])]
+    if DEFAULT not in names:
+        return []
+    return ([DEFAULT] + [n for n in names if n != DEFAULT])[:size]
+
+
+def round_assignments(analysis: dict, size: int) -> list[dict[str, str]]:
+    """Per round, dispatch -> candidate: round j compiles every dispatch with the j-th entry of
+    its shortlist, or IREE's default beyond its end."""
+    lists = {d["name"]: shortlist(d, size) for d in analysis["dispatches"]}
+    rounds = max((len(v) for v in lists.values()), default=0)
+    return [{name: (lst[j] if j < len(lst) else DEFAULT) for name, lst in lists.items() if lst}
+            for j in range(rounds)]
+
+
+def forced_analysis(analysis: dict, assign: dict[str, str], why: str) -> dict:
+    """The analysis with each assigned dispatch compiled with that candidate's tiles."""
+    out = json.loads(json.dumps(analysis))
+    for d in out["dispatches"]:
+        name = assign.get(d["name"])
+        if name is None:
+            continue
+        cand = next(c for c in d["candidates"] if c["name"] == name)
+        d["chosen"] = name
+        d["provenance"] = cand["generator"]
+        d["tiles"] = None if name == DEFAULT else cand["tiles"]
+        d["reason"] = f"{why}: candidate {name} forced"
+    return out
+
+
+class _Round:
+    """Measures one round's analysis on the accelerator's own core: dispatch -> model cycles."""
+
+    def __init__(self, a: argparse.Namespace, work: Path):
+        self.a, self.work = a, work
+
+    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, int]:
+        path = self.work / f"{tag}.analysis.json"
+        path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
+        report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
+                         self.a.plugin, self.a.model_name, self.a.jobs, only=only)
+        return {d.name: d.model_cycles for d in report.runs[0].dispatches}
+
+
+def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core: str
+         ) -> tuple[Analysis, list[str]]:
+    """(the analysis with measured choices, per-round log lines). `measure_round(analysis_dict,
+    dispatches, tag)` returns dispatch -> model cycles or raises PerfError."""
+    base = analysis.model_dump(mode="json")
+    measured: dict[tuple[str, str], int] = {}
+    failed: dict[tuple[str, str], str] = {}
+    log = []
+    # Dispatches of one root-op signature (the analysis' key for "the same op": kind, loops,
+    # maps, types) get the same candidates; the first of them is measured for all.
+    representative: dict[str, str] = {}
+    first_of: dict[tuple, str] = {}
+    for d in base["dispatches"]:
+        names = shortlist(d, size)
+        if len(names) > 1:
+            key = (d["signature"], tuple(names),
+                   tuple(json.dumps(c["tiles"], sort_keys=True) for c in d["candidates"] if c["name"] in names))
+            representative[d["name"]] = first_of.setdefault(key, d["name"])
+    for j, assign in enumerate(round_assignments(base, size)):
+        todo = {d: c for d, c in assign.items()
+                if representative.get(d) == d and (j == 0 or c != DEFAULT) and (d, c) not in measured}
+        if not todo:
+            continue
+        groups = [todo]
+        while groups:
+            group = groups.pop(0)
+            forced = forced_analysis(base, {**{d: DEFAULT for d in assign}, **group},
+                                     f"measured choice, round {j}")
+            try:
+                cycles = measure_round(forced, set(group), f"round{j}_{len(groups)}")
+            except (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError) as err:
+                if j == 0:
+                    raise TuneError(f"IREE's default configs cannot be measured: {err}") from None
+                if len(group) > 1:
+                    # One candidate that does not compile or run must not cost the others theirs:
+                    # split the round's candidates in two and measure each half (bisection).
+                    log.append(f"round {j}: {len(group)} candidates failed together ({first_line(err)}); "
+                               "split in two")
+                    items = sorted(group.items())
+                    groups = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])] + groups
+                    continue
+                (d, c), = group.items()
+                failed[(d, c)] = first_line(err)
+                log.append(f"round {j}: {d}: candidate {c} not measurable: {first_line(err)}")
+                continue
+            for d, c in group.items():
+                if cycles.get(d) is None:
+                    raise TuneError(f"{d}: no model cycles in round {j} (core {core})")
+                measured[(d, c)] = cycles[d]
+            log.append(f"round {j}: {len(group)} candidates measured")
+    runs = len(measured)
+    for d, rep in representative.items():
+        for (r, c), v in list(measured.items()):
+            if r == rep:
+                measured[(d, c)] = v
+        for (r, c), v in list(failed.items()):
+            if r == rep:
+                failed[(d, c)] = v
+
+    dispatches = []
+    for d in analysis.dispatches:
+        names = shortlist(d.model_dump(mode="json"), size)
+        if len(names) < 2:
+            dispatches.append(d)
+            continue
+        cands = [c.model_copy(update={
+            "measured_model_cycles": measured.get((d.name, c.name)),
+            "measure_error": failed.get((d.name, c.name))}) if c.name in names else c
+            for c in d.candidates]
+        by_name = {c.name: c for c in cands}
+        default_cycles = by_name[DEFAULT].measured_model_cycles
+        ok = [n for n in names if by_name[n].measured_model_cycles is not None]
+        # Fewest model cycles; ties go to the earlier (IREE's default first).
+        best = min(ok, key=lambda n: (by_name[n].measured_model_cycles, names.index(n)))
+        chosen = by_name[best]
+        kept = " (IREE's default kept)" if best == DEFAULT else ""
+        reason = (f"{d.kind}: measured choice on {core} ({hardware_name}): {best} at "
+                  f"{chosen.measured_model_cycles:,} model cycles vs IREE's default "
+                  f"{default_cycles:,} ({chosen.measured_model_cycles / default_cycles:.3f}x){kept}; "
+                  f"{len(ok)} of {len(names)} shortlisted candidates measured"
+                  + (f", {len(names) - len(ok)} failed" if len(ok) < len(names) else "")
+                  + (f"; measured as {representative[d.name]} (same root op and candidates)"
+                     if representative[d.name] != d.name else "")
+                  + f"; analysis: {d.reason}")
+        cost = d.cost
+        if cost is not None:
+            scale = cost.latency_cycles / chosen.predicted_cycles if chosen.predicted_cycles else 0
+            cost = cost.model_copy(update={
+                "latency_cycles": chosen.predicted_cycles,
+                "mac_utilization": float(f"{min(1.0, cost.mac_utilization * scale):.6g}")
+                if cost.mac_utilization is not None and scale else cost.mac_utilization,
+                "energy_pj": cost.energy_pj if chosen.generator == "zigzag" else None})
+        dispatches.append(d.model_copy(update={
+            "candidates": cands, "chosen": best, "provenance": chosen.generator,
+            "tiles": None if best == DEFAULT else chosen.tiles, "reason": reason, "cost": cost}))
+    summary = Summary(
+        dispatches=len(dispatches), distinct_ops=analysis.summary.distinct_ops,
+        zigzag=sum(d.provenance == "zigzag" for d in dispatches),
+        analytical=sum(d.provenance == "analytical" for d in dispatches),
+        iree_default=sum(d.provenance == "iree-default" for d in dispatches),
+        search=sum(d.provenance == "search" for d in dispatches),
+        candidates=analysis.summary.candidates)
+    result = Analysis.model_validate({
+        **analysis.model_dump(), "dispatches": [x.model_dump() for x in dispatches],
+        "summary": summary.model_dump(),
+        "measured_choice": MeasuredChoice(
+            hardware=hardware_name, core=core, candidates_per_dispatch=size,
+            measured=runs, failed=sum(representative[d] == d for d, _ in failed),
+            dispatches=len(representative),
+            representatives=len(set(representative.values()))).model_dump()})
+    return result, log
+
+
+def to_markdown(analysis: Analysis) -> str:
+    mc = analysis.measured_choice
+    lines = [f"# Measured tile choice: {analysis.model} on {mc.hardware} (model cycles on {mc.core})",
+             "", f"Shortlist per dispatch: IREE's default and the {mc.candidates_per_dispatch - 1} "
+             "best predicted other candidates; each run whole under qemu and costed by llvm-mca. "
+             "Model cycles ignore caches, memory latency and branch misses: they are not time.", "",
+             "| dispatch | kind | chosen | IREE default | chosen | chosen/default | "
+             "candidates (predicted rank: measured) |", "|---|---|---|---:|---:|---:|---|"]
+    total_default = total_chosen = 0
+    for d in analysis.dispatches:
+        shortlisted = [c for c in d.candidates
+                       if c.measured_model_cycles is not None or c.measure_error is not None]
+        if not shortlisted:
+            continue
+        by = {c.name: c for c in shortlisted}
+        dc, cc = by[DEFAULT].measured_model_cycles, by[d.chosen].measured_model_cycles
+        total_default += dc
+        total_chosen += cc
+        cells = ", ".join(f"{c.name}: {c.measured_model_cycles:,}" if c.measured_model_cycles is not None
+                          else f"{c.name}: failed" for c in shortlisted)
+        lines.append(f"| {d.name} | {d.kind} | {d.chosen} | {dc:,} | {cc:,} | {cc / dc:.3f} | {cells} |")
+    if total_default:
+        lines += [f"| **tuned dispatches, each once** | | | {total_default:,} | {total_chosen:,} | "
+                  f"{total_chosen / total_default:.3f} | |"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m perf.tune", description=__doc__.split("\n")[0])
+    p.add_argument("--module", required=True, type=Path)
+    p.add_argument("--target", required=True, type=Path, help="riscv target derived from --hardware")
+    p.add_argument("--analysis", required=True, type=Path, help="analysis.json with candidates")
+    p.add_argument("--hardware", required=True, type=Path, help="the accelerator (with a model_core)")
+    p.add_argument("--runner", required=True, type=Path, help="riscv64 hal_runner")
+    p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
+    p.add_argument("--model-name", required=True)
+    p.add_argument("--candidates", type=int, default=4,
+                   help="shortlist size per dispatch, IREE's default included (>= 2)")
+    p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
+    p.add_argument("--allow-no-core-model", action="store_true",
+                   help="for a description without a model_core, keep the analysis' predicted "
+                   "choice (the output's measured_choice stays empty) instead of failing")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--out-md", required=True, type=Path)
+    a = p.parse_args(argv)
+    try:
+        if a.candidates < 2:
+            raise TuneError(f"--candidates {a.candidates}: a choice needs at least 2 (IREE's default and one more)")
+        hw = load_hardware(a.hardware)
+        try:
+            analysis = Analysis.model_validate_json(a.analysis.read_text())
+        except OSError as err:
+            raise TuneError(f"{a.analysis}: cannot read: {err.strerror}") from None
+        except ValueError as err:
+            raise TuneError(f"{a.analysis}: not an analysis: {first_line(err)}") from None
+        if analysis.hardware != hw.name or analysis.hardware_sha256 != sha256_file(a.hardware):
+            raise TuneError(f"{a.analysis}: analysed against '{analysis.hardware}', not {a.hardware}")
+        if analysis.measured_choice is not None:
+            raise TuneError(f"{a.analysis}: already a measured choice")
+        if hw.model_core is None:
+            if not a.allow_no_core_model:
+                raise TuneError(f"{a.hardware}: no model_core: a measured choice needs model cycles "
+                                f"(no LLVM core model has VLEN {hw.compute.vector_bits}); "
+                                "--allow-no-core-model keeps the predicted choice")
+            # Asked for: the analysis passes through, its choice by prediction (measured_choice
+            # stays None, which says so in the artifact).
+            write_together({a.out: a.analysis.read_text(),
+                            a.out_md: f"# {analysis.model} on {hw.name}: predicted choice kept\n\n"
+                                      f"No LLVM core model has VLEN {hw.compute.vector_bits}: "
+                                      "nothing to measure model cycles on.\n"})
+            print(f"perf.tune {analysis.model}: {hw.name} has no core model: the predicted choice is kept")
+            return 0
+        with tempfile.TemporaryDirectory(prefix="tune_") as tmp:
+            result, log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core)
+    except (TuneError, HardwareError) as err:
+        print(f"perf.tune: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
+        print(f"perf.tune: {a.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
+        return 1
+    for line in log:
+        print(f"perf.tune: {line}", file=sys.stderr)
+    write_together({a.out: json.dumps(result.model_dump(mode="json"), indent=1, sort_keys=True) + "\n",
+                    a.out_md: to_markdown(result)})
+    switched = sum(d.chosen not in (None, DEFAULT) for d in result.dispatches)
+    mc = result.measured_choice
+    print(f"perf.tune {analysis.model}: {mc.measured} candidates of {mc.representatives} distinct ops "
+          f"({mc.dispatches} dispatches with a choice) measured on {hw.model_core}, {mc.failed} failed; "
+          f"{switched} dispatches switched from IREE's default")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

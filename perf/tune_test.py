@@ -1,0 +1,180 @@
+"""perf.tune's measured choice on synthetic measurements: the fewest model cycles wins, ties and
+failures keep IREE's default, a failing round is split so one bad candidate costs no other its
+measurement, and a default that cannot be measured is an error."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from common.analysis_schema import Analysis
+from perf.measure import PerfError
+from perf.tune import DEFAULT, TuneError, round_assignments, shortlist, to_markdown, tune
+
+LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound": 16, "kind": "parallel"},
+         {"name": "d2", "bound": 16, "kind": "reduction"}]
+
+
+def _candidate(name: str, predicted: float, reg: int) -> dict:
+    return {"name": name, "generator": "iree-default" if name == DEFAULT else "search",
+            "tiles": {"register": [1, reg, 1], "l1": [16, 16, 16], "l2": [16, 16, 16]},
+            "features": {}, "predicted_cycles": predicted, "reason": "test"}
+
+
+def _analysis(dispatches: dict[str, list[str]], signatures: dict[str, str] | None = None) -> Analysis:
+    """One matmul dispatch per entry, its candidates in predicted order (cheapest first)."""
+    out = []
+    for name, names in dispatches.items():
+        signature = (signatures or {}).get(name, name)
+        cands = [_candidate(n, 100.0 + i, 2 ** (i % 4)) for i, n in enumerate(names)]
+        out.append({"name": name, "executable": name, "root_op": "linalg.matmul", "kind": "matmul",
+                    "loops": LOOPS, "operands": [], "signature": signature, "provenance": "iree-default",
+                    "reason": "analysed", "tiles": None,
+                    "cost": {"latency_cycles": 100.0, "model": "tile-cost:uncalibrated", "mac_utilization": 0.5},
+                    "candidates": cands, "chosen": DEFAULT})
+    return Analysis.model_validate({
+        "model": "m", "target": "riscv_rvv", "hardware": "riscv_rvv", "hardware_sha256": "0" * 64,
+        "vector_lanes_f32": 4, "dispatches": out,
+        "summary": {"dispatches": len(out), "distinct_ops": len(out), "zigzag": 0, "analytical": 0,
+                    "iree_default": len(out), "search": 0}})
+
+
+class FakeCore:
+    """Model cycles per (dispatch, candidate compiled for it); `broken` candidates fail to run."""
+
+    def __init__(self, cycles: dict[tuple[str, str], int], broken=()):
+        self.cycles, self.broken, self.calls = cycles, set(broken), []
+
+    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, int]:
+        chosen = {d["name"]: d["chosen"] for d in analysis["dispatches"]}
+        self.calls.append({d: chosen[d] for d in only})
+        for d in only:
+            if (d, chosen[d]) in self.broken:
+                raise PerfError(f"{d}: runner failed under qemu (exit 1): boom")
+        return {d: self.cycles[(d, chosen[d])] for d in only}
+
+
+def test_shortlist_is_the_default_then_the_best_predicted():
+    a = _analysis({"x": ["zigzag", DEFAULT, "a", "b", "c"]}).model_dump(mode="json")
+    assert shortlist(a["dispatches"][0], 3) == [DEFAULT, "zigzag", "a"]
+    assert round_assignments(a, 3) == [{"x": DEFAULT}, {"x": "zigzag"}, {"x": "a"}]
+
+
+def test_fewest_model_cycles_wins_and_every_measurement_is_recorded():
+    a = _analysis({"x": [DEFAULT, "a", "b"], "y": ["a", DEFAULT]})
+    core = FakeCore({("x", DEFAULT): 100, ("x", "a"): 120, ("x", "b"): 70,
+                     ("y", DEFAULT): 50, ("y", "a"): 60})
+    out, _ = tune(a, core, 4, "riscv_rvv", "sifive-p670")
+    x, y = out.dispatches
+    assert (x.chosen, x.provenance, x.tiles["register"]) == ("b", "search", [1, 4, 1])
+    assert {c.name: c.measured_model_cycles for c in x.candidates} == {DEFAULT: 100, "a": 120, "b": 70}
+    assert (y.chosen, y.tiles) == (DEFAULT, None) and "IREE's default kept" in y.reason
+    assert "0.700x" in x.reason and out.measured_choice.measured == 5
+    assert out.summary.search == 1 and out.summary.iree_default == 1
+    # Round 0 measures every default at once; later rounds only what changed.
+    assert core.calls[0] == {"x": DEFAULT, "y": DEFAULT}
+    assert "| x | matmul | b | 100 | 70 | 0.700 |" in to_markdown(out)
+    # The output is a valid analysis, and its cost is the chosen candidate's prediction.
+    again = Analysis.model_validate_json(out.model_dump_json())
+    assert again.dispatches[0].cost.latency_cycles == 102.0
+
+
+def test_a_tie_keeps_iree_default():
+    a = _analysis({"x": [DEFAULT, "a"]})
+    out, _ = tune(a, FakeCore({("x", DEFAULT): 100, ("x", "a"): 100}), 4, "riscv_rvv", "p670")
+    assert out.dispatches[0].chosen == DEFAULT
+
+
+def test_a_failing_candidate_is_recorded_and_costs_no_other_its_measurement():
+    a = _analysis({"x": [DEFAULT, "a"], "y": [DEFAULT, "a"]})
+    core = FakeCore({("x", DEFAULT): 100, ("x", "a"): 10, ("y", DEFAULT): 100, ("y", "a"): 50},
+                    broken={("x", "a")})
+    out, log = tune(a, core, 4, "riscv_rvv", "p670")
+    x, y = out.dispatches
+    assert x.chosen == DEFAULT and "runner failed" in next(c for c in x.candidates if c.name == "a").measure_error
+    assert y.chosen == "a"  # measured alone after its round failed together with x's candidate
+    assert out.measured_choice.failed == 1 and any("split in two" in line for line in log)
+
+
+def test_dispatches_of_one_root_op_share_one_measurement():
+    a = _analysis({"x": [DEFAULT, "a"], "y": [DEFAULT, "a"], "z": [DEFAULT, "b"]},
+                  signatures={"x": "s", "y": "s", "z": "s"})  # z: same op, other candidates
+    core = FakeCore({("x", DEFAULT): 10, ("x", "a"): 5, ("z", DEFAULT): 10, ("z", "b"): 20})
+    out, _ = tune(a, core, 4, "riscv_rvv", "p670")
+    x, y, z = out.dispatches
+    assert all("y" not in c for c in core.calls)
+    assert (x.chosen, y.chosen, z.chosen) == ("a", "a", DEFAULT)
+    assert "measured as x" in y.reason and "measured as" not in x.reason + z.reason
+    assert {c.name: c.measured_model_cycles for c in y.candidates} == {DEFAULT: 10, "a": 5}
+    mc = out.measured_choice
+    assert (mc.dispatches, mc.representatives, mc.measured) == (3, 2, 4)
+
+
+def test_default_that_cannot_be_measured_is_an_error():
+    a = _analysis({"x": [DEFAULT, "a"]})
+    with pytest.raises(TuneError, match="IREE's default configs cannot be measured"):
+        tune(a, FakeCore({}, broken={("x", DEFAULT)}), 4, "riscv_rvv", "p670")
+
+
+def test_dispatch_without_a_choice_is_not_measured():
+    a = _analysis({"x": [DEFAULT], "y": [DEFAULT, "a"]})
+    core = FakeCore({("y", DEFAULT): 5, ("y", "a"): 4})
+    out, _ = tune(a, core, 4, "riscv_rvv", "p670")
+    assert all("x" not in c for c in core.calls)
+    assert out.dispatches[0].model_dump() == a.dispatches[0].model_dump()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 10**6), min_size=2, max_size=6), st.integers(2, 6))
+def test_never_chosen_slower_than_iree_default(cycles, size):
+    names = [DEFAULT] + [f"c{i}" for i in range(len(cycles) - 1)]
+    a = _analysis({"x": names})
+    out, _ = tune(a, FakeCore({("x", n): c for n, c in zip(names, cycles)}), size, "riscv_rvv", "p670")
+    chosen = next(c for c in out.dispatches[0].candidates if c.name == out.dispatches[0].chosen)
+    assert chosen.measured_model_cycles <= cycles[0]
+    assert chosen.measured_model_cycles == min(cycles[:size])
+
+
+def _cli(tmp_path, hardware: Path, *extra: str) -> tuple[int, Path]:
+    from analysis.hardware import load_hardware
+    from common.files import sha256_file
+    from perf.tune import main
+
+    a = _analysis({"x": [DEFAULT, "a"]}).model_copy(update={
+        "hardware": load_hardware(hardware).name, "hardware_sha256": sha256_file(hardware)})
+    src = tmp_path / "in.analysis.json"
+    src.write_text(a.model_dump_json())
+    out = tmp_path / "out.analysis.json"
+    code = main(["--module", str(tmp_path / "absent.mlirbc"), "--target", str(tmp_path / "t.yaml"),
+                 "--analysis", str(src), "--hardware", str(hardware), "--runner", "r", "--plugin", "p",
+                 "--model-name", "m", "--out", str(out), "--out-md", str(tmp_path / "out.md"), *extra])
+    return code, out
+
+
+def test_no_core_model_is_refused_with_the_reason_unless_the_predicted_choice_is_asked_for(tmp_path, capsys):
+    rvv256 = Path(__file__).parent / "testdata" / "riscv_rvv256.yaml"
+    code, out = _cli(tmp_path, rvv256)
+    err = capsys.readouterr().err
+    assert code == 1 and not out.exists()
+    assert err.count("\n") == 1 and "no model_core" in err and "VLEN 256" in err
+    code, out = _cli(tmp_path, rvv256, "--allow-no-core-model")
+    assert code == 0 and Analysis.model_validate_json(out.read_text()).measured_choice is None
+
+
+def test_an_analysis_of_other_hardware_is_refused(tmp_path, capsys):
+    from perf.tune import main
+
+    rvv256 = Path(__file__).parent / "testdata" / "riscv_rvv256.yaml"
+    src = tmp_path / "in.analysis.json"
+    src.write_text(_analysis({"x": [DEFAULT, "a"]}).model_dump_json())  # hardware riscv_rvv
+    code = main(["--module", "m", "--target", "t", "--analysis", str(src), "--hardware", str(rvv256),
+                 "--runner", "r", "--plugin", "p", "--model-name", "m", "--out", str(tmp_path / "o"),
+                 "--out-md", str(tmp_path / "o.md")])
+    assert code == 1 and "analysed against 'riscv_rvv'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
