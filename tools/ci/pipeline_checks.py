@@ -42,7 +42,7 @@ the clones' repositories link to the one this workspace already created):
    - `pipeline:sweep_incremental`: after building //models:mlp_sweep and editing
      one variant's line in models/BUILD.bazel, only that variant's description,
      target, analysis, compile and RISC-V measurement and the sweep report ran.
-   - `pipeline:incremental`: ZigZagAnalysis and IreeCompile spawns ran
+   - `pipeline:incremental`: ZigZagAnalysis, MeasuredChoice and IreeCompile spawns ran
      locally, and no MlirImport spawn is in the log at all (not even a cache
      hit: the import must not be needed).
 
@@ -82,7 +82,7 @@ from pathlib import Path
 WORKSPACE = Path(__file__).resolve().parents[2]
 PIPELINE_MNEMONICS = ("MlirImport", "ZigZagAnalysis", "IreeCompile", "HalModule")
 IMPORT_MNEMONIC = "MlirImport"
-RERUN_MNEMONICS = ("ZigZagAnalysis", "IreeCompile")
+RERUN_MNEMONICS = ("ZigZagAnalysis", "MeasuredChoice", "IreeCompile")
 CHECKS = ("server", "cold_build", "reproducible", "remote_cache_hits", "identical_outputs",
           "no_absolute_paths", "incremental", "sweep_incremental")
 # hardware_sweep: editing one variant's line reruns that variant's chain and the report only.
