@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -136,6 +137,31 @@ class _WorkerCall:
             self.proc.wait(timeout=30)
 
 
+def timed(call: Callable[[], object]) -> Callable[[], float]:
+    """A timer of `call`: seconds one call takes."""
+    def seconds() -> float:
+        t0 = time.perf_counter()
+        call()
+        return time.perf_counter() - t0
+    return seconds
+
+
+def interleave(timers: dict, reps: int, warmup: int, desc: str, quiet: bool = False
+               ) -> dict[str, list[float]]:
+    """Seconds per call of each variant, measured in rounds (A, B, C, then B, C, A, ...: who
+    goes first rotates) so that drifting machine load falls on every variant alike; the first
+    `warmup` rounds are dropped."""
+    order = list(timers)
+    times = {v: [] for v in order}
+    for i in progress(range(warmup + reps), desc=desc, disable=quiet):
+        k = i % len(order)
+        for v in order[k:] + order[:k]:
+            dt = timers[v]()
+            if i >= warmup:
+                times[v].append(dt)
+    return times
+
+
 def end_to_end(art: Artifacts, reps: int, warmup: int, quiet: bool = False) -> dict:
     """Median end-to-end latency of the variants, interleaved (round-robin, rotated): tuned,
     default, the framework in this process and, for torch, torch restricted to AVX2 in a
@@ -160,19 +186,10 @@ def _end_to_end(art, calls, fw_desc, worker, reps, warmup, quiet) -> dict:
     for v, c in calls.items():  # one call each first: numerics (not asserted, reported)
         out = c()[0]
         err[v] = float(np.max(np.abs(out.astype(np.float64) - want))) if want is not None and out.shape == want.shape else None
-    order = list(calls) + (["framework_avx2"] if worker is not None else [])
-    times = {v: [] for v in order}
-    for i in progress(range(warmup + reps), desc=f"{art.name} end-to-end", disable=quiet):
-        k = i % len(order)
-        for v in order[k:] + order[:k]:  # rotate who goes first
-            if v == "framework_avx2":
-                dt = worker.seconds()
-            else:
-                t0 = time.perf_counter()
-                calls[v]()
-                dt = time.perf_counter() - t0
-            if i >= warmup:
-                times[v].append(dt)
+    timers = {v: timed(c) for v, c in calls.items()}
+    if worker is not None:
+        timers["framework_avx2"] = worker.seconds
+    times = interleave(timers, reps, warmup, f"{art.name} end-to-end", quiet)
     res = {v: stats.summary(ts) | {"max_abs_err_vs_golden": err.get(v)} for v, ts in times.items()}
     res["framework"]["description"] = fw_desc
     if worker is not None:

@@ -1,13 +1,14 @@
 """`hardware_sweep`: one model built and measured for N accelerator variants, and a report."""
 
 load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_analysis")
-load("//common:providers.bzl", "CompiledModuleInfo")
+load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo")
 load("//codegen:defs.bzl", "iree_compile")
 load("//perf:defs.bzl", "measured_choice", "perf_json_of", "riscv_perf")
 
 def _sweep_report_impl(ctx):
     n = len(ctx.attr.variant_names)
-    if len(ctx.files.hardware) != n or len(ctx.files.analyses) != n or len(ctx.attr.perf) != n or len(ctx.attr.compiled) != n:
+    analyses = [a[AnalysisInfo].analysis_json for a in ctx.attr.analyses]
+    if len(ctx.files.hardware) != n or len(analyses) != n or len(ctx.attr.perf) != n or len(ctx.attr.compiled) != n:
         fail("%s: one hardware, analysis, compiled module and perf per variant" % ctx.label)
     md = ctx.actions.declare_file(ctx.label.name + ".sweep.md")
     js = ctx.actions.declare_file(ctx.label.name + ".sweep.json")
@@ -15,7 +16,7 @@ def _sweep_report_impl(ctx):
     args = ctx.actions.args()
     args.add("--model", ctx.attr.model_name)
     inputs = []
-    for name, hw, analysis, compiled, perf_target in zip(ctx.attr.variant_names, ctx.files.hardware, ctx.files.analyses, ctx.attr.compiled, ctx.attr.perf):
+    for name, hw, analysis, compiled, perf_target in zip(ctx.attr.variant_names, ctx.files.hardware, analyses, ctx.attr.compiled, ctx.attr.perf):
         perf_json = perf_json_of(ctx.label, perf_target)
         report = compiled[CompiledModuleInfo].report
         args.add_all("--variant", [name, hw, analysis, report, perf_json])
@@ -39,7 +40,7 @@ _sweep_report = rule(
         "model_name": attr.string(mandatory = True),
         "variant_names": attr.string_list(mandatory = True),
         "hardware": attr.label_list(mandatory = True, allow_files = [".yaml"]),
-        "analyses": attr.label_list(mandatory = True, allow_files = [".json"]),
+        "analyses": attr.label_list(mandatory = True, providers = [AnalysisInfo]),
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo]),
         "perf": attr.label_list(mandatory = True),
         "_tool": attr.label(default = "//bench:sweep", executable = True, cfg = "exec"),

@@ -9,7 +9,9 @@ defaults ("codegen"), with the analysis' tiles ("tuned"), data tiling with emitt
 `<out>/report.md` and `<out>/strategies.png`: per model and core, model cycles and instructions
 of one call of the model (each dispatch times its call count; initializers, which pack constant
 weights once at load, apart), per op class which strategy wins, and where the instructions go.
-Model cycles are llvm-mca's on a named core model, not time (see the perf stage).
+Model cycles are llvm-mca's on a named core model, not time (see the perf stage). On the host,
+where time is the measure, the four host modules of each model are timed end to end,
+interleaved (`--host-rounds`, default 30).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from bench import stats
 from bench.artifacts import ArtifactError, workspace_roots, zoo
 from common.perf_schema import PerfReport
 
@@ -29,6 +32,13 @@ VARIANTS = {
     "tuned": "_riscv_perf",
     "datatiling": "_riscv_datatiling_perf",
     "ukernels": "_riscv_ukernels_perf",
+}
+# variant name -> host HAL module of model_pipeline (`<name><suffix>.vmfb`), timed end to end.
+HOST_VARIANTS = {
+    "codegen": "_host_untuned",
+    "tuned": "_host",
+    "datatiling": "_host_datatiling",
+    "ukernels": "_host_ukernels",
 }
 # Where a dispatch's instructions go, from the perf classes (perf/counts.py).
 GROUPS = {
@@ -72,6 +82,49 @@ def load(root: Path | None = None) -> dict[str, dict[str, PerfReport]]:
         raise ReportError("no model has all four strategy measurements: build "
                           "//tools:report_microkernels (it depends on them)")
     return out
+
+
+def _find(name: str, roots: list[Path]) -> Path | None:
+    for r in roots:
+        for base in (r, r / "bazel-bin"):
+            path = base / "models" / name
+            if path.is_file():
+                return path
+    return None
+
+
+def host_times(models: list[str], rounds: int, warmup: int = 3, root: Path | None = None) -> dict:
+    """model -> variant -> end-to-end seconds (stats.summary) of its host modules under each
+    strategy, interleaved (bench.core.interleave); models missing a module are left out."""
+    from bench.core import _iree_callable, interleave, timed
+
+    roots = [root] if root else workspace_roots()
+    infos = {i.name: i for i in zoo(root)}
+    out = {}
+    for model in models:
+        golden = _find(f"{infos[model].model_name}.golden.npz", roots)
+        vmfbs = {v: _find(f"{model}{suffix}.vmfb", roots) for v, suffix in HOST_VARIANTS.items()}
+        if golden is None or None in vmfbs.values():
+            continue
+        timers = {v: timed(_iree_callable(path, golden)) for v, path in vmfbs.items()}
+        times = interleave(timers, rounds, warmup, f"{model} host strategies")
+        out[model] = {v: stats.summary(ts) for v, ts in times.items()}
+    return out
+
+
+def host_markdown(times: dict, rounds: int) -> list[str]:
+    names = list(HOST_VARIANTS)
+    lines = ["", "## Host (x86-64-v3), end to end", "",
+             f"Median seconds of one call over {rounds} interleaved rounds (variants rotated each "
+             "round) with the interquartile range relative to the median; ratios to IREE's codegen.", "",
+             "| model | " + " | ".join(names) + " | " + " | ".join(f"{n}/codegen" for n in names[1:]) + " |",
+             "|---|" + "---:|" * (2 * len(names) - 1)]
+    for model, res in times.items():
+        base = res["codegen"]["median"]
+        lines.append(f"| {model} | " + " | ".join(
+            f"{res[n]['median'] * 1e3:.3f} ms ±{res[n]['iqr_rel']:.0%}" for n in names)
+            + " | " + " | ".join(f"{res[n]['median'] / base:.2f}x" for n in names[1:]) + " |")
+    return lines
 
 
 def summarize(reports: dict[str, dict[str, PerfReport]]) -> list[dict]:
@@ -194,14 +247,20 @@ def main(argv: list[str] | None = None) -> int:
                    "$BUILD_WORKING_DIRECTORY/reports/microkernels)")
     p.add_argument("--root", type=Path, help="workspace whose bazel-bin holds the measurements "
                    "(default: this binary's runfiles)")
+    p.add_argument("--host-rounds", type=int, default=30,
+                   help="interleaved rounds of the host timing (0: no host section)")
     a = p.parse_args(argv)
     out = a.out or Path(os.environ.get("BUILD_WORKING_DIRECTORY", ".")) / "reports" / "microkernels"
     try:
         reports = load(a.root)
         rows = summarize(reports)
         tools = next(iter(next(iter(reports.values())).values())).tools
+        text = markdown(rows, tools)
+        if a.host_rounds > 0:
+            text += "\n".join(host_markdown(host_times(sorted(reports), a.host_rounds, root=a.root),
+                                             a.host_rounds)) + "\n"
         out.mkdir(parents=True, exist_ok=True)
-        (out / "report.md").write_text(markdown(rows, tools))
+        (out / "report.md").write_text(text)
         plot(rows, out / "strategies.png")
     except (ReportError, ArtifactError, OSError, KeyError) as err:
         print(f"report_microkernels: {err}", file=sys.stderr)

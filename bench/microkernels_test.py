@@ -50,5 +50,20 @@ def test_one_call_weights_calls_and_keeps_initializers_apart():
     assert "0.23x" in text  # ukernels / codegen = 690 / 3000
 
 
+def test_interleave_rotates_who_goes_first_and_drops_warmup():
+    from bench.core import interleave
+    from bench.microkernels import host_markdown
+
+    seen = []
+    timers = {v: (lambda v=v: seen.append(v) or 1.0) for v in ("a", "b", "c")}
+    times = interleave(timers, reps=3, warmup=1, desc="t", quiet=True)
+    assert seen == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert {v: len(ts) for v, ts in times.items()} == {"a": 3, "b": 3, "c": 3}
+    s = {"median": 0.002, "iqr_rel": 0.1}
+    text = "\n".join(host_markdown({"m": {"codegen": s, "tuned": s, "datatiling": s,
+                                          "ukernels": dict(s, median=0.001)}}, 30))
+    assert "| m | 2.000 ms ±10% |" in text and text.endswith("| 1.00x | 1.00x | 0.50x |")
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

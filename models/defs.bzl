@@ -120,7 +120,12 @@ def model_zoo(name):
             ":%s_riscv%s_perf" % (r["pipeline"], variant)
             for r in infos
             for variant in ["", "_untuned"] + ["_" + s for s in STRATEGIES]
-        ],
+        ] + [
+            # and the host modules of each strategy, timed by the same report
+            ":%s_host%s" % (r["pipeline"], variant)
+            for r in infos
+            for variant in ["", "_untuned"] + ["_" + s for s in STRATEGIES]
+        ] + [":%s_import" % r["model_name"] for r in infos],
         # The strategy measurements are not part of `//...` (//tools:report_microkernels).
         tags = ["manual"],
     )
