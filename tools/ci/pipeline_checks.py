@@ -13,8 +13,8 @@ the clones' repositories link to the one this workspace already created):
 2. A builds the target with `--config=remote_cache` (cold: every action runs
    and is uploaded).
    - `pipeline:server`: the server came up.
-   - `pipeline:cold_build`: MlirImport, ZigZagAnalysis, IreeCompile and
-     HalModule all ran in A.
+   - `pipeline:cold_build`: MlirImport, ZigZagAnalysis, MeasuredChoice,
+     IreeCompile and HalModule all ran in A.
    - `pipeline:reproducible` (evaluated last, so this workspace's build,
      which may have to wait for its Bazel server, has all the time): every
      file the pipeline spawns wrote in A (MLIR bytecode, analysis JSON,
@@ -80,7 +80,7 @@ import time
 from pathlib import Path
 
 WORKSPACE = Path(__file__).resolve().parents[2]
-PIPELINE_MNEMONICS = ("MlirImport", "ZigZagAnalysis", "IreeCompile", "HalModule")
+PIPELINE_MNEMONICS = ("MlirImport", "ZigZagAnalysis", "MeasuredChoice", "IreeCompile", "HalModule")
 IMPORT_MNEMONIC = "MlirImport"
 RERUN_MNEMONICS = ("ZigZagAnalysis", "MeasuredChoice", "IreeCompile")
 CHECKS = ("server", "cold_build", "reproducible", "remote_cache_hits", "identical_outputs",
