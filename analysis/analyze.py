@@ -236,6 +236,10 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
         configurations = dsp.compile_to_executable_configurations(module, target.compile_flags(),
                                                                   tmp, target_path)
         infos = dsp.read_dispatches(configurations)
+        if not infos:
+            raise dsp.AnalysisInputError(
+                f"{module}: no dispatches: IREE compiles nothing of this module (empty, or its "
+                "results are constants), so there is nothing to analyse")
         acc, mapping = hwmod.write_zigzag_inputs(hw, tmp / "zigzag")
         by_sig: dict[str, dsp.DispatchInfo] = {}
         for info in infos:

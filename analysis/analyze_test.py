@@ -62,6 +62,14 @@ def test_bad_option_is_one_line(tmp_path):
     assert "zigzag_lpf_limit" in p.stderr and not (tmp_path / "a.json").exists()
 
 
+def test_module_without_dispatches_is_an_error_and_writes_nothing(tmp_path):
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("module {\n}\n")
+    p = _cli(empty, tmp_path / "a.json")
+    assert p.returncode != 0 and "no dispatches" in p.stderr.strip().splitlines()[-1], p.stderr
+    assert not (tmp_path / "a.json").exists()
+
+
 def _failing_zigzag(layer, accelerator, mapping, nloops, lpf_limit, lpf_merge):
     raise zigzag_cost.ZigZagFailed(f"ValueError: port too narrow in {accelerator}".replace(
         str(Path(accelerator).parent), "<zigzag inputs>"))
