@@ -161,9 +161,7 @@ class MeasuredChoice(_Strict):
     core: str  # its llvm-mca core model
     candidates_per_dispatch: int = Field(ge=2)  # IREE's default and the best predicted others
     dispatches: int = Field(ge=0)  # dispatches with a choice (a shortlist of 2 or more)
-    # Of those, how many were run: dispatches of one root op and candidates share one measurement.
-    representatives: int = Field(ge=0)
-    measured: int = Field(ge=0)  # candidates measured (on representatives)
+    measured: int = Field(ge=0)  # candidates measured, over those dispatches
     failed: int = Field(ge=0)  # shortlisted candidates that did not compile or run
 
 

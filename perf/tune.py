@@ -99,19 +99,13 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
     measured: dict[tuple[str, str], int] = {}
     failed: dict[tuple[str, str], str] = {}
     log = []
-    # Dispatches of one root-op signature (the analysis' key for "the same op": kind, loops,
-    # maps, types) get the same candidates; the first of them is measured for all.
-    representative: dict[str, str] = {}
-    first_of: dict[tuple, str] = {}
-    for d in base["dispatches"]:
-        names = shortlist(d, size)
-        if len(names) > 1:
-            key = (d["signature"], tuple(names),
-                   tuple(json.dumps(c["tiles"], sort_keys=True) for c in d["candidates"] if c["name"] in names))
-            representative[d["name"]] = first_of.setdefault(key, d["name"])
+    # Every dispatch is measured itself: dispatches of one root op differ in what IREE fused
+    # into them (ResNet-18's four 64x3136x576 matmuls: a choice measured on one of them was
+    # 1.09x IREE's default on two others), and equal dispatches are already one executable.
+    choices = {d["name"] for d in base["dispatches"] if len(shortlist(d, size)) > 1}
     for j, assign in enumerate(round_assignments(base, size)):
         todo = {d: c for d, c in assign.items()
-                if representative.get(d) == d and (j == 0 or c != DEFAULT) and (d, c) not in measured}
+                if d in choices and (j == 0 or c != DEFAULT) and (d, c) not in measured}
         if not todo:
             continue
         groups = [todo]
@@ -141,14 +135,6 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                     raise TuneError(f"{d}: no model cycles in round {j} (core {core})")
                 measured[(d, c)] = cycles[d]
             log.append(f"round {j}: {len(group)} candidates measured")
-    runs = len(measured)
-    for d, rep in representative.items():
-        for (r, c), v in list(measured.items()):
-            if r == rep:
-                measured[(d, c)] = v
-        for (r, c), v in list(failed.items()):
-            if r == rep:
-                failed[(d, c)] = v
 
     dispatches = []
     for d in analysis.dispatches:
@@ -172,8 +158,6 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                   f"{default_cycles:,} ({chosen.measured_model_cycles / default_cycles:.3f}x){kept}; "
                   f"{len(ok)} of {len(names)} shortlisted candidates measured"
                   + (f", {len(names) - len(ok)} failed" if len(ok) < len(names) else "")
-                  + (f"; measured as {representative[d.name]} (same root op and candidates)"
-                     if representative[d.name] != d.name else "")
                   + f"; analysis: {d.reason}")
         cost = d.cost
         if cost is not None:
@@ -198,9 +182,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
         "summary": summary.model_dump(),
         "measured_choice": MeasuredChoice(
             hardware=hardware_name, core=core, candidates_per_dispatch=size,
-            measured=runs, failed=sum(representative[d] == d for d, _ in failed),
-            dispatches=len(representative),
-            representatives=len(set(representative.values()))).model_dump()})
+            measured=len(measured), failed=len(failed), dispatches=len(choices)).model_dump()})
     return result, log
 
 
@@ -290,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
                     a.out_md: to_markdown(result)})
     switched = sum(d.chosen not in (None, DEFAULT) for d in result.dispatches)
     mc = result.measured_choice
-    print(f"perf.tune {analysis.model}: {mc.measured} candidates of {mc.representatives} distinct ops "
-          f"({mc.dispatches} dispatches with a choice) measured on {hw.model_core}, {mc.failed} failed; "
+    print(f"perf.tune {analysis.model}: {mc.measured} candidates of {mc.dispatches} dispatches "
+          f"measured on {hw.model_core}, {mc.failed} failed; "
           f"{switched} dispatches switched from IREE's default")
     return 0
 
