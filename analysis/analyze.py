@@ -278,13 +278,7 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
             operands=[Operand(role=r, indexing_map=m, element_type=e, shape=list(s))
                       for r, m, e, s in info.nest.operands],
             signature=sig, **decided))
-    summary = Summary(
-        dispatches=len(out), distinct_ops=len(by_sig),
-        zigzag=sum(d.provenance == "zigzag" for d in out),
-        analytical=sum(d.provenance == "analytical" for d in out),
-        iree_default=sum(d.provenance == "iree-default" for d in out),
-        search=sum(d.provenance == "search" for d in out),
-        candidates=sum(len(d.candidates) for d in out))
+    summary = Summary.of(out, distinct_ops=len(by_sig))
     result = Analysis(model=model_name, target=target.name, hardware=hw.name,
                       hardware_sha256=sha256_file(hw_path), vector_lanes_f32=hw.lanes_f32,
                       calibration=calibration_path.name if calibration_path else None,

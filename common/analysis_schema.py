@@ -143,6 +143,16 @@ class Summary(_Strict):
     search: int = 0
     candidates: int = 0  # evaluated over all dispatches
 
+    @classmethod
+    def of(cls, dispatches: list["Dispatch"], distinct_ops: int) -> "Summary":
+        """The counts of `dispatches` by the provenance of their compiled tiles."""
+        return cls(dispatches=len(dispatches), distinct_ops=distinct_ops,
+                   zigzag=sum(d.provenance == "zigzag" for d in dispatches),
+                   analytical=sum(d.provenance == "analytical" for d in dispatches),
+                   iree_default=sum(d.provenance == "iree-default" for d in dispatches),
+                   search=sum(d.provenance == "search" for d in dispatches),
+                   candidates=sum(len(d.candidates) for d in dispatches))
+
 
 class AnalysisOptions(_Strict):
     """Every knob of `analysis.analyze` that changes its output (CLI flags, recorded here)."""

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
-from common.analysis_schema import Analysis, Candidate, Dispatch, MeasuredChoice, Summary
+from common.analysis_schema import Analysis, MeasuredChoice, Summary
 from common.errors import first_line
 from common.files import sha256_file, write_together
 from common.targets import TargetError
@@ -170,13 +170,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
         dispatches.append(d.model_copy(update={
             "candidates": cands, "chosen": best, "provenance": chosen.generator,
             "tiles": None if best == DEFAULT else chosen.tiles, "reason": reason, "cost": cost}))
-    summary = Summary(
-        dispatches=len(dispatches), distinct_ops=analysis.summary.distinct_ops,
-        zigzag=sum(d.provenance == "zigzag" for d in dispatches),
-        analytical=sum(d.provenance == "analytical" for d in dispatches),
-        iree_default=sum(d.provenance == "iree-default" for d in dispatches),
-        search=sum(d.provenance == "search" for d in dispatches),
-        candidates=analysis.summary.candidates)
+    summary = Summary.of(dispatches, distinct_ops=analysis.summary.distinct_ops)
     result = Analysis.model_validate({
         **analysis.model_dump(), "dispatches": [x.model_dump() for x in dispatches],
         "summary": summary.model_dump(),
