@@ -68,7 +68,8 @@ def progress(iterable=None, total=None, desc="", disable=False):
 # End to end
 
 
-def _iree_callable(vmfb: Path, golden: Path):
+def iree_callable(vmfb: Path, golden: Path) -> Callable[[], list]:
+    """One call of `vmfb`'s entry point on the golden inputs, its outputs on the host."""
     from runtime.run import inputs_from, load
 
     fn, _, entry = load(vmfb)
@@ -167,8 +168,8 @@ def end_to_end(art: Artifacts, reps: int, warmup: int, quiet: bool = False) -> d
     default, the framework in this process and, for torch, torch restricted to AVX2 in a
     worker process."""
     calls = {
-        "tuned": _iree_callable(art.tuned_vmfb, art.golden),
-        "default": _iree_callable(art.default_vmfb, art.golden),
+        "tuned": iree_callable(art.tuned_vmfb, art.golden),
+        "default": iree_callable(art.default_vmfb, art.golden),
     }
     calls["framework"], fw_desc = _framework_callable(art)
     worker = _WorkerCall(art, TORCH_SAME_ISA) if art.framework == "torch" else None

@@ -96,7 +96,7 @@ def _find(name: str, roots: list[Path]) -> Path | None:
 def host_times(models: list[str], rounds: int, warmup: int = 3, root: Path | None = None) -> dict:
     """model -> variant -> end-to-end seconds (stats.summary) of its host modules under each
     strategy, interleaved (bench.core.interleave); models missing a module are left out."""
-    from bench.core import _iree_callable, interleave, timed
+    from bench.core import iree_callable, interleave, timed
 
     roots = [root] if root else workspace_roots()
     infos = {i.name: i for i in zoo(root)}
@@ -106,7 +106,7 @@ def host_times(models: list[str], rounds: int, warmup: int = 3, root: Path | Non
         vmfbs = {v: _find(f"{model}{suffix}.vmfb", roots) for v, suffix in HOST_VARIANTS.items()}
         if golden is None or None in vmfbs.values():
             continue
-        timers = {v: timed(_iree_callable(path, golden)) for v, path in vmfbs.items()}
+        timers = {v: timed(iree_callable(path, golden)) for v, path in vmfbs.items()}
         times = interleave(timers, rounds, warmup, f"{model} host strategies")
         out[model] = {v: stats.summary(ts) for v, ts in times.items()}
     return out
