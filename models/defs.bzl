@@ -39,12 +39,6 @@ PIPELINE_TARGETS = {
     "host": ("//common:host", "//analysis:hardware/host.yaml", None),
 }
 
-# Shortlist per riscv dispatch for the measured choice (perf/tune.py): IREE's default and the
-# 3 best predicted other candidates. On the 9 zoo models the calibration measured (up to 6
-# candidates each), 4 keep nearly all of the gain: conv1d_audio 0.85x of IREE's default
-# cycles instead of 0.81x, the others within 0.01.
-MEASURED_CANDIDATES = 4
-
 # Lowering strategies other than the tuned direct codegen (common/targets.py STRATEGY_FLAGS),
 # each with its derived target per pipeline target (//codegen:<base>_<strategy>).
 STRATEGIES = ("datatiling", "ukernels")
@@ -200,30 +194,23 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
     )
     for suffix, (target, hardware, calibration) in PIPELINE_TARGETS.items():
         analysis = "%s_%s_analysis" % (name, suffix)
-        if suffix == "riscv":
-            # On the accelerator the candidates are measured (model cycles) rather than
-            # trusted to the prediction: <name>_riscv_predicted_analysis ranks them, and
-            # <name>_riscv_analysis keeps the measured fastest of IREE's default and the
-            # MEASURED_CANDIDATES - 1 best predicted others (perf/tune.py).
-            zigzag_analysis(
-                name = "%s_%s_predicted_analysis" % (name, suffix),
-                module = ":" + imported,
-                hardware = hardware,
-                calibration = calibration,
-                target = target,
-            )
+
+        # On the accelerator the candidates are measured (model cycles) rather than trusted to
+        # the prediction: <name>_riscv_predicted_analysis ranks them, and <name>_riscv_analysis
+        # keeps the measured fastest of IREE's default and the best predicted others
+        # (perf/tune.py, MEASURED_CANDIDATES in perf/defs.bzl).
+        measured = suffix == "riscv"
+        zigzag_analysis(
+            name = "%s_%s_predicted_analysis" % (name, suffix) if measured else analysis,
+            module = ":" + imported,
+            hardware = hardware,
+            calibration = calibration,
+            target = target,
+        )
+        if measured:
             measured_choice(
                 name = analysis,
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
-                candidates = MEASURED_CANDIDATES,
-            )
-        else:
-            zigzag_analysis(
-                name = analysis,
-                module = ":" + imported,
-                hardware = hardware,
-                calibration = calibration,
-                target = target,
             )
         iree_compile(
             name = "%s_%s_compiled" % (name, suffix),

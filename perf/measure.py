@@ -194,6 +194,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             except chk.DriveError as err:
                 raise PerfError(f"{name}: {err}") from None
 
+        folder_of = {name: i for i, name in enumerate(names)}  # d{i:03d} above
         if only is not None:
             unknown = sorted(only - set(names))
             if unknown:
@@ -203,7 +204,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         for h, (hw, _) in enumerate(hws):
             qemu_cmd = _qemu_cmd(qemu, hw.compute.vector_bits)
             for name in names:
-                i = sorted(compiled.dispatches).index(name)
+                i = folder_of[name]
                 lib, index = exports[name]
                 out = work / f"d{i:03d}" / f"counts_{hw.name}.txt"
                 jobs_list.append(((h, name), (qemu_cmd, plugin, runner, lib, index,

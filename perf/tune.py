@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runner", required=True, type=Path, help="riscv64 hal_runner")
     p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
     p.add_argument("--model-name", required=True)
-    p.add_argument("--candidates", type=int, default=4,
+    p.add_argument("--candidates", type=int, required=True,
                    help="shortlist size per dispatch, IREE's default included (>= 2)")
     p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
     p.add_argument("--allow-no-core-model", action="store_true",
