@@ -232,7 +232,9 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
             f"(python -m analysis.accelerator_target / accelerator_target in analysis/defs.bzl)")
     with tempfile.TemporaryDirectory(prefix="analysis_") as tmp:
         tmp = Path(tmp)
-        print(f"analysis: compiling {module.name} to executable configurations", file=sys.stderr)
+        if show_progress or (show_progress is None and sys.stderr.isatty()):
+            # Progress only where someone watches: a failing run's stderr is its one error line.
+            print(f"analysis: compiling {module.name} to executable configurations", file=sys.stderr)
         configurations = dsp.compile_to_executable_configurations(module, target.compile_flags(),
                                                                   tmp, target_path)
         infos = dsp.read_dispatches(configurations)

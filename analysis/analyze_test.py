@@ -66,7 +66,18 @@ def test_module_without_dispatches_is_an_error_and_writes_nothing(tmp_path):
     empty = tmp_path / "empty.mlir"
     empty.write_text("module {\n}\n")
     p = _cli(empty, tmp_path / "a.json")
-    assert p.returncode != 0 and "no dispatches" in p.stderr.strip().splitlines()[-1], p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1 and "no dispatches" in lines[0], p.stderr
+    assert not (tmp_path / "a.json").exists()
+
+
+def test_unknown_cpu_feature_is_one_line_naming_the_target(tmp_path):
+    target = tmp_path / "badfeat.yaml"
+    target.write_text(TARGET.read_text().replace('"+v"]', '"+v", "+notafeature"]'))
+    p = _cli(HERE / "testdata" / "matmul.mlir", tmp_path / "a.json", "--target", str(target))
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1, p.stderr
+    assert "badfeat.yaml: cpu_features +notafeature: not a feature LLVM knows" in lines[0]
     assert not (tmp_path / "a.json").exists()
 
 
