@@ -11,7 +11,9 @@ measure up to R candidates of every dispatch. Measured per dispatch:
 - the host: iree-benchmark-module time of the dispatch's own benchmark module x clock.
 Only `calibration` models are fitted (non-negative least squares on relative error, numpy),
 and the choice margin is picked by leave-one-model-out cross-validation on them; `held_out`
-models are measured and reported, never fitted. Writes
+models are measured and reported, never fitted. For riscv hardware the candidates the build's
+measured choice already ran (perf/tune.py, every zoo model) are added (`--measured-choices`).
+Writes
 analysis/calibration/<hardware>.json (coefficients, read by the analysis) and
 <hardware>.measurements.json (every measured candidate with its features, the fit's and the
 held-out's Kendall tau per dispatch).
@@ -141,6 +143,51 @@ def measure_model(info: PipelineInfo, mlirbc: Path, measurer: Measurer, rounds: 
                          "tiles": cand["tiles"], "features": cand["features"],
                          "measured_cycles": measured[disp]})
     return rows
+
+
+def measured_choice_rows(infos: list[PipelineInfo], zoo_root: Path, hw_name: str, core: str
+                         ) -> list[dict]:
+    """The candidates the build's measured choice already ran (perf/tune.py records each
+    shortlisted candidate's model cycles in models/<pipeline>_riscv_analysis.analysis.json):
+    rows like measure_model's, without measuring again. Only analyses measured on this
+    hardware and core are read; a missing one is an error naming it."""
+    from pydantic import ValidationError
+
+    from common.analysis_schema import Analysis
+
+    rows = []
+    for info in infos:
+        path = zoo_root / "models" / f"{info.name}_riscv_analysis.analysis.json"
+        try:
+            analysis = Analysis.model_validate_json(path.read_text())
+        except OSError as err:
+            raise CalibrationError(f"{path}: cannot read the measured choice: {err.strerror} "
+                                   "(is //models:zoo_measured_choices a data dependency?)") from None
+        except ValidationError as err:
+            e = err.errors()[0]
+            raise CalibrationError(f"{path}: not an analysis this code reads: "
+                                   f"{'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+        mc = analysis.measured_choice
+        if mc is None or mc.hardware != hw_name or mc.core != core:
+            raise CalibrationError(f"{path}: not a measured choice on {hw_name} ({core})")
+        for d in analysis.dispatches:
+            for c in d.candidates:
+                if c.measured_model_cycles:
+                    rows.append({"model": info.name, "split": info.split, "dispatch": d.name,
+                                 "kind": d.kind, "candidate": c.name, "tiles": c.tiles,
+                                 "features": c.features, "source": "measured-choice",
+                                 "measured_cycles": float(c.measured_model_cycles)})
+    return rows
+
+
+def merge_rows(measured: list[dict], harvested: list[dict]) -> list[dict]:
+    """`measured` plus the `harvested` rows of candidates (same model, dispatch and tiles) it
+    does not have: one row per candidate, the calibration's own measurement first."""
+    def key(r: dict) -> tuple:
+        return r["model"], r["dispatch"], json.dumps(r["tiles"], sort_keys=True)
+
+    have = {key(r) for r in measured}
+    return measured + [r for r in harvested if key(r) not in have]
 
 
 def refresh_features(rows: list[dict], infos: list[PipelineInfo], zoo_root: Path,
@@ -323,7 +370,9 @@ def _bazel_defaults(hardware: str) -> list[str]:
     target = root / "common" / "targets" / "host.yaml" if hardware == "host" else \
         root / "analysis" / f"{hardware}.target.yaml"
     workspace = Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
-    return ["--hardware", str(hw), "--target", str(target), "--zoo", str(root),
+    # riscv: the candidates the build's measured choice ran are fitted on too.
+    harvest = [] if hardware == "host" else ["--measured-choices"]
+    return harvest + ["--hardware", str(hw), "--target", str(target), "--zoo", str(root),
             "--out-dir", str(workspace / "analysis" / "calibration"),
             "--runner", str(root / "runtime" / "hal_runner" / "hal_runner_riscv64"),
             "--plugin", str(root / "perf" / "libinsn_classes.so")]
@@ -396,6 +445,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="refit from the existing <hardware>.measurements.json, measure nothing")
     p.add_argument("--merge", action="store_true",
                    help="keep the existing measurements of models not measured now")
+    p.add_argument("--measured-choices", action="store_true",
+                   help="also fit on the candidates the build's measured choice ran "
+                        "(models/<pipeline>_riscv_analysis.analysis.json under --zoo; riscv)")
     a = p.parse_args(argv)
     try:
         from analysis.hardware import load_hardware
@@ -423,6 +475,13 @@ def main(argv: list[str] | None = None) -> int:
                     measured_now = {i.name for i in infos}
                     rows += [r for r in json.loads(meas_path.read_text())["rows"]
                              if r["model"] not in measured_now]
+            if a.measured_choices:
+                if not measurer.core:
+                    raise CalibrationError("--measured-choices: only riscv hardware has a "
+                                           "measured choice (model cycles)")
+                # Features as the build's analysis computed them: the same cost model code.
+                rows = merge_rows(rows, measured_choice_rows(zoo(a.zoo), a.zoo, hw_name,
+                                                             measurer.core))
         def write_measurements(**extra) -> None:
             atomic_write(meas_path, json.dumps({"hardware": hw_name, "measure": measurer.measure,
                                                 "core_model": measurer.core, "rows": rows,

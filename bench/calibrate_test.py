@@ -103,3 +103,56 @@ if __name__ == "__main__":
     import sys
 
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+def _measured_choice_analysis(hardware: str, core: str) -> str:
+    """A riscv analysis as perf.tune writes it: two candidates of one dispatch measured, a
+    third shortlisted one failed (no cycles)."""
+    from common.analysis_schema import Analysis
+
+    def cand(name, reg, cycles):
+        return {"name": name, "generator": "search", "predicted_cycles": 1.0, "reason": "t",
+                "tiles": {"register": [1, reg, 1], "l1": [4, 8, 8], "l2": [4, 8, 8]},
+                "features": {f: 1.0 for f in FEATURES}, "measured_model_cycles": cycles}
+    loops = [{"name": f"d{i}", "bound": 8, "kind": k}
+             for i, k in enumerate(("parallel", "parallel", "reduction"))]
+    return Analysis.model_validate({
+        "model": "m", "target": "riscv_rvv", "hardware": hardware, "hardware_sha256": "0" * 64,
+        "vector_lanes_f32": 4,
+        "measured_choice": {"hardware": hardware, "core": core, "candidates_per_dispatch": 3,
+                            "dispatches": 1, "measured": 2, "failed": 1},
+        "dispatches": [{"name": "d_matmul", "executable": "e", "root_op": "linalg.matmul",
+                        "kind": "matmul", "loops": loops, "operands": [], "signature": "s",
+                        "provenance": "iree-default", "reason": "r", "tiles": None,
+                        "cost": {"latency_cycles": 1.0, "model": "tile-cost:uncalibrated"},
+                        "candidates": [cand("iree-default", 8, 500), cand("ab", 4, 400),
+                                       cand("abc", 2, None)],
+                        "chosen": "ab"}],
+        "summary": {"dispatches": 1, "distinct_ops": 1, "zigzag": 0, "analytical": 0,
+                    "iree_default": 0, "search": 1}}).model_dump_json()
+
+
+def test_measured_choices_become_rows_and_never_replace_a_calibration_measurement(tmp_path):
+    from bench.artifacts import PipelineInfo
+
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "m_riscv_analysis.analysis.json").write_text(
+        _measured_choice_analysis("riscv_rvv", "sifive-p670"))
+    info = PipelineInfo(name="m", model_name="m", module="x", framework="torch", split="held_out")
+    rows = calibrate.measured_choice_rows([info], tmp_path, "riscv_rvv", "sifive-p670")
+    assert [(r["candidate"], r["measured_cycles"], r["split"]) for r in rows] == \
+        [("iree-default", 500.0, "held_out"), ("ab", 400.0, "held_out")]
+    own = dict(rows[0], measured_cycles=510.0, source=None)
+    merged = calibrate.merge_rows([own], rows)
+    assert [(r["candidate"], r["measured_cycles"]) for r in merged] == \
+        [("iree-default", 510.0), ("ab", 400.0)]
+    # measured on another core, or not there: refused, naming the file
+    with pytest.raises(calibrate.CalibrationError, match="m_riscv_analysis.analysis.json: not a "
+                       "measured choice on riscv_rvv"):
+        calibrate.measured_choice_rows([info], tmp_path, "riscv_rvv", "sifive-x280")
+    with pytest.raises(calibrate.CalibrationError, match="cannot read the measured choice"):
+        calibrate.measured_choice_rows([PipelineInfo("n", "n", "x", "torch", "calibration")],
+                                       tmp_path, "riscv_rvv", "sifive-p670")
+    (tmp_path / "models" / "m_riscv_analysis.analysis.json").write_text("{}")
+    with pytest.raises(calibrate.CalibrationError, match="not an analysis this code reads"):
+        calibrate.measured_choice_rows([info], tmp_path, "riscv_rvv", "sifive-p670")

@@ -96,7 +96,8 @@ def model_zoo(name):
     """Indexes every model_pipeline of this package (call it last in the BUILD file).
 
     Gives <name> (every <pipeline>_pipeline_info.json), <name>_bench_data (those plus the
-    outputs //tools:bench reads) and <name>_imports (those plus every import): the bench,
+    outputs //tools:bench reads), <name>_imports (those plus every import) and
+    <name>_measured_choices (those plus every riscv measured choice): the bench,
     the report and the calibration find models here, not in a hand-kept list.
     """
     infos = [r for r in native.existing_rules().values() if r["kind"] == "_pipeline_info"]
@@ -122,6 +123,11 @@ def model_zoo(name):
         ] + [":%s_import" % r["model_name"] for r in infos],
         # The strategy measurements are not part of `//...` (//tools:report_microkernels).
         tags = ["manual"],
+    )
+    native.filegroup(
+        # The riscv measured choices: every shortlisted candidate's model cycles (//tools:calibrate).
+        name = name + "_measured_choices",
+        srcs = labels + [":%s_riscv_analysis" % r["pipeline"] for r in infos],
     )
     native.filegroup(
         name = name + "_bench_data",
