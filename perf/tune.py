@@ -5,8 +5,8 @@
         --model-name M --candidates 4 --out M_measured.analysis.json --out-md M_measured.md
 
 The cost model ranks candidates but does not predict which one wins on RISC-V well enough to
-switch away from IREE's default (analysis/calibration/riscv_rvv.md: cross-validated Kendall
-tau 0.13). Model cycles, though, are deterministic and cheap to get. So per dispatch the
+switch away from IREE's default (its cross-validated Kendall tau is in
+analysis/calibration/riscv_rvv.md, far below 0.6). Model cycles, though, are deterministic and cheap to get. So per dispatch the
 shortlist is IREE's default plus the analysis' `--candidates - 1` best predicted others; in
 round j every dispatch is compiled with its j-th shortlisted candidate (IREE's default once
 its list is exhausted) and the dispatches whose candidate changed are run whole under qemu
