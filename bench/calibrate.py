@@ -151,22 +151,16 @@ def measured_choice_rows(infos: list[PipelineInfo], zoo_root: Path, hw_name: str
     shortlisted candidate's model cycles in models/<pipeline>_riscv_analysis.analysis.json):
     rows like measure_model's, without measuring again. Only analyses measured on this
     hardware and core are read; a missing one is an error naming it."""
-    from pydantic import ValidationError
-
-    from common.analysis_schema import Analysis
+    from codegen.compile import CompileError, load_analysis
 
     rows = []
     for info in infos:
         path = zoo_root / "models" / f"{info.name}_riscv_analysis.analysis.json"
         try:
-            analysis = Analysis.model_validate_json(path.read_text())
-        except OSError as err:
-            raise CalibrationError(f"{path}: cannot read the measured choice: {err.strerror} "
-                                   "(is //models:zoo_measured_choices a data dependency?)") from None
-        except ValidationError as err:
-            e = err.errors()[0]
-            raise CalibrationError(f"{path}: not an analysis this code reads: "
-                                   f"{'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+            analysis = load_analysis(path)
+        except CompileError as err:
+            raise CalibrationError(f"{err} (measured choices come from "
+                                   "//models:zoo_measured_choices)") from None
         mc = analysis.measured_choice
         if mc is None or mc.hardware != hw_name or mc.core != core:
             raise CalibrationError(f"{path}: not a measured choice on {hw_name} ({core})")

@@ -150,9 +150,9 @@ def test_measured_choices_become_rows_and_never_replace_a_calibration_measuremen
     with pytest.raises(calibrate.CalibrationError, match="m_riscv_analysis.analysis.json: not a "
                        "measured choice on riscv_rvv"):
         calibrate.measured_choice_rows([info], tmp_path, "riscv_rvv", "sifive-x280")
-    with pytest.raises(calibrate.CalibrationError, match="cannot read the measured choice"):
+    with pytest.raises(calibrate.CalibrationError, match="n_riscv_analysis.analysis.json: analysis file not found"):
         calibrate.measured_choice_rows([PipelineInfo("n", "n", "x", "torch", "calibration")],
                                        tmp_path, "riscv_rvv", "sifive-p670")
     (tmp_path / "models" / "m_riscv_analysis.analysis.json").write_text("{}")
-    with pytest.raises(calibrate.CalibrationError, match="not an analysis this code reads"):
+    with pytest.raises(calibrate.CalibrationError, match="m_riscv_analysis.analysis.json: malformed analysis at"):
         calibrate.measured_choice_rows([info], tmp_path, "riscv_rvv", "sifive-p670")
