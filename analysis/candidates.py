@@ -153,36 +153,56 @@ def _register_variants(ctx: Context, base_name: str, base: dict[str, list[int]])
                       and bounds[i] > 1 and i not in unit), None)
     vregs = ctx.hw.compute.vector_registers
     budgets = sorted({vregs // 2, vregs - RESERVED_REGISTERS}) if has_red else [None]
-    out, seen = [], set()
+    registers = [("+aligned", list(base["register"]),
+                  f"{base_name}'s register tile, ")]  # only its outer tiles may change
     for vecs in ROW_VECTORS:
         width = tl.lane_tile(bounds[inner], lanes, vecs * lanes)
-        used = -(-width // lanes)
-        if used != vecs:
+        if -(-width // lanes) != vecs:
             continue  # the loop is too short for this many vectors
         for budget in budgets:
             rows = 1
             if budget is not None and rows_loop is not None:
-                rows = max(1, min(bounds[rows_loop], budget // used))
+                rows = max(1, min(bounds[rows_loop], budget // vecs))
             reg = [1 if k == "parallel" else r for r, k in zip(base["register"], kinds)]
             reg[inner] = width
             if rows_loop is not None:
                 reg[rows_loop] = rows
-            key = tuple(reg)
-            if key in seen or reg == base["register"]:
-                continue
-            seen.add(key)
-            l1 = [max(a, r) for a, r in zip(base["l1"], reg)]
-            tiles = finalize(ctx, {"register": reg, "l1": l1, "l2": [max(a, b) for a, b in
-                                                                       zip(base["l2"], l1)]})
-            out.append(Proposal(f"{base_name}+reg{rows}x{vecs}v", "search", tiles,
-                                f"{base_name}'s cache and workgroup tiles with a register tile of "
-                                f"{rows} accumulator row(s) x {vecs} vector(s)"))
+            registers.append((f"+reg{rows}x{vecs}v", reg, f"{base_name}'s cache and workgroup "
+                              f"tiles with a register tile of {rows} accumulator row(s) x {vecs} "
+                              "vector(s), "))
+    out, seen = [], {tuple(tuple(base[r]) for r in ("register", "l1", "l2"))}
+    for suffix, reg, why in registers:
+        l1 = [max(a, r) for a, r in zip(base["l1"], reg)]
+        l1[inner] = _multiple_of(l1[inner], reg[inner], bounds[inner])
+        l2 = [max(a, b) for a, b in zip(base["l2"], l1)]
+        l2[inner] = _multiple_of(l2[inner], l1[inner], bounds[inner])
+        tiles = finalize(ctx, {"register": reg, "l1": l1, "l2": l2})
+        key = tuple(tuple(tiles[r]) for r in ("register", "l1", "l2"))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Proposal(base_name + suffix, "search", tiles,
+                            why + "the vector loop's cache and workgroup tiles a multiple of it"))
     return out
+
+
+def _multiple_of(tile: int, step: int, bound: int) -> int:
+    """`tile` rounded up to the smallest multiple of `step` that divides the bound, or to the
+    whole loop. A vector loop tiled by a non-multiple of its register width leaves a partial
+    vector in every tile (ResNet-18's 256x196 matmuls: 16-wide vectors in 49-wide workgroups
+    ran 1.8x the model cycles of the same vectors in 196-wide ones on the P670 model); the
+    tile must still divide the loop: IREE 3.13 cannot vectorise a matmul workgroup whose last
+    tile is partial (64-wide ones on 196 fail with "large vector sizes")."""
+    if tile % step == 0 or tile >= bound:
+        return tile
+    first = -(-tile // step) * step
+    return next((t for t in range(first, bound, step) if bound % t == 0), bound)
 
 
 def _register_search(ctx: Context) -> list[Proposal]:
     """Systematic register tiles (1, 2, 4, 8 vectors per row; rows filling half the register
-    file or all but RESERVED_REGISTERS) on IREE's default and on ZigZag's cache tiles."""
+    file or all but RESERVED_REGISTERS) and the base's own register tile, on IREE's default and
+    on ZigZag's cache tiles, the vector loop's outer tiles made whole multiples of it."""
     out = []
     if ctx.default is not None:
         out += _register_variants(ctx, "iree-default", ctx.default)

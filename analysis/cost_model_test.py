@@ -152,5 +152,38 @@ def test_finalized_tiles_need_no_codegen_adjustment(loops, data):
         assert r in (1, bounds[inner]) or r % RISCV.lanes_f32 == 0
 
 
+def test_register_search_aligns_the_vector_loops_outer_tiles():
+    """IREE's riscv default for ResNet-18's 256x196x2304 matmul puts 16-wide register tiles in
+    49-wide workgroups (a partial vector in each); the search offers the same register tile in
+    one 196-wide workgroup (16 divides no tile of 196), and no proposal of it leaves a partial
+    vector inside a workgroup."""
+    levels = {"cache_parallel": [64, 49, 0], "distribution": [64, 49, 0],
+              "vector_common_parallel": [7, 16, 0], "vector_reduction": [0, 0, 1]}
+    bounds, kinds = [256, 196, 2304], ["parallel", "parallel", "reduction"]
+    default = cands.iree_default_tiles(levels, bounds, kinds)
+    info = DispatchInfo("d", "e", "linalg.matmul", "matmul", matmul(*bounds), ())
+    props = {p.name: p.tiles for p in cands.GENERATORS["register-search"](
+        cands.Context(info, RISCV, None, None, default))}
+    assert props["iree-default+aligned"] == tiles([7, 16, 1], [64, 196, 2304], [64, 196, 2304])
+    for name, t in props.items():
+        reg, l1, l2 = t["register"][1], t["l1"][1], t["l2"][1]
+        # whole register tiles in every cache tile, or one partial one at the loop's end
+        assert (l1 % reg == 0 or l1 == 196) and 196 % l2 == 0 and l2 % l1 == 0, (name, t)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 500), st.integers(1, 64), st.integers(1, 500))
+def test_outer_tiles_round_up_to_whole_vectors(tile, step, bound):
+    tile = min(tile, bound)
+    got = cands._multiple_of(tile, step, bound)
+    assert tile <= got <= bound
+    if tile % step == 0:
+        assert got == tile
+    else:  # the smallest multiple of the step that divides the loop, else the whole loop
+        dividing = [t for t in range(-(-tile // step) * step, bound, step) if bound % t == 0]
+        assert got == (dividing[0] if dividing else bound)
+        assert bound % got == 0
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
