@@ -182,7 +182,8 @@ def _register_variants(ctx: Context, base_name: str, base: dict[str, list[int]])
             continue
         seen.add(key)
         out.append(Proposal(base_name + suffix, "search", tiles,
-                            why + "the vector loop's cache and workgroup tiles a multiple of it"))
+                            why + "the vector loop's cache and workgroup tiles whole multiples "
+                            "of it that divide the loop, or the whole loop"))
     return out
 
 
