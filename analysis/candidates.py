@@ -173,9 +173,9 @@ def _register_variants(ctx: Context, base_name: str, base: dict[str, list[int]])
     out, seen = [], {tuple(tuple(base[r]) for r in ("register", "l1", "l2"))}
     for suffix, reg, why in registers:
         l1 = [max(a, r) for a, r in zip(base["l1"], reg)]
-        l1[inner] = _multiple_of(l1[inner], reg[inner], bounds[inner])
+        l1[inner] = tl.dividing_multiple(l1[inner], reg[inner], bounds[inner])
         l2 = [max(a, b) for a, b in zip(base["l2"], l1)]
-        l2[inner] = _multiple_of(l2[inner], l1[inner], bounds[inner])
+        l2[inner] = tl.dividing_multiple(l2[inner], l1[inner], bounds[inner])
         tiles = finalize(ctx, {"register": reg, "l1": l1, "l2": l2})
         key = tuple(tuple(tiles[r]) for r in ("register", "l1", "l2"))
         if key in seen:
@@ -185,19 +185,6 @@ def _register_variants(ctx: Context, base_name: str, base: dict[str, list[int]])
                             why + "the vector loop's cache and workgroup tiles whole multiples "
                             "of it that divide the loop, or the whole loop"))
     return out
-
-
-def _multiple_of(tile: int, step: int, bound: int) -> int:
-    """`tile` rounded up to the smallest multiple of `step` that divides the bound, or to the
-    whole loop. A vector loop tiled by a non-multiple of its register width leaves a partial
-    vector in every tile (ResNet-18's 256x196 matmuls: 16-wide vectors in 49-wide workgroups
-    ran 1.8x the model cycles of the same vectors in 196-wide ones on the P670 model); the
-    tile must still divide the loop: IREE 3.13 cannot vectorise a matmul workgroup whose last
-    tile is partial (64-wide ones on 196 fail with "large vector sizes")."""
-    if tile % step == 0 or tile >= bound:
-        return tile
-    first = -(-tile // step) * step
-    return next((t for t in range(first, bound, step) if bound % t == 0), bound)
 
 
 def _register_search(ctx: Context) -> list[Proposal]:

@@ -66,6 +66,19 @@ def lane_tile(bound: int, lanes: int, want: int) -> int:
     return t
 
 
+def dividing_multiple(tile: int, step: int, bound: int) -> int:
+    """`tile` rounded up to the smallest multiple of `step` that divides the bound, or to the
+    whole loop. A vector loop tiled by a non-multiple of its register width leaves a partial
+    vector in every tile (ResNet-18's 256x196 matmuls: 16-wide vectors in 49-wide workgroups
+    ran 1.8x the model cycles of the same vectors in 196-wide ones on the P670 model); the
+    tile must still divide the loop: IREE 3.13 cannot vectorise a matmul workgroup whose last
+    tile is partial (64-wide ones on 196 fail with "large vector sizes")."""
+    if tile % step == 0 or tile >= bound:
+        return tile
+    first = -(-tile // step) * step
+    return next((t for t in range(first, bound, step) if bound % t == 0), bound)
+
+
 def legalize(bounds: Sequence[int], kinds: Sequence[str], proposal: dict[str, Sequence[int]],
              lanes: int, register_elems: int) -> dict[str, list[int]]:
     """Turns proposed tiles {register, l1, l2} into legal ones (see module docstring)."""

@@ -132,5 +132,19 @@ def test_examples_exact_tiling():
     assert t["register"] == [3]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 500), st.integers(1, 64), st.integers(1, 500))
+def test_outer_tiles_round_up_to_whole_vectors(tile, step, bound):
+    tile = min(tile, bound)
+    got = tiles.dividing_multiple(tile, step, bound)
+    assert tile <= got <= bound
+    if tile % step == 0:
+        assert got == tile
+    else:  # the smallest multiple of the step that divides the loop, else the whole loop
+        dividing = [t for t in range(-(-tile // step) * step, bound, step) if bound % t == 0]
+        assert got == (dividing[0] if dividing else bound)
+        assert bound % got == 0
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -6,8 +6,8 @@
 
 The cost model ranks candidates but does not predict which one wins on RISC-V well enough to
 switch away from IREE's default (its cross-validated Kendall tau is in
-analysis/calibration/riscv_rvv.md, far below 0.6). Model cycles, though, are deterministic and cheap to get. So per dispatch the
-shortlist is IREE's default plus the analysis' `--candidates - 1` best predicted others; in
+analysis/calibration/riscv_rvv.md, far below 0.6). Model cycles, though, are deterministic
+and cheap to get. So per dispatch the shortlist is IREE's default plus the analysis' `--candidates - 1` best predicted others; in
 round j every dispatch is compiled with its j-th shortlisted candidate (IREE's default once
 its list is exhausted) and the dispatches whose candidate changed are run whole under qemu
 and costed by llvm-mca (perf.measure). Each dispatch keeps the candidate with the fewest
