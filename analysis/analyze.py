@@ -58,9 +58,15 @@ def _zigzag_job(args) -> tuple[str, dict | None, str | None]:
         return sig, None, f"ZigZag failed: {err}"
 
 
+def _exit_worker(signum, frame):
+    raise SystemExit(1)
+
+
 def _worker_init() -> None:
-    # Workers die on the SIGTERM Pool.terminate() sends, whatever the parent's handler is.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Workers end on the SIGTERM Pool.terminate() sends by unwinding (SystemExit, which
+    # multiprocessing reports without a traceback), so zigzag_cost.run removes its dump
+    # directory; dying on the default action left it behind.
+    signal.signal(signal.SIGTERM, _exit_worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
