@@ -150,7 +150,8 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None,
     default = cands.iree_default_tiles(info.default_levels, bounds, kinds)
     ctx = cands.Context(info, hw, zz, zz_err, default)
     proposals, why = _candidates(ctx)
-    coefficients = calibration.coefficients if calibration else cost_model.UNCALIBRATED
+    coefficients = calibration.coefficients_for(info.kind) if calibration \
+        else cost_model.UNCALIBRATED
     model = f"tile-cost:{calibration.hardware}" if calibration else "tile-cost:uncalibrated"
     priced = []
     for p in proposals:
@@ -208,14 +209,20 @@ def load_calibration(path: Path) -> Calibration:
         e = err.errors()[0]
         raise dsp.AnalysisInputError(f"{path}: bad calibration: {'.'.join(map(str, e['loc']))}: "
                                      f"{e['msg']}") from None
-    missing = sorted(set(cost_model.FEATURES) - set(cal.coefficients))
-    extra = sorted(set(cal.coefficients) - set(cost_model.FEATURES))
-    if missing or extra:
-        raise dsp.AnalysisInputError(
-            f"{path}: calibration coefficients do not match the cost model's features "
-            f"(missing {missing}, unknown {extra}): recalibrate with //tools:calibrate")
-    if any(v < 0 for v in cal.coefficients.values()):
-        raise dsp.AnalysisInputError(f"{path}: negative calibration coefficient")
+    unknown_kinds = sorted(set(cal.kind_coefficients) - set(op_kinds.REGISTRY))
+    if unknown_kinds:
+        raise dsp.AnalysisInputError(f"{path}: coefficients for unknown op kind "
+                                     f"'{unknown_kinds[0]}' (known: {', '.join(op_kinds.REGISTRY)})")
+    for where, coefficients in [("coefficients", cal.coefficients)] + \
+            [(f"kind_coefficients.{k}", c) for k, c in sorted(cal.kind_coefficients.items())]:
+        missing = sorted(set(cost_model.FEATURES) - set(coefficients))
+        extra = sorted(set(coefficients) - set(cost_model.FEATURES))
+        if missing or extra:
+            raise dsp.AnalysisInputError(
+                f"{path}: calibration {where} do not match the cost model's features "
+                f"(missing {missing}, unknown {extra}): recalibrate with //tools:calibrate")
+        if any(v < 0 for v in coefficients.values()):
+            raise dsp.AnalysisInputError(f"{path}: negative calibration coefficient in {where}")
     return cal
 
 

@@ -113,9 +113,12 @@ def test_calibrated_choice_is_the_cheapest_prediction(tmp_path):
     cheapest predicted one, compiled with its tiles, unless IREE's default is within the margin."""
     from analysis.cost_model import FEATURES
 
-    cal = {"schema_version": 1, "hardware": "riscv_rvv", "hardware_sha256": "0" * 64,
+    only = {f: 0.0 for f in FEATURES}
+    cal = {"schema_version": 2, "hardware": "riscv_rvv", "hardware_sha256": "0" * 64,
            "measure": "riscv-model-cycles", "core_model": "sifive-p670",
-           "coefficients": {f: (1.0 if f == "scalar_loads" else 0.0) for f in FEATURES},
+           "coefficients": only | {"vector_ops": 1.0},
+           # matmuls are priced by their own kind's coefficients, not the pooled ones
+           "kind_coefficients": {"matmul": only | {"scalar_loads": 1.0}}, "min_rows_per_kind": 30,
            "choice_margin": 0.05, "fitted_on": ["test"],
            "fit": {"rows": 0, "dispatches": 0, "median_abs_relative_error": 0.0}}
     path = tmp_path / "cal.json"
@@ -124,6 +127,7 @@ def test_calibrated_choice_is_the_cheapest_prediction(tmp_path):
     assert a["calibration"] == "cal.json" and len(a["calibration_sha256"]) == 64
     d = root(a, "matmul")
     by_name = {c["name"]: c for c in d["candidates"]}
+    assert all(c["predicted_cycles"] == c["features"]["scalar_loads"] for c in d["candidates"])
     best = d["candidates"][0]
     default = by_name["iree-default"]["predicted_cycles"]
     if best["predicted_cycles"] <= default * 0.95:
@@ -142,6 +146,13 @@ def test_calibrated_choice_is_the_cheapest_prediction(tmp_path):
          "--out", str(tmp_path / "b.json"), "--calibration", str(path)],
         capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "cal.json" in proc.stderr and "host_znver2" in proc.stderr
+    assert not (tmp_path / "b.json").exists()
+    # so are coefficients for an op kind the registry does not know
+    cal["hardware"] = "riscv_rvv"
+    cal["kind_coefficients"] = {"matmull": only}
+    path.write_text(json.dumps(cal))
+    proc = subprocess.run(proc.args, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "cal.json" in proc.stderr and "'matmull'" in proc.stderr
     assert not (tmp_path / "b.json").exists()
 
 

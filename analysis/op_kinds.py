@@ -3,7 +3,9 @@
 A kind (analysis.dispatches.classify) maps to the candidate generators tried for it
 (analysis/candidates.GENERATORS; IREE's default is always a candidate), whether ZigZag maps
 it (one ZigZag run per distinct op of such a kind), and why. Every candidate of every kind is
-priced by the same cost model (analysis/cost_model.py); a new kind is one entry here.
+priced by the same cost model (analysis/cost_model.py), with the kind's own coefficients when
+the calibration measured enough of it (common/calibration_schema.py); a new kind is one entry
+here.
 """
 
 from __future__ import annotations

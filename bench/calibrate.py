@@ -9,11 +9,12 @@ candidate (IREE's default, then the others in the uncalibrated model's order), s
 measure up to R candidates of every dispatch. Measured per dispatch:
 - riscv hardware (it names an llvm-mca `model_core`): model cycles on that core (perf/);
 - the host: iree-benchmark-module time of the dispatch's own benchmark module x clock.
-Only `calibration` models are fitted (non-negative least squares on relative error, numpy),
-and the choice margin is picked by leave-one-model-out cross-validation on them; `held_out`
-models are measured and reported, never fitted. For riscv hardware the candidates the build's
-measured choice already ran (perf/tune.py, every zoo model) are added (`--measured-choices`).
-Writes
+Only `calibration` models are fitted (non-negative least squares on relative error, numpy):
+once on all their measurements, and once per op kind with at least MIN_ROWS_PER_KIND of them
+(that kind's coefficients); the choice margin is picked by leave-one-model-out
+cross-validation on them; `held_out` models are measured and reported, never fitted. For riscv
+hardware the candidates the build's measured choice already ran (perf/tune.py, every zoo
+model) are added (`--measured-choices`). Writes
 analysis/calibration/<hardware>.json (coefficients, read by the analysis) and
 <hardware>.measurements.json (every measured candidate with its features, the fit's and the
 held-out's Kendall tau per dispatch).
@@ -22,6 +23,7 @@ held-out's Kendall tau per dispatch).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -43,6 +45,9 @@ ROUNDS = 6
 # cross-validated by model (choose_margin; ties: the larger margin, the more conservative rule).
 MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 0.9)
 MIN_CANDIDATES_FOR_TAU = 5
+# An op kind gets coefficients of its own from this many calibration measurements (two per
+# coefficient); fewer, and it is priced by the coefficients fitted on every kind together.
+MIN_ROWS_PER_KIND = 30
 
 
 class CalibrationError(RuntimeError):
@@ -211,7 +216,29 @@ def refresh_features(rows: list[dict], infos: list[PipelineInfo], zoo_root: Path
     return out
 
 
-def fit(rows: list[dict]) -> dict[str, float]:
+@dataclasses.dataclass(frozen=True)
+class Fitted:
+    """Coefficients fitted on every row (`pooled`) and, per op kind with at least
+    MIN_ROWS_PER_KIND rows, on that kind's rows alone (`by_kind`)."""
+    pooled: dict[str, float]
+    by_kind: dict[str, dict[str, float]]
+
+    def for_kind(self, kind: str) -> dict[str, float]:
+        return self.by_kind.get(kind, self.pooled)
+
+
+def fit(rows: list[dict]) -> Fitted:
+    """fit_coefficients() on all `rows`, and on each op kind's rows when it has enough."""
+    per_kind: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["measured_cycles"] > 0:
+            per_kind.setdefault(r["kind"], []).append(r)
+    return Fitted(pooled=fit_coefficients(rows),
+                  by_kind={k: fit_coefficients(rs) for k, rs in sorted(per_kind.items())
+                           if len(rs) >= MIN_ROWS_PER_KIND})
+
+
+def fit_coefficients(rows: list[dict]) -> dict[str, float]:
     """Coefficients >= 0 (numpy NNLS) minimising, together, the relative error of each
     prediction sum(c_f x feature_f) and the error of each candidate's predicted cost relative
     to IREE's default on the same dispatch (what the choice depends on):
@@ -243,7 +270,7 @@ def fit(rows: list[dict]) -> dict[str, float]:
     return {f: float(f"{v:.6g}") for f, v in zip(FEATURES, x)}
 
 
-def _folds(rows: list[dict]) -> list[tuple[dict[str, float], list[dict]]]:
+def _folds(rows: list[dict]) -> list[tuple[Fitted, list[dict]]]:
     """Leave one model out: per calibration model, the coefficients fitted without it and
     (copies of) its rows."""
     models = sorted({r["model"] for r in rows})
@@ -253,10 +280,9 @@ def _folds(rows: list[dict]) -> list[tuple[dict[str, float], list[dict]]]:
             for m in models]
 
 
-def cross_validate(folds: list[tuple[dict[str, float], list[dict]]], margin: float) -> list[dict]:
+def cross_validate(folds: list[tuple[Fitted, list[dict]]], margin: float) -> list[dict]:
     """Per calibration dispatch, evaluate() with a cost model that never saw its model."""
-    return [d for coefficients, test in folds
-            for d in evaluate(test, coefficients, margin)["dispatches"]]
+    return [d for fitted, test in folds for d in evaluate(test, fitted, margin)["dispatches"]]
 
 
 def _summed_by_model(dispatches: list[dict]) -> dict[str, float]:
@@ -271,7 +297,7 @@ def _summed_by_model(dispatches: list[dict]) -> dict[str, float]:
     return out
 
 
-def choose_margin(folds: list[tuple[dict[str, float], list[dict]]]) -> float:
+def choose_margin(folds: list[tuple[Fitted, list[dict]]]) -> float:
     """The margin of MARGINS under which the calibration model that loses most, cross-validated
     (cross_validate: each model priced by a fit without it), loses least; then the lowest
     geomean of measured chosen/default over the dispatches; ties go to the larger margin.
@@ -287,14 +313,14 @@ def choose_margin(folds: list[tuple[dict[str, float], list[dict]]]) -> float:
     return best[1]
 
 
-def evaluate(rows: list[dict], coefficients: dict[str, float], margin: float) -> dict:
+def evaluate(rows: list[dict], fitted: Fitted, margin: float) -> dict:
     """Per dispatch: Kendall tau of predicted vs measured over its candidates, and what the
     calibrated choice rule would have picked vs IREE's default (measured)."""
     from analysis.cost_model import predict, replaces_default
 
     per: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
-        r["predicted_cycles"] = predict(r["features"], coefficients)
+        r["predicted_cycles"] = predict(r["features"], fitted.for_kind(r["kind"]))
         per.setdefault((r["model"], r["dispatch"]), []).append(r)
     out = []
     for (model, disp), rs in sorted(per.items()):
@@ -379,8 +405,14 @@ def markdown(cal: Calibration, ev: dict) -> str:
     lines = [f"# Cost-model calibration: {cal.hardware} ({unit})", "",
              f"Fitted on: {', '.join(cal.fitted_on)} ({cal.fit.rows} measured candidates). "
              f"Median |relative error| {cal.fit.median_abs_relative_error:.3f}; choice margin "
-             f"{cal.choice_margin:.0%}.", "", "| feature | cycles per unit |", "|---|---|"]
-    lines += [f"| {k} | {v:.4g} |" for k, v in sorted(cal.coefficients.items())]
+             f"{cal.choice_margin:.0%}.", "",
+             "Cycles per unit of each feature: fitted on every kind (pricing the kinds without "
+             f"a column) and on each kind with at least {cal.min_rows_per_kind} measurements.", "",
+             "| feature | every kind | " + " | ".join(sorted(cal.kind_coefficients)) + " |",
+             "|---|---|" + "---|" * len(cal.kind_coefficients)]
+    lines += [f"| {f} | {v:.4g} | " + " | ".join(f"{cal.kind_coefficients[k][f]:.4g}"
+                                                  for k in sorted(cal.kind_coefficients)) + " |"
+              for f, v in sorted(cal.coefficients.items())]
     lines += ["", "Cross-validated on the calibration set (each model priced by a fit without "
               f"it): mean Kendall tau {cal.fit.cross_validated_kendall_tau}, geomean measured "
               f"chosen/IREE default {cal.fit.cross_validated_chosen_over_default}.",
@@ -486,17 +518,19 @@ def main(argv: list[str] | None = None) -> int:
             # Measurements are the slow, irreplaceable part: on disk before anything can fail.
             write_measurements()
         fitted = [r for r in rows if r["split"] == "calibration"]
-        coefficients = fit(fitted)
+        model_fit = fit(fitted)
         folds = _folds(fitted)
         margin = choose_margin(folds)
         cv = cross_validate(folds, margin)
-        ev = evaluate(rows, coefficients, margin)
+        ev = evaluate(rows, model_fit, margin)
         ev["cross_validated"] = cv
         quality = _quality(fitted, {"dispatches": [d for d in ev["dispatches"]
                                                    if d["split"] == "calibration"]}, cv)
         cal = Calibration(hardware=hw_name, hardware_sha256=sha256_file(a.hardware),
                           measure=measurer.measure, core_model=measurer.core,
-                          coefficients=coefficients, choice_margin=margin,
+                          coefficients=model_fit.pooled,
+                          kind_coefficients=model_fit.by_kind,
+                          min_rows_per_kind=MIN_ROWS_PER_KIND, choice_margin=margin,
                           fitted_on=sorted({r["model"] for r in fitted}), fit=quality)
         write_measurements(evaluation=ev)
         atomic_write(a.out_dir / f"{a.hardware.stem}.json",

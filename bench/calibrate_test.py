@@ -12,24 +12,44 @@ TRUE = {f: 0.0 for f in FEATURES} | {"vector_ops": 1.0, "fma_stall": 0.5, "regis
                                       "gathered_loads": 0.25}
 
 
-def _rows(models=("a", "b", "c"), dispatches=4, candidates=5, seed=0):
+def _rows(models=("a", "b", "c"), dispatches=4, candidates=5, seed=0, kind="matmul", true=TRUE):
     rng = random.Random(seed)
     rows = []
     for model in models:
         for d in range(dispatches):
             for c in range(candidates):
                 feats = {f: float(rng.randint(0, 1000)) for f in FEATURES}
-                rows.append({"model": model, "split": "calibration", "dispatch": f"d{d}",
-                             "kind": "matmul", "candidate": "iree-default" if c == 0 else f"c{c}",
+                rows.append({"model": model, "split": "calibration", "dispatch": f"{kind}{d}",
+                             "kind": kind, "candidate": "iree-default" if c == 0 else f"c{c}",
                              "features": feats,
-                             "measured_cycles": sum(TRUE[f] * feats[f] for f in FEATURES)})
+                             "measured_cycles": sum(true[f] * feats[f] for f in FEATURES)})
     return rows
 
 
 def test_fit_recovers_the_true_coefficients():
     fitted = calibrate.fit(_rows())
     for f in FEATURES:
-        assert fitted[f] == pytest.approx(TRUE[f], abs=1e-3), f
+        assert fitted.pooled[f] == pytest.approx(TRUE[f], abs=1e-3), f
+        assert fitted.for_kind("matmul")[f] == pytest.approx(TRUE[f], abs=1e-3), f
+
+
+def test_each_kind_with_enough_measurements_gets_its_own_coefficients():
+    # broadcasts cost what matmuls do not; pooling has too few rows for a fit of its own
+    streaming = {f: 0.0 for f in FEATURES} | {"register_steps": 2.0, "l1_fill": 1.0}
+    rows = _rows() + _rows(kind="broadcast", true=streaming, seed=1) + \
+        _rows(dispatches=1, candidates=3, kind="pooling", seed=2)
+    assert len([r for r in rows if r["kind"] == "pooling"]) < calibrate.MIN_ROWS_PER_KIND
+    fitted = calibrate.fit(rows)
+    assert sorted(fitted.by_kind) == ["broadcast", "matmul"]
+    assert fitted.for_kind("pooling") == fitted.pooled
+    for f in FEATURES:
+        assert fitted.for_kind("matmul")[f] == pytest.approx(TRUE[f], abs=1e-3), f
+        assert fitted.for_kind("broadcast")[f] == pytest.approx(streaming[f], abs=1e-3), f
+    # each kind ranks exactly with its own coefficients; the pooled fit alone does not
+    ev = calibrate.evaluate([r for r in rows if r["kind"] != "pooling"], fitted, margin=0.0)
+    assert all(d["kendall_tau"] == pytest.approx(1.0) for d in ev["dispatches"])
+    pooled = calibrate.evaluate(rows, calibrate.Fitted(fitted.pooled, {}), margin=0.0)
+    assert min(d["kendall_tau"] for d in pooled["dispatches"]) < 1.0
 
 
 def test_exact_model_ranks_perfectly_and_picks_the_measured_best():
@@ -89,7 +109,7 @@ def test_margin_is_judged_by_the_whole_model_not_the_mean_dispatch():
     # other dispatches' switches win. A mean over dispatches would switch; the model slows.
     rows = _rows()
     for r in rows:
-        if (r["model"], r["dispatch"]) == ("c", "d0"):
+        if (r["model"], r["dispatch"]) == ("c", "matmul0"):
             r["features"] = {f: v * 1000 for f, v in r["features"].items()}
             r["measured_cycles"] *= 1000 * (3 if r["candidate"] != "iree-default" else 1)
     folds = calibrate._folds(rows)

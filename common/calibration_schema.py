@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-CALIBRATION_SCHEMA_VERSION = 1
+CALIBRATION_SCHEMA_VERSION = 2
 
 
 class _Strict(BaseModel):
@@ -34,16 +34,26 @@ class FitQuality(_Strict):
 
 
 class Calibration(_Strict):
-    schema_version: Literal[1] = CALIBRATION_SCHEMA_VERSION
+    schema_version: Literal[2] = CALIBRATION_SCHEMA_VERSION
     hardware: str  # the hardware description's name
     hardware_sha256: str  # of the YAML it was measured for (recorded, not enforced)
     # What the coefficients convert features into: host seconds x clock, or RISC-V model
     # cycles on `core_model` (llvm-mca).
     measure: Literal["host-time", "riscv-model-cycles"]
     core_model: str | None = None
-    # cycles per unit of each cost-model feature (analysis/cost_model.FEATURES), >= 0
+    # cycles per unit of each cost-model feature (analysis/cost_model.FEATURES), >= 0, fitted
+    # on every calibration measurement: they price the op kinds without coefficients of their own
     coefficients: dict[str, float]
+    # Op kind (analysis/op_kinds.py) -> coefficients fitted on that kind's measurements alone,
+    # for the kinds with at least `min_rows_per_kind` of them: the same feature buys different
+    # cycles in a broadcast's code than in a matmul's.
+    kind_coefficients: dict[str, dict[str, float]] = Field(default_factory=dict)
+    min_rows_per_kind: int = Field(ge=1)
     # A candidate replaces IREE's default only when predicted at least this fraction cheaper.
     choice_margin: float = Field(ge=0, lt=1)
     fitted_on: list[str]  # model_pipeline names of the calibration set
     fit: FitQuality
+
+    def coefficients_for(self, kind: str) -> dict[str, float]:
+        """The coefficients that price a candidate of op kind `kind`."""
+        return self.kind_coefficients.get(kind, self.coefficients)
