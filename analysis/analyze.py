@@ -51,22 +51,20 @@ def _progress(total: int, desc: str, show: bool | None):
 
 def _zigzag_job(args) -> tuple[str, dict | None, str | None]:
     """(signature, ZigZag's result or None, failure or None) for one distinct op."""
-    sig, layer, acc, mapping, nloops, lpf_limit, lpf_merge = args
+    sig, layer, acc, mapping, nloops, lpf_limit, lpf_merge, dump_root = args
     try:
-        return sig, zigzag_cost.run(layer, Path(acc), Path(mapping), nloops, lpf_limit, lpf_merge), None
+        return sig, zigzag_cost.run(layer, Path(acc), Path(mapping), nloops, lpf_limit, lpf_merge,
+                                    Path(dump_root)), None
     except zigzag_cost.ZigZagFailed as err:
         return sig, None, f"ZigZag failed: {err}"
 
 
-def _exit_worker(signum, frame):
-    raise SystemExit(1)
-
-
 def _worker_init() -> None:
-    # Workers end on the SIGTERM Pool.terminate() sends by unwinding (SystemExit, which
-    # multiprocessing reports without a traceback), so zigzag_cost.run removes its dump
-    # directory; dying on the default action left it behind.
-    signal.signal(signal.SIGTERM, _exit_worker)
+    # Workers die at once on the SIGTERM Pool.terminate() sends, whatever the parent's handler
+    # is. (A handler raising SystemExit instead once left an idle worker alive, its exception
+    # lost, and Pool.join waited on it forever.) Their ZigZag dump directories are under the
+    # analysis' temporary directory, removed after the workers are joined.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -269,7 +267,7 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
             try:
                 layer = zigzag_cost.to_layer(info.kind, info.nest)
                 jobs_in.append((sig, layer, str(acc), str(mapping), len(info.nest.loops),
-                                options.zigzag_lpf_limit, options.zigzag_lpf_merge))
+                                options.zigzag_lpf_limit, options.zigzag_lpf_merge, str(tmp)))
             except zigzag_cost.NotExpressible as err:
                 zz_errors[sig] = f"not a ZigZag layer: {err}"
         for sig, result, failure in sorted(_run_zigzag(jobs_in, jobs, show_progress),

@@ -81,7 +81,7 @@ def test_unknown_cpu_feature_is_one_line_naming_the_target(tmp_path):
     assert not (tmp_path / "a.json").exists()
 
 
-def _failing_zigzag(layer, accelerator, mapping, nloops, lpf_limit, lpf_merge):
+def _failing_zigzag(layer, accelerator, mapping, nloops, lpf_limit, lpf_merge, dump_root=None):
     raise zigzag_cost.ZigZagFailed(f"ValueError: port too narrow in {accelerator}".replace(
         str(Path(accelerator).parent), "<zigzag inputs>"))
 

@@ -116,8 +116,9 @@ def _num(x) -> float:
 
 
 def run(layer: dict, accelerator: Path, mapping: Path, nloops: int, lpf_limit: int = 5,
-        lpf_merge: str = "largest") -> dict:
+        lpf_merge: str = "largest", dump_root: Path | None = None) -> dict:
     """Runs ZigZag on one layer; returns a JSON-able result (deterministic, no paths).
+    ZigZag's dump directory is made under `dump_root` (default: the temporary directory).
 
     Raises ZigZagFailed when ZigZag raises; its message names no temporary path."""
     logging.getLogger("zigzag").setLevel(logging.ERROR)
@@ -126,7 +127,7 @@ def run(layer: dict, accelerator: Path, mapping: Path, nloops: int, lpf_limit: i
 
     _set_lpf_merge(lpf_merge)
 
-    dump = Path(tempfile.mkdtemp(prefix="zz_"))
+    dump = Path(tempfile.mkdtemp(prefix="zz_", dir=dump_root))
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             energy, latency, cmes = get_hardware_performance_zigzag(
