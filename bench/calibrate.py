@@ -401,6 +401,7 @@ def _bazel_defaults(hardware: str) -> list[str]:
 def markdown(cal: Calibration, ev: dict) -> str:
     """The calibration's summary: coefficients, and per dispatch the candidates' Kendall tau
     and what the calibrated rule picks vs IREE's default (measured), the two sets apart."""
+    kinds = sorted(cal.kind_coefficients)
     unit = "model cycles on " + cal.core_model if cal.core_model else "host cycles (time x clock)"
     lines = [f"# Cost-model calibration: {cal.hardware} ({unit})", "",
              f"Fitted on: {', '.join(cal.fitted_on)} ({cal.fit.rows} measured candidates). "
@@ -408,10 +409,10 @@ def markdown(cal: Calibration, ev: dict) -> str:
              f"{cal.choice_margin:.0%}.", "",
              "Cycles per unit of each feature: fitted on every kind (pricing the kinds without "
              f"a column) and on each kind with at least {cal.min_rows_per_kind} measurements.", "",
-             "| feature | every kind | " + " | ".join(sorted(cal.kind_coefficients)) + " |",
-             "|---|---|" + "---|" * len(cal.kind_coefficients)]
-    lines += [f"| {f} | {v:.4g} | " + " | ".join(f"{cal.kind_coefficients[k][f]:.4g}"
-                                                  for k in sorted(cal.kind_coefficients)) + " |"
+             "| " + " | ".join(["feature", "every kind", *kinds]) + " |",
+             "|---|---|" + "---|" * len(kinds)]
+    lines += ["| " + " | ".join([f, f"{v:.4g}", *(f"{cal.kind_coefficients[k][f]:.4g}"
+                                                for k in kinds)]) + " |"
               for f, v in sorted(cal.coefficients.items())]
     lines += ["", "Cross-validated on the calibration set (each model priced by a fit without "
               f"it): mean Kendall tau {cal.fit.cross_validated_kendall_tau}, geomean measured "
