@@ -35,7 +35,7 @@ from pathlib import Path
 from bench import stats
 from analysis.hardware import HardwareError
 from bench.artifacts import PipelineInfo, zoo
-from common.calibration_schema import Calibration, FitQuality
+from common.calibration_schema import Calibration, FitQuality, coefficients_for
 from common.files import atomic_write, sha256_file
 from perf.tune import forced_analysis, round_assignments
 
@@ -224,7 +224,7 @@ class Fitted:
     by_kind: dict[str, dict[str, float]]
 
     def for_kind(self, kind: str) -> dict[str, float]:
-        return self.by_kind.get(kind, self.pooled)
+        return coefficients_for(kind, self.pooled, self.by_kind)
 
 
 def fit(rows: list[dict]) -> Fitted:

@@ -56,4 +56,11 @@ class Calibration(_Strict):
 
     def coefficients_for(self, kind: str) -> dict[str, float]:
         """The coefficients that price a candidate of op kind `kind`."""
-        return self.kind_coefficients.get(kind, self.coefficients)
+        return coefficients_for(kind, self.coefficients, self.kind_coefficients)
+
+
+def coefficients_for(kind: str, pooled: dict[str, float],
+                     by_kind: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The kind's own coefficients, else the pooled ones: one rule for the analysis' pricing
+    and the calibration's evaluation of it."""
+    return by_kind.get(kind, pooled)
