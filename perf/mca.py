@@ -82,16 +82,26 @@ def region_cycles(regions: list[Region], core: str, mattr: str) -> dict[Region, 
         return {}
     codes = {r.code: r.insns for r in regions}  # a block entered at several vtypes is one code
     asm = dict(zip(codes, disassemble(list(codes.items()), mattr)))
-    result: dict[Region, Fraction] = {}
+    texts = []
+    for region in regions:
+        instruments = None
+        if region.slot is not None and region.slot != SLOT_UNKNOWN:
+            instruments = slot_instruments(region.slot)
+        texts.append((asm[region.code], instruments))
+    return dict(zip(regions, text_cycles(texts, core)))
+
+
+def text_cycles(regions: list[tuple[list[str], tuple[str, str] | None]], core: str) -> list[Fraction]:
+    """Cycles per execution on `core` of each region given as (assembly lines, (LMUL, SEW)
+    in force on entry, or None when unknown or set inside the region)."""
+    result: list[Fraction] = []
     for start in range(0, len(regions), _CHUNK):
         chunk = regions[start:start + _CHUNK]
         text = []
-        for i, region in enumerate(chunk):
-            lines = asm[region.code]
+        for i, (lines, instruments) in enumerate(chunk):
             text.append(f"# LLVM-MCA-BEGIN r{i}")
-            if region.slot is not None and region.slot != SLOT_UNKNOWN:
-                lmul, sew = slot_instruments(region.slot)
-                text += [f"# LLVM-MCA-RISCV-LMUL {lmul}", f"# LLVM-MCA-RISCV-SEW {sew}"]
+            if instruments is not None:
+                text += [f"# LLVM-MCA-RISCV-LMUL {instruments[0]}", f"# LLVM-MCA-RISCV-SEW {instruments[1]}"]
             text += lines
             text.append(f"# LLVM-MCA-END r{i}")
         proc = subprocess.run([tool(LLVM_MCA), "-mtriple=riscv64", f"-mcpu={core}",
@@ -102,9 +112,9 @@ def region_cycles(regions: list[Region], core: str, mattr: str) -> dict[Region, 
                          (proc.stderr.strip().splitlines() or ["(no message)"])[0])
             raise McaError(f"{LLVM_MCA} -mcpu={core} failed: {first.strip()}")
         views = {v.get("Name"): v for v in json.loads(proc.stdout)["CodeRegions"]}
-        for i, region in enumerate(chunk):
+        for i in range(len(chunk)):
             if f"r{i}" not in views:
                 raise McaError(f"{LLVM_MCA} -mcpu={core} returned no result for region r{i}")
             summary = views[f"r{i}"]["SummaryView"]
-            result[region] = Fraction(summary["TotalCycles"], summary["Iterations"])
+            result.append(Fraction(summary["TotalCycles"], summary["Iterations"]))
     return result

@@ -1,0 +1,227 @@
+"""How well the code-level cost model (perf/code_cost.py) ranks measured candidates.
+
+    tools/bazel run //bench:code_cost_eval -- --zoo $(tools/bazel info bazel-bin)
+
+Reads the calibration's measured candidates (analysis/calibration/<hardware>.measurements.json:
+each candidate config of a zoo dispatch with its model cycles on the accelerator's core),
+compiles every model once per round with each dispatch forced to its round's candidate (as
+perf.tune does), costs the code statically (perf.code_cost: no run) and reports, per split,
+the Kendall tau between static and measured cycles within each dispatch, next to the tau of
+the tile-level prediction stored with the measurement, and what choosing the statically
+cheapest candidate would have measured against IREE's default. Nothing is fitted: the code
+model has no coefficients, so calibration and held-out models are evaluated alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from analysis.hardware import HardwareError, load_hardware
+from bench.stats import geomean, kendall_tau
+from codegen import compile as cg
+from common.analysis_schema import Analysis
+from common.errors import first_line
+from common.files import atomic_write
+from common.targets import TargetError, load_target
+from perf.code_cost import CodeCostError, call_cycles
+
+DEFAULT = "iree-default"
+MIN_CANDIDATES = 5  # issue 14: tau over dispatches with at least 5 candidates
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    model: str
+    dispatch: str
+    candidate: str
+    split: str
+    kind: str
+    tiles: dict[str, list[int]] | None
+    features: dict[str, float]
+    measured_cycles: float | None
+    predicted_cycles: float
+
+
+class _Measurements(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    hardware: str
+    core_model: str | None
+    rows: list[_Row]
+
+
+class EvalError(RuntimeError):
+    pass
+
+
+def _forced(analysis: Analysis, assign: dict[str, _Row]) -> Analysis:
+    """The analysis with each assigned dispatch compiled with that row's tiles (others: IREE's)."""
+    data = analysis.model_dump(mode="json")
+    data["measured_choice"] = None
+    for d in data["dispatches"]:
+        row = assign.get(d["name"])
+        if row is None or row.candidate == DEFAULT:
+            d["tiles"], d["chosen"] = None, DEFAULT
+        else:
+            d["tiles"], d["chosen"] = row.tiles, row.candidate
+    return Analysis.model_validate(data)
+
+
+def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], target, core: str,
+                 work: Path) -> tuple[dict[str, float], set[str]]:
+    """(dispatch -> static model cycles (all workgroups) of the round's candidates, the
+    dispatches costed on llc-19's code because IREE's loops did not line up)."""
+    tuned = cg.tuned_sources(module, _forced(analysis, assign), target, work)
+    cg.run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
+                 "--iree-hal-dump-executable-intermediates-to=inter", "-o", "out.vmfb"],
+                "code_cost_eval", cwd=work)
+    per_call: dict[str, float] = {}
+    llc_code: set[str] = set()
+    for ll in sorted((work / "inter").glob("*.optimized.ll")):
+        asm = ll.with_name(ll.name.removesuffix(".optimized.ll") + ".s")
+        costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work / "cost")
+        per_call.update(costed.cycles)
+        llc_code |= costed.llc_code
+        for name, why in costed.errors.items():
+            if name in assign:
+                print(f"code_cost_eval: {name} ({assign[name].candidate}): not costed: {why}", file=sys.stderr)
+    return ({name: per_call[name] * row.features["workgroups"] for name, row in assign.items() if name in per_call},
+            llc_code & assign.keys())
+
+
+def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Path,
+             models: set[str] | None = None) -> list[dict]:
+    by_model: dict[str, dict[str, list[_Row]]] = defaultdict(lambda: defaultdict(list))
+    for row in measurements.rows:
+        if row.measured_cycles and (models is None or row.model in models):
+            by_model[row.model][row.dispatch].append(row)
+    analyses = {}
+    for path in sorted((zoo / "models").glob("*_riscv_analysis.analysis.json")):
+        analysis = cg.load_analysis(path)
+        analyses[path.name.removesuffix("_riscv_analysis.analysis.json")] = analysis
+    results = []
+    for model, dispatches in sorted(by_model.items()):
+        if model not in analyses:
+            raise EvalError(f"{zoo}/models/{model}_riscv_analysis.analysis.json: missing (build the zoo first)")
+        analysis = analyses[model]
+        module = zoo / "models" / f"{analysis.model}.mlirbc"
+        static: dict[tuple[str, int], float] = {}
+        on_llc_code: set[tuple[str, int]] = set()
+        for j in range(max(len(rows) for rows in dispatches.values())):
+            assign = {name: rows[j] for name, rows in dispatches.items() if j < len(rows)}
+            try:
+                costs, llc_code = static_costs(module, analysis, assign, target, core, work / model / f"round{j}")
+            except (cg.CompileError, CodeCostError) as err:
+                print(f"code_cost_eval: {model} round {j}: {first_line(str(err))}", file=sys.stderr)
+                continue
+            static.update({(name, j): cost for name, cost in costs.items()})
+            on_llc_code |= {(name, j) for name in llc_code}
+        for name, rows in sorted(dispatches.items()):
+            points = [(static[(name, j)], r) for j, r in enumerate(rows) if (name, j) in static]
+            if len(points) < 3 or not any(r.candidate == DEFAULT for _, r in points):
+                continue
+            default = next(r for _, r in points if r.candidate == DEFAULT)
+            cheapest = min(points, key=lambda p: p[0])[1]
+            results.append({
+                "model": model, "dispatch": name, "kind": rows[0].kind, "split": rows[0].split,
+                "candidates": len(points),
+                "on_llc_code": sum(1 for j in range(len(rows)) if (name, j) in on_llc_code),
+                "tau_code": kendall_tau([s for s, _ in points], [r.measured_cycles for _, r in points]),
+                "tau_tiles": kendall_tau([r.predicted_cycles for _, r in points],
+                                         [r.measured_cycles for _, r in points]),
+                "code_choice_over_default": cheapest.measured_cycles / default.measured_cycles,
+                "tiles_choice_over_default": min((r for _, r in points), key=lambda r: r.predicted_cycles
+                                                 ).measured_cycles / default.measured_cycles,
+                "best_over_default": min(r.measured_cycles for _, r in points) / default.measured_cycles,
+                "points": [{"candidate": r.candidate, "code": s, "tiles": r.predicted_cycles,
+                            "measured": r.measured_cycles} for s, r in points],
+            })
+        print(f"code_cost_eval: {model}: {sum(1 for r in results if r['model'] == model)} dispatches", file=sys.stderr)
+    return results
+
+
+def _mean(values: list[float | None]) -> str:
+    kept = [v for v in values if v is not None]
+    return f"{statistics.mean(kept):.2f}" if kept else "-"
+
+
+def markdown(results: list[dict], measurements: _Measurements, core: str) -> str:
+    lines = [f"# Code-level cost model vs measurement ({measurements.hardware}, {core})", "",
+             "Generated by `bench/code_cost_eval.py` from the calibration's measured candidates. "
+             "Kendall tau per dispatch between predicted and measured model cycles of its candidates, "
+             "mean over dispatches; *code*: perf/code_cost.py (static: IREE's LLVM IR, scalar-evolution "
+             "trip counts, llvm-mca per block; nothing fitted); *tiles*: the tile-level prediction "
+             "stored with each measurement (the calibrated fit: in-sample on calibration models). "
+             "*choice / default*: geomean over dispatches of the measured cycles of the candidate each "
+             "model predicts cheapest, over IREE's default's.", "",
+             "| split | candidates per dispatch | dispatches | tau, code | tau, tiles | code choice / default | "
+             "tiles choice / default | best measured / default |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for split in ("calibration", "held_out"):
+        for least in (MIN_CANDIDATES, 3):
+            sel = [r for r in results if r["split"] == split and r["candidates"] >= least]
+            if not sel:
+                continue
+            lines.append(f"| {split} | >= {least} | {len(sel)} | {_mean([r['tau_code'] for r in sel])} | "
+                         f"{_mean([r['tau_tiles'] for r in sel])} | "
+                         f"{geomean([r['code_choice_over_default'] for r in sel]):.3f} | "
+                         f"{geomean([r['tiles_choice_over_default'] for r in sel]):.3f} | "
+                         f"{geomean([r['best_over_default'] for r in sel]):.3f} |")
+    costed = sum(r["candidates"] for r in results)
+    lines += ["", f"{sum(r['on_llc_code'] for r in results)} of the {costed} candidates evaluated were costed on "
+              "llc-19's code (IREE's loops did not line up with it); the others on IREE's own code.",
+              "", "## Per op kind (all splits, >= 3 candidates)", "",
+              "| kind | dispatches | tau, code | tau, tiles |", "|---|---:|---:|---:|"]
+    kinds = sorted({r["kind"] for r in results})
+    for kind in kinds:
+        sel = [r for r in results if r["kind"] == kind]
+        lines.append(f"| {kind} | {len(sel)} | {_mean([r['tau_code'] for r in sel])} | "
+                     f"{_mean([r['tau_tiles'] for r in sel])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--zoo", type=Path, required=True, help="bazel-bin of a built zoo (models/*_riscv_analysis...)")
+    p.add_argument("--measurements", type=Path, default=Path("analysis/calibration/riscv_rvv.measurements.json"))
+    p.add_argument("--hardware", type=Path, default=Path("analysis/hardware/riscv_rvv.yaml"))
+    p.add_argument("--target", type=Path, help="the riscv target of the zoo's analyses "
+                   "(default: <zoo>/analysis/<hardware>.target.yaml)")
+    p.add_argument("--out-md", type=Path, default=Path("reports/code_cost_riscv_rvv.md"))
+    p.add_argument("--out-json", type=Path)
+    p.add_argument("--models", help="comma-separated: only these models' measurements")
+    a = p.parse_args(argv)
+    try:
+        measurements = _Measurements.model_validate_json(a.measurements.read_text())
+        hardware = load_hardware(a.hardware)
+        if not hardware.model_core:
+            raise EvalError(f"{a.hardware}: no model_core (the code model needs a core model)")
+        target = load_target(a.target or a.zoo / "analysis" / f"{a.hardware.stem}.target.yaml")
+        with tempfile.TemporaryDirectory(prefix="code_cost_eval.") as tmp:
+            models = set(a.models.split(",")) if a.models else None
+            results = evaluate(measurements, a.zoo, target, hardware.model_core, Path(tmp), models)
+        text = markdown(results, measurements, hardware.model_core)
+    except FileNotFoundError as err:
+        print(f"code_cost_eval: {err.filename}: not found", file=sys.stderr)
+        return 1
+    except ValidationError as err:
+        print(f"code_cost_eval: {a.measurements}: malformed: {first_line(str(err))}", file=sys.stderr)
+        return 1
+    except (EvalError, HardwareError, TargetError, cg.CompileError, CodeCostError) as err:
+        print(f"code_cost_eval: {first_line(str(err))}", file=sys.stderr)
+        return 1
+    atomic_write(a.out_md, text)
+    if a.out_json:
+        atomic_write(a.out_json, json.dumps(results, indent=1) + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,517 @@
+"""Static model cycles of compiled dispatches: a cost model of the generated code.
+
+The tile-level cost model (analysis/cost_model.py) prices the counts the tiles imply; what a
+candidate costs on RISC-V is mostly decided by what IREE's vectorizer makes of them (spills,
+gathers, peeled remainders). This model reads the code instead, without running it:
+
+1. IREE's optimized LLVM IR of every dispatch (`--iree-hal-dump-executable-intermediates-to`)
+   is rewritten into the syntax of Debian's LLVM 19 (`downgrade_ir`; IREE's LLVM is newer).
+2. `opt-19` names every block and prints each loop's backedge-taken count (scalar
+   evolution). Counts that depend on an enclosing loop's induction variable (peeled
+   remainders) are evaluated per iteration of that loop; counts that depend on run-time
+   values (the workgroup id) take their constant maximum.
+3. `llc-19` compiles the same IR with verbose assembly, which names the IR block each
+   machine block starts, so each of its loops gets the trip count of its IR loop. IREE's own
+   assembly (its .s dump) is costed when its loops, found from backward branches in layout
+   order, line up with llc-19's one for one; otherwise llc-19's code is costed (`llc_code`).
+4. The code is cut as qemu translates it (after every vsetvli, at most 512 instructions),
+   because that is the unit perf.measure costs; each piece is costed by llvm-mca on the core
+   model (`perf.mca.text_cycles`) with the LMUL/SEW of the preceding vsetvli in layout order,
+   and counted as often as its innermost loop's header runs per call. A dispatch's cycles
+   are that sum times its workgroup count.
+
+What it ignores, beyond `common.riscv_cores.MODEL_IGNORES`: branches inside a loop body (every
+block of a loop is counted at its header's count), a vtype set on another path than the
+layout-preceding one, and, where IREE's loops do not line up, LLVM 19's code generation
+differing from IREE's (more spills in IREE's code, typically).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perf import mca
+
+OPT = "opt-19"
+LLC = "llc-19"
+MAX_ENUMERATED_ITERATIONS = 200_000  # beyond this, dependent trip counts take their maximum
+
+
+class CodeCostError(RuntimeError):
+    """The code cannot be costed; the message names the culprit and the reason."""
+
+
+class UncostableFunction(CodeCostError):
+    """One function's code has no static count (the others of its module may)."""
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise CodeCostError(f"{name} not found (Debian package llvm-19; tools/bazel installs it)")
+    return path
+
+
+# ---- LLVM IR of a newer LLVM, in LLVM 19's syntax -------------------------------------------
+def _hex_float(m: re.Match) -> str:
+    digits = m.group(1)
+    if len(digits) == 16:
+        return "0x" + digits
+    if len(digits) == 8:  # f0x<float bits>: LLVM 19 writes floats as the double's bits
+        (value,) = struct.unpack(">f", bytes.fromhex(digits))
+        return "0x%016X" % struct.unpack(">Q", struct.pack(">d", value))[0]
+    return "0xH" + digits
+
+
+def _decimal_float(m: re.Match) -> str:
+    # Newer LLVM prints the shortest decimal that round-trips as a float; 19 wants it exact.
+    (value,) = struct.unpack(">f", struct.pack(">f", float(m.group(1))))
+    return "float 0x%016X" % struct.unpack(">Q", struct.pack(">d", value))[0]
+
+
+def _call_args(text: str, start: int) -> tuple[list[str], int]:
+    """The arguments of the call whose '(' ends just before `start`, and the index of its ')'."""
+    depth, args, current, i = 0, [], [], start
+    while True:
+        ch = text[i]
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            if depth == 0:
+                args.append("".join(current).strip())
+                return args, i
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("".join(current).strip())
+            current = []
+            i += 1
+            continue
+        current.append(ch)
+        i += 1
+
+
+_MASKED_CALL = re.compile(r"call [^@\n]*@llvm\.masked\.(load|store)\.[\w.]+\(")
+_MASKED_DECL = re.compile(r"(declare [^@\n]*@llvm\.masked\.(?:load|store)\.[\w.]+\((?:<[^>]*>, )?ptr[^,]*), ")
+
+
+def _masked_alignment_operands(text: str) -> str:
+    """LLVM >= 22 gives masked loads/stores their alignment as a pointer attribute; 19 as an
+    i32 operand after the pointer."""
+    out, pos = [], 0
+    for m in _MASKED_CALL.finditer(text):
+        args, end = _call_args(text, m.end())
+        ptr = 0 if m.group(1) == "load" else 1
+        align = re.search(r"\balign (\d+) ", args[ptr])
+        args[ptr] = re.sub(r"\balign \d+ ", "", args[ptr])
+        args.insert(ptr + 1, f"i32 {align.group(1) if align else 1}")
+        out.append(text[pos:m.end()] + ", ".join(args))
+        pos = end
+    out.append(text[pos:])
+    return _MASKED_DECL.sub(r"\1, i32 immarg, ", "".join(out))
+
+
+def downgrade_ir(text: str) -> str:
+    """IREE's LLVM IR text, rewritten so LLVM 19's tools parse it. Only syntax changes; the
+    lifetime markers (whose signature changed) are dropped: they emit no code."""
+    s = re.sub(r"f0x([0-9A-Fa-f]+)\b", _hex_float, text)
+    s = re.sub(r"\bfloat (-?\d+\.\d+e[+-]\d+)", _decimal_float, s)
+    s = re.sub(r"(?<![\w.%@])-inf\b", "0xFFF0000000000000", s)
+    s = re.sub(r"(?<![\w.%@])\+?inf\b", "0x7FF0000000000000", s)
+    s = re.sub(r"(?<![\w.%@])-qnan\b", "0xFFF8000000000000", s)
+    s = re.sub(r"(?<![\w.%@])[qs]?nan\b", "0x7FF8000000000000", s)
+    s = s.replace("captures(none)", "nocapture")
+    s = re.sub(r"captures\([^)]*\)", "", s)
+    s = s.replace("icmp samesign ", "icmp ")
+    s = re.sub(r", target_mem\w*: \w+", "", s)
+    s = s.replace(" nocreateundeforpoison", "")
+    s = "\n".join(line for line in s.split("\n") if "llvm.lifetime." not in line)
+    return _masked_alignment_operands(s)
+
+
+# ---- scalar evolution expressions -----------------------------------------------------------
+class UnknownTripCount(ValueError):
+    """A backedge-taken count this module cannot evaluate (a run-time value, an unknown form)."""
+
+
+_TOKEN = re.compile(r"\s*(\{|\}|\(|\)|,|<%[\w.\-]+>|<[a-z]+>|/u|[+*]|-?\d+|%[\w.\-]+|[A-Za-z_]\w*)")
+_OPS = ("+", "*", "/u", "umin", "umax", "smin", "smax")
+
+
+@dataclass(frozen=True)
+class Scev:
+    """A parsed SCEV: ("const", n) | ("cast", x) | ("rec", start, step, loop) | (op, *args)."""
+    node: tuple
+
+    def loops(self) -> set[str]:
+        return _loops(self.node)
+
+    def value(self, iteration: dict[str, int]) -> int:
+        """The expression's value with each loop (by header) at the given iteration."""
+        return _value(self.node, iteration)
+
+
+def parse_scev(text: str) -> Scev:
+    tokens, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            if not text[pos:].strip():
+                break
+            raise UnknownTripCount(f"cannot read {text[pos:]!r}")
+        tokens.append(m.group(1))
+        pos = m.end()
+    parser = _ScevParser(tokens)
+    node = parser.expr()
+    if parser.peek() is not None:
+        raise UnknownTripCount(f"cannot read {' '.join(tokens[parser.at:])!r}")
+    return Scev(node)
+
+
+class _ScevParser:
+    def __init__(self, tokens: list[str]):
+        self.tokens, self.at = tokens, 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def take(self, want: str | None = None) -> str:
+        tok = self.peek()
+        if tok is None or (want is not None and tok != want):
+            raise UnknownTripCount(f"expected {want or 'more'}, got {tok}")
+        self.at += 1
+        return tok
+
+    def wrap_flags(self) -> None:
+        while (self.peek() or "") in ("<nuw>", "<nsw>", "<nw>"):
+            self.take()
+
+    def atom(self) -> tuple:
+        tok = self.take()
+        if re.fullmatch(r"i\d+", tok):  # a type before a constant
+            return self.atom()
+        if re.fullmatch(r"-?\d+", tok):
+            return ("const", int(tok))
+        if tok == "(":
+            if self.peek() in ("zext", "sext", "trunc"):
+                self.take()
+                self.take()  # source type
+                inner = self.expr()
+                self.take("to")
+                self.take()
+                self.take(")")
+                self.wrap_flags()
+                return ("cast", inner)
+            inner = self.expr()
+            self.take(")")
+            self.wrap_flags()
+            return inner
+        if tok == "{":
+            start = self.expr()
+            self.take(",")
+            self.take("+")
+            self.take(",")
+            step = self.expr()
+            self.take("}")
+            self.wrap_flags()
+            loop = self.take()
+            if not loop.startswith("<%"):
+                raise UnknownTripCount(f"recurrence without a loop: {loop}")
+            return ("rec", start, step, loop[1:-1])
+        raise UnknownTripCount(f"run-time value {tok}")
+
+    def expr(self) -> tuple:
+        args, op = [self.atom()], None
+        while self.peek() in _OPS:
+            this = self.take()
+            if op is not None and this != op:
+                raise UnknownTripCount(f"mixed operators {op} and {this}")
+            op = this
+            args.append(self.atom())
+        return args[0] if op is None else (op, *args)
+
+
+def _loops(node: tuple) -> set[str]:
+    if node[0] == "const":
+        return set()
+    if node[0] == "cast":
+        return _loops(node[1])
+    if node[0] == "rec":
+        return {node[3]} | _loops(node[1]) | _loops(node[2])
+    return set().union(*(_loops(arg) for arg in node[1:]))
+
+
+def _value(node: tuple, iteration: dict[str, int]) -> int:
+    kind = node[0]
+    if kind == "const":
+        return node[1]
+    if kind == "cast":
+        return _value(node[1], iteration)
+    if kind == "rec":
+        return _value(node[1], iteration) + _value(node[2], iteration) * iteration[node[3]]
+    args = [_value(arg, iteration) for arg in node[1:]]
+    if kind == "+":
+        return sum(args)
+    if kind == "*":
+        product = 1
+        for a in args:
+            product *= a
+        return product
+    if kind == "/u":
+        return args[0] // args[1]
+    return min(args) if kind in ("umin", "smin") else max(args)
+
+
+# ---- loops --------------------------------------------------------------------------------
+@dataclass(eq=False)
+class Loop:
+    header: str
+    depth: int
+    blocks: set[str]
+    children: list["Loop"] = field(default_factory=list)
+    backedges: Scev | None = None  # backedge-taken count, when this module can evaluate it
+    max_backedges: int | None = None  # SCEV's constant maximum
+
+    def walk(self):
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+
+def loop_forests(named_ll: Path) -> dict[str, list[Loop]]:
+    """Function -> its outermost loops, with blocks and backedge-taken counts (opt-19)."""
+    proc = subprocess.run([_tool(OPT), "-passes=print<loops>,print<scalar-evolution>", "-disable-output",
+                           str(named_ll)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CodeCostError(f"{OPT} cannot read {named_ll.name}: {_first_error(proc.stderr)}")
+    forests: dict[str, list[Loop]] = {}
+    headers: dict[tuple[str, str], Loop] = {}
+    function, stack, counted = None, [], None
+    for line in proc.stderr.splitlines():
+        if m := re.match(r"Loop info for function '(.+)':", line):
+            function, stack = m.group(1), []
+            forests[function] = []
+        elif (m := re.match(r"\s*Loop at depth (\d+) containing: (.*)$", line)) and function:
+            depth = int(m.group(1))
+            blocks = [re.sub(r"<.*", "", b) for b in m.group(2).split(",")]
+            header = next(re.sub(r"<.*", "", b) for b in m.group(2).split(",") if "<header>" in b)
+            while stack and stack[-1].depth >= depth:
+                stack.pop()
+            loop = Loop(header, depth, set(blocks))
+            (stack[-1].children if stack else forests[function]).append(loop)
+            stack.append(loop)
+            headers[(function, header)] = loop
+        elif m := re.match(r"Determining loop execution counts for: @\"?([^\"]+)\"?$", line):
+            counted = m.group(1)
+        elif (m := re.match(r"Loop (%\S+): backedge-taken count is (.+)$", line)) and (counted, m.group(1)) in headers:
+            try:
+                headers[(counted, m.group(1))].backedges = parse_scev(m.group(2))
+            except UnknownTripCount:
+                pass
+        elif (m := re.match(r"Loop (%\S+): constant max backedge-taken count is i\d+ (-?\d+)", line)) \
+                and (counted, m.group(1)) in headers:
+            headers[(counted, m.group(1))].max_backedges = int(m.group(2))
+    return forests
+
+
+def header_counts(roots: list[Loop]) -> dict[Loop, float]:
+    """How often each loop's header runs in one call of its function."""
+    counts: dict[Loop, float] = defaultdict(float)
+    budget = [MAX_ENUMERATED_ITERATIONS]
+    depends: dict[Loop, set[str]] = {}
+
+    def loops_used(loop: Loop) -> set[str]:
+        if loop not in depends:
+            own = loop.backedges.loops() if loop.backedges is not None else set()
+            depends[loop] = own.union(*(loops_used(c) for c in loop.children))
+        return depends[loop]
+
+    def trips(loop: Loop, iteration: dict[str, int]) -> int:
+        if loop.backedges is not None and loop.backedges.loops() <= iteration.keys():
+            return max(loop.backedges.value(iteration) + 1, 0)
+        if loop.max_backedges is not None:
+            return loop.max_backedges + 1
+        raise UncostableFunction(f"loop {loop.header}: no trip count and no constant maximum")
+
+    def visit(loop: Loop, iteration: dict[str, int], times: float) -> None:
+        n = trips(loop, iteration)
+        counts[loop] += times * n
+        for child in loop.children:
+            if loop.header in loops_used(child) and budget[0] >= n:
+                budget[0] -= n
+                for i in range(n):
+                    visit(child, {**iteration, loop.header: i}, times)
+            else:
+                visit(child, iteration, times * n)
+
+    for root in roots:
+        visit(root, {}, 1.0)
+    return counts
+
+
+# ---- machine code ---------------------------------------------------------------------------
+@dataclass
+class MachineBlock:
+    label: str | None  # .LBB<f>_<n> when it is a branch target
+    ir_block: str | None  # the IR block llc's verbose comment names (our llc's code only)
+    lines: list[str] = field(default_factory=list)
+
+
+_LABEL = re.compile(r"^(?:(\.LBB\d+_\d+):|# %bb\.\d+:)\s*(?:#\s+(%[\w.\-]+)\s*$)?")
+_BRANCH = re.compile(r"^(?:j|beqz|bnez|blez|bgez|bltz|bgtz|beq|bne|blt|bge|bltu|bgeu|bgt|ble|bgtu|bleu)\s.*?"
+                     r"(\.LBB\d+_\d+)\s*$")
+_VSET = re.compile(r"vset(?:i)?vli\s+\w+,\s*\w+,\s*(e\d+),\s*(mf?\d)")
+QEMU_MAX_TB_INSNS = 512  # qemu's TCG_MAX_INSNS: no translation block is longer
+
+
+def machine_blocks(asm: str, function: str) -> list[MachineBlock]:
+    """The function's basic blocks in layout order: a block starts at a label (or llc's
+    `# %bb.N` comment) and after a block's branches."""
+    parts = re.split(rf"\n{re.escape(function)}:[^\n]*\n", asm, maxsplit=1)
+    if len(parts) != 2:
+        raise CodeCostError(f"no code for {function} in the assembly")
+    blocks = [MachineBlock(None, "%<entry>")]
+    for raw in parts[1].split(".Lfunc_end", 1)[0].splitlines():
+        if m := _LABEL.match(raw):
+            blocks.append(MachineBlock(m.group(1), m.group(2) or blocks[-1].ir_block))
+            continue
+        line = raw.split("#", 1)[0].strip()
+        if not line or line.startswith(".") or line.endswith(":"):
+            continue
+        last = blocks[-1].lines[-1] if blocks[-1].lines else ""
+        if _BRANCH.match(last) and not _BRANCH.match(line):
+            blocks.append(MachineBlock(None, blocks[-1].ir_block))
+        blocks[-1].lines.append(line)
+    return [b for b in blocks if b.lines or b.label]
+
+
+def layout_loops(blocks: list[MachineBlock]) -> list[tuple[int, int]]:
+    """Loops as (first, last) block index, outer before inner: a branch back to an earlier
+    label closes a loop (the block placement keeps loops contiguous)."""
+    at = {b.label: i for i, b in enumerate(blocks) if b.label}
+    last: dict[int, int] = {}
+    for i, block in enumerate(blocks):
+        for line in block.lines:
+            if (m := _BRANCH.match(line)) and m.group(1) in at and at[m.group(1)] <= i:
+                first = at[m.group(1)]
+                last[first] = max(last.get(first, i), i)
+    return sorted(last.items(), key=lambda span: (span[0], -span[1]))
+
+
+def _depths(loops: list[tuple[int, int]]) -> list[int]:
+    return [sum(1 for a, b in loops if a <= first and last <= b) for first, last in loops]
+
+
+def _innermost(loops: list[tuple[int, int]], index: int) -> int | None:
+    inside = [k for k, (a, b) in enumerate(loops) if a <= index <= b]
+    return max(inside, key=lambda k: loops[k][0]) if inside else None
+
+
+def block_cycles(blocks: list[MachineBlock], counts: list[float], core: str) -> float:
+    """Sum of llvm-mca cycles x count, over the pieces qemu would translate (perf.measure's
+    unit): a translation block ends after a vsetvli and after 512 instructions."""
+    regions, times, vtype = [], [], None
+    for block, count in zip(blocks, counts):
+        piece: list[str] = []
+        for line in block.lines:
+            piece.append(line)
+            vset = _VSET.search(line)
+            if vset or len(piece) >= QEMU_MAX_TB_INSNS:
+                regions.append((piece, vtype))
+                times.append(count)
+                piece = []
+            if vset:
+                vtype = (vset.group(2).upper(), vset.group(1).upper())
+        if piece:
+            regions.append((piece, vtype))
+            times.append(count)
+    try:
+        return sum(float(c) * n for c, n in zip(mca.text_cycles(regions, core), times))
+    except mca.McaError as err:
+        raise CodeCostError(str(err)) from None
+
+
+# ---- one module ---------------------------------------------------------------------------
+@dataclass
+class CallCycles:
+    cycles: dict[str, float]  # dispatch function -> model cycles of one call
+    llc_code: set[str]  # functions costed on llc-19's code: IREE's loops did not line up
+    errors: dict[str, str] = field(default_factory=dict)  # functions that cannot be costed, why
+
+
+def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: list[str], work: Path,
+                functions: set[str] | None = None) -> CallCycles:
+    """Model cycles of one call of each dispatch function (or of `functions`) in the module.
+
+    The code costed is IREE's own (`iree_asm`, its .s), when its loops line up with those of
+    llc-19's verbose assembly of the same IR (which names each block's IR block, hence each
+    loop's trip count); otherwise llc-19's code, and the function is listed in `llc_code`."""
+    work.mkdir(parents=True, exist_ok=True)
+    downgraded, named, asm_path = work / "module.ll", work / "named.ll", work / "module.s"
+    downgraded.write_text(downgrade_ir(ir_text))
+    proc = subprocess.run([_tool(OPT), "-passes=instnamer", "-S", str(downgraded), "-o", str(named)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CodeCostError(f"{OPT} cannot read IREE's IR: {_first_error(proc.stderr)}")
+    forests = loop_forests(named)
+    proc = subprocess.run([_tool(LLC), "-O3", "-mtriple=riscv64-unknown-linux-gnu", "-mcpu=generic-rv64",
+                           f"-mattr={','.join(cpu_features)}", str(named), "-o", str(asm_path)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CodeCostError(f"{LLC} cannot compile IREE's IR: {_first_error(proc.stderr)}")
+    ours_asm = asm_path.read_text()
+    wanted = functions if functions is not None else {f for f in forests if "_dispatch_" in f}
+    result = CallCycles({}, set())
+    for function in sorted(wanted):
+        if function not in forests:
+            raise CodeCostError(f"{function}: not in the module's IR")
+        try:
+            cycles, on_llc = _function_cycles(function, forests[function], ours_asm, iree_asm, core)
+        except UncostableFunction as err:  # one function's code, not the module's: the others stand
+            result.errors[function] = str(err)
+            continue
+        result.cycles[function] = cycles
+        if on_llc:
+            result.llc_code.add(function)
+    return result
+
+
+def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: str | None,
+                     core: str) -> tuple[float, bool]:
+    """(model cycles of one call, whether llc-19's code was costed instead of IREE's)."""
+    headers = header_counts(roots)
+    innermost_ir: dict[str, Loop] = {}
+    for loop in sorted((l for r in roots for l in r.walk()), key=lambda l: l.depth):
+        for block in loop.blocks:
+            innermost_ir[block] = loop
+    ours = machine_blocks(ours_asm, function)
+    our_loops = layout_loops(ours)
+    loop_counts = []
+    for first, _ in our_loops:
+        ir_loop = innermost_ir.get(ours[first].ir_block)
+        if ir_loop is None:  # e.g. a memcpy llc expanded into a loop: no trip count to take
+            raise UncostableFunction(f"machine loop at {ours[first].label} is in no IR loop")
+        loop_counts.append(headers[ir_loop])
+    code, loops, on_llc = ours, our_loops, False
+    if iree_asm is not None:
+        theirs = machine_blocks(iree_asm, function)
+        their_loops = layout_loops(theirs)
+        if _depths(their_loops) == _depths(our_loops):
+            code, loops = theirs, their_loops
+        else:
+            on_llc = True
+    counts = []
+    for i in range(len(code)):
+        k = _innermost(loops, i)
+        counts.append(1.0 if k is None else loop_counts[k])
+    return block_cycles(code, counts, core), on_llc
+
+
+def _first_error(stderr: str) -> str:
+    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    return next((l for l in lines if "error" in l.lower()), lines[0] if lines else "(no message)")

@@ -1,0 +1,187 @@
+"""perf.code_cost: trip counts, LLVM-IR downgrade and static cycles on hand-written IR."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perf import code_cost as cc
+
+FEATURES = ["+m", "+a", "+f", "+d", "+c", "+v", "+zvl128b"]
+CORE = "sifive-p670"
+
+# Two passes over 12 floats, 8 at a time: the inner trip count depends on the outer
+# induction variable (8, then 4), as IREE's peeled remainders do.
+_RAGGED = """
+define void @m_dispatch_0(ptr %p) {
+entry:
+  br label %outer
+outer:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %latch ]
+  %i8 = mul nuw nsw i64 %i, 8
+  %left = sub nuw nsw i64 12, %i8
+  %bound = call i64 @llvm.umin.i64(i64 %left, i64 8)
+  br label %inner
+inner:
+  %j = phi i64 [ 0, %outer ], [ %j.next, %inner ]
+  %idx = add nuw nsw i64 %i8, %j
+  %addr = getelementptr float, ptr %p, i64 %idx
+  %v = load float, ptr %addr
+  %w = fadd float %v, 1.0
+  store float %w, ptr %addr
+  %j.next = add nuw nsw i64 %j, 1
+  %more = icmp ult i64 %j.next, %bound
+  br i1 %more, label %inner, label %latch
+latch:
+  %i.next = add nuw nsw i64 %i, 1
+  %again = icmp ult i64 %i.next, 2
+  br i1 %again, label %outer, label %exit
+exit:
+  ret void
+}
+declare i64 @llvm.umin.i64(i64, i64)
+"""
+
+
+def _nest(outer: int, inner: int) -> str:
+    return f"""
+define void @m_dispatch_0(ptr %p) {{
+entry:
+  br label %outer
+outer:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %latch ]
+  br label %inner
+inner:
+  %j = phi i64 [ 0, %outer ], [ %j.next, %inner ]
+  %row = mul nuw nsw i64 %i, {inner}
+  %idx = add nuw nsw i64 %row, %j
+  %addr = getelementptr float, ptr %p, i64 %idx
+  %v = load float, ptr %addr
+  %w = fmul float %v, %v
+  %x = fadd float %w, 1.0
+  store float %x, ptr %addr
+  %j.next = add nuw nsw i64 %j, 1
+  %more = icmp ult i64 %j.next, {inner}
+  br i1 %more, label %inner, label %latch
+latch:
+  %i.next = add nuw nsw i64 %i, 1
+  %again = icmp ult i64 %i.next, {outer}
+  br i1 %again, label %outer, label %exit
+exit:
+  ret void
+}}
+"""
+
+
+# What IREE's newer LLVM prints and LLVM 19 cannot read: float bits as f0x, `samesign`,
+# `captures(...)`, masked loads/stores with their alignment on the pointer.
+_NEWER_SYNTAX = """
+define void @m_dispatch_0(ptr %p, <4 x i1> %m) {
+  %v = call <4 x float> @llvm.masked.load.v4f32.p0(ptr align 4 %p, <4 x i1> %m, <4 x float> poison)
+  %c = fcmp oeq float 0.0, f0x3F800000
+  %d = icmp samesign ult i64 1, 2
+  call void @llvm.masked.store.v4f32.p0(<4 x float> %v, ptr align 4 %p, <4 x i1> %m)
+  ret void
+}
+declare <4 x float> @llvm.masked.load.v4f32.p0(ptr captures(none), <4 x i1>, <4 x float>)
+declare void @llvm.masked.store.v4f32.p0(<4 x float>, ptr captures(none), <4 x i1>)
+"""
+
+
+def _opt_reads(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "t.ll"
+    path.write_text(text)
+    return subprocess.run([shutil.which(cc.OPT) or cc.OPT, "-disable-output", str(path)],
+                          capture_output=True, text=True)
+
+
+def test_trip_counts_are_evaluated_per_iteration_of_the_enclosing_loop():
+    rec = cc.parse_scev("(-1 + (8 umin {12,+,-8}<nsw><%outer>))<nsw>")
+    assert rec.loops() == {"%outer"}
+    assert [rec.value({"%outer": i}) for i in (0, 1)] == [7, 3]
+    assert cc.parse_scev("i64 7").value({}) == 7
+    with pytest.raises(cc.UnknownTripCount):
+        cc.parse_scev("((-4 + (4 * (%2 /u 4))<nuw>) /u 4)")
+
+
+def test_a_ragged_inner_loop_runs_its_real_number_of_times(tmp_path):
+    path = tmp_path / "ragged.ll"
+    path.write_text(_RAGGED)
+    [outer] = cc.loop_forests(path)["m_dispatch_0"]
+    counts = cc.header_counts([outer])
+    [inner] = outer.children
+    assert counts[outer] == 2
+    assert counts[inner] == 12  # 8 + 4, not 2 x 8
+
+
+def _cycles(tmp_path: Path, ir: str, asm: str | None = None) -> cc.CallCycles:
+    return cc.call_cycles(ir, asm, CORE, FEATURES, tmp_path / "work")
+
+
+def _plain_asm(tmp_path: Path, ir: str) -> str:
+    """Assembly without llc's comments, as IREE writes it."""
+    (tmp_path / "plain.ll").write_text(ir)
+    subprocess.run([shutil.which(cc.LLC) or cc.LLC, "-O3", "-mtriple=riscv64-unknown-linux-gnu",
+                    f"-mattr={','.join(FEATURES)}", "-asm-verbose=false", str(tmp_path / "plain.ll"),
+                    "-o", str(tmp_path / "plain.s")], check=True)
+    return (tmp_path / "plain.s").read_text()
+
+
+def test_cycles_grow_with_the_trip_counts(tmp_path):
+    small = _cycles(tmp_path, _nest(4, 8)).cycles["m_dispatch_0"]
+    large = _cycles(tmp_path, _nest(4, 64)).cycles["m_dispatch_0"]
+    assert small > 0
+    assert 6.0 < large / small < 8.5  # 8x the inner iterations, plus the same fixed part
+
+
+def test_irees_own_code_is_costed_when_its_loops_line_up(tmp_path):
+    ir = _nest(4, 64)
+    ours = _cycles(tmp_path, ir)
+    theirs = _cycles(tmp_path, ir, _plain_asm(tmp_path, ir))
+    assert theirs.llc_code == set()
+    assert theirs.cycles["m_dispatch_0"] == pytest.approx(ours.cycles["m_dispatch_0"], rel=1e-6)
+    # Code of another loop structure (no inner loop) cannot take these trip counts.
+    flat = _plain_asm(tmp_path, _RAGGED.replace("%more = icmp ult i64 %j.next, %bound", "%more = icmp ult i64 %j.next, 0")
+                      .replace("br i1 %more, label %inner, label %latch", "br label %latch")
+                      .replace("%j = phi i64 [ 0, %outer ], [ %j.next, %inner ]", "%j = phi i64 [ 0, %outer ]"))
+    fallback = _cycles(tmp_path, ir, flat)
+    assert fallback.llc_code == {"m_dispatch_0"}
+    assert fallback.cycles == ours.cycles
+
+
+def test_blocks_are_costed_as_qemu_translates_them(monkeypatch):
+    """perf.measure costs qemu's translation blocks, which end after a vsetvli and after 512
+    instructions; the static cost must cut the code the same way to rank like it."""
+    seen = []
+    monkeypatch.setattr(cc.mca, "text_cycles", lambda regions, core: seen.extend(regions) or [1] * len(regions))
+    block = cc.MachineBlock(None, None, ["vsetivli zero, 8, e32, m2, ta, ma", "vfadd.vv v8, v8, v10",
+                                         "vsetivli zero, 4, e32, m1, ta, ma", "vfadd.vv v8, v8, v9"])
+    long = cc.MachineBlock(None, None, ["addi a0, a0, 1"] * 600)
+    assert cc.block_cycles([block, long], [3.0, 2.0], CORE) == 3 * 3 + 2 * 2
+    assert [(len(lines), vtype) for lines, vtype in seen] == [
+        (1, None), (2, ("M2", "E32")), (1, ("M1", "E32")), (512, ("M1", "E32")), (88, ("M1", "E32"))]
+
+
+def test_newer_llvm_syntax_is_downgraded_for_llvm19(tmp_path):
+    assert _opt_reads(tmp_path, _NEWER_SYNTAX).returncode != 0
+    proc = _opt_reads(tmp_path, cc.downgrade_ir(_NEWER_SYNTAX))
+    assert proc.returncode == 0, proc.stderr
+    assert "ptr %p, i32 4, <4 x i1> %m" in cc.downgrade_ir(_NEWER_SYNTAX)
+
+
+def test_a_missing_llvm_tool_fails_with_one_line_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(cc.CodeCostError, match="opt-19 not found"):
+        _cycles(tmp_path, _nest(2, 2))
+
+
+def test_a_function_missing_from_the_module_is_named(tmp_path):
+    with pytest.raises(cc.CodeCostError, match="m_dispatch_9: not in the module"):
+        cc.call_cycles(_nest(2, 2), None, CORE, FEATURES, tmp_path / "w", functions={"m_dispatch_9"})
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
