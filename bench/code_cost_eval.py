@@ -31,7 +31,7 @@ from common.analysis_schema import Analysis
 from common.errors import first_line
 from common.files import atomic_write
 from common.targets import TargetError, load_target
-from perf.code_cost import CodeCostError, call_cycles
+from perf.code_cost import CodeCostError, module_call_cycles
 
 DEFAULT = "iree-default"
 MIN_CANDIDATES = 5  # issue 14: tau over dispatches with at least 5 candidates
@@ -78,20 +78,11 @@ def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], targ
                  work: Path) -> tuple[dict[str, float], set[str]]:
     """(dispatch -> static model cycles (all workgroups) of the round's candidates, the
     dispatches costed on llc-19's code because IREE's loops did not line up)."""
-    tuned = cg.tuned_sources(module, _forced(analysis, assign), target, work)
-    cg.run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
-                 "--iree-hal-dump-executable-intermediates-to=inter", "-o", "out.vmfb"],
-                "code_cost_eval", cwd=work)
-    per_call: dict[str, float] = {}
-    llc_code: set[str] = set()
-    for ll in sorted((work / "inter").glob("*.optimized.ll")):
-        asm = ll.with_name(ll.name.removesuffix(".optimized.ll") + ".s")
-        costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work / "cost")
-        per_call.update(costed.cycles)
-        llc_code |= costed.llc_code
-        for name, why in costed.errors.items():
-            if name in assign:
-                print(f"code_cost_eval: {name} ({assign[name].candidate}): not costed: {why}", file=sys.stderr)
+    costed = module_call_cycles(module, _forced(analysis, assign), target, core, work)
+    per_call, llc_code = costed.cycles, costed.llc_code
+    for name, why in costed.errors.items():
+        if name in assign:
+            print(f"code_cost_eval: {name} ({assign[name].candidate}): not costed: {why}", file=sys.stderr)
     return ({name: per_call[name] * row.features["workgroups"] for name, row in assign.items() if name in per_call},
             llc_code & assign.keys())
 

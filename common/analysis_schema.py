@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Which generator produced the compiled tiles ("search": a systematic variant of another).
 Provenance = Literal["zigzag", "analytical", "iree-default", "search"]
@@ -71,6 +71,10 @@ class Candidate(_Strict):
     # the dispatch compiled with these tiles on the accelerator's core model, or why not.
     measured_model_cycles: int | None = Field(default=None, ge=0)
     measure_error: str | None = None
+    # Set by a measured choice for the candidates it costed statically before shortlisting
+    # (perf/code_cost.py: the generated code's model cycles, nothing run), or why not.
+    code_model_cycles: float | None = Field(default=None, ge=0)
+    code_error: str | None = None
 
 
 def check_tiles(tiles: dict[str, list[int]], bounds: list[int], what: str) -> None:
@@ -169,7 +173,10 @@ class MeasuredChoice(_Strict):
     """How perf/tune.py chose among the candidates: by model cycles, not by prediction."""
     hardware: str  # the accelerator description measured on
     core: str  # its llvm-mca core model
-    candidates_per_dispatch: int = Field(ge=2)  # IREE's default and the best predicted others
+    candidates_per_dispatch: int = Field(ge=2)  # IREE's default and the best ranked others
+    # Candidates per dispatch costed by the code model to rank the shortlist (0: the analysis'
+    # prediction ranks it).
+    code_ranked: int = Field(default=0, ge=0)
     dispatches: int = Field(ge=0)  # dispatches with a choice (a shortlist of 2 or more)
     measured: int = Field(ge=0)  # candidates measured, over those dispatches
     failed: int = Field(ge=0)  # shortlisted candidates that did not compile or run
@@ -177,7 +184,7 @@ class MeasuredChoice(_Strict):
 
 class Analysis(_Strict):
     # Only the version this code writes is read: an older or newer file is refused, not guessed.
-    schema_version: Literal[4] = SCHEMA_VERSION
+    schema_version: Literal[5] = SCHEMA_VERSION
     options: AnalysisOptions = AnalysisOptions()
     model: str
     target: str

@@ -515,3 +515,25 @@ def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: 
 def _first_error(stderr: str) -> str:
     lines = [l.strip() for l in stderr.splitlines() if l.strip()]
     return next((l for l in lines if "error" in l.lower()), lines[0] if lines else "(no message)")
+
+
+def module_call_cycles(module: Path, analysis, target, core: str, work: Path) -> CallCycles:
+    """Compiles `module` for `target` with `analysis`' tiles (as codegen does) and costs every
+    dispatch function of the result: model cycles of one call. Raises codegen's CompileError
+    when IREE rejects a config."""
+    from codegen import compile as cg
+
+    tuned = cg.tuned_sources(module, analysis, target, work)
+    cg.run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
+                 "--iree-hal-dump-executable-intermediates-to=inter", "-o", "out.vmfb"],
+                "code_cost", cwd=work)
+    total = CallCycles({}, set())
+    for ll in sorted((work / "inter").glob("*.optimized.ll")):
+        asm = ll.with_name(ll.name.removesuffix(".optimized.ll") + ".s")
+        if not asm.exists():
+            raise CodeCostError(f"IREE wrote no assembly beside {ll.name}")
+        costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work / "cost")
+        total.cycles.update(costed.cycles)
+        total.llc_code |= costed.llc_code
+        total.errors.update(costed.errors)
+    return total

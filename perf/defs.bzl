@@ -78,6 +78,11 @@ def riscv_perf(name, compiled, hardware, **kwargs):
 # cycles instead of 0.81x, the others within 0.01.
 MEASURED_CANDIDATES = 4
 
+# Candidates per riscv dispatch the code model (perf/code_cost.py) costs statically before the
+# shortlist is made: IREE's default and the best predicted others; the shortlist takes the
+# cheapest of them. Each is one more compile of the model, no qemu run.
+CODE_RANKED = 8
+
 def _measured_choice_impl(ctx):
     analysis = ctx.attr.analysis[AnalysisInfo]
     target = analysis.target
@@ -98,6 +103,7 @@ def _measured_choice_impl(ctx):
     args.add("--plugin", ctx.file._plugin)
     args.add("--model-name", analysis.module.model_name)
     args.add("--candidates", str(ctx.attr.candidates))
+    args.add("--code-ranked", str(ctx.attr.code_ranked))
     if ctx.attr.allow_no_core_model:
         args.add("--allow-no-core-model")
     args.add("--out", out)
@@ -122,15 +128,16 @@ measured_choice = rule(
     implementation = _measured_choice_impl,
     attrs = {
         "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis for a riscv accelerator_target"),
-        "candidates": attr.int(default = MEASURED_CANDIDATES, doc = "shortlist per dispatch: IREE's default and the best predicted others"),
+        "candidates": attr.int(default = MEASURED_CANDIDATES, doc = "shortlist per dispatch: IREE's default and the best ranked others"),
+        "code_ranked": attr.int(default = CODE_RANKED, doc = "candidates per dispatch costed by the code model to rank the shortlist (0: the prediction ranks it)"),
         "allow_no_core_model": attr.bool(default = False, doc = "a description without a core model keeps the predicted choice (a sweep's VLEN 256)"),
         "_tool": attr.label(default = "//perf:tune", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
     },
     doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.tune.md: each
-dispatch's tiles chosen, among IREE's default and the analysis' best predicted candidates, by
-measured model cycles on the accelerator's core model (perf/tune.py); never a candidate measured
+dispatch's tiles chosen, among IREE's default and the candidates the code model (perf/code_cost.py)
+costs cheapest among the analysis' best predicted, by measured model cycles on the accelerator's core model (perf/tune.py); never a candidate measured
 slower than IREE's default. Every shortlisted candidate's prediction and measurement is recorded.""",
 )
 

@@ -2,19 +2,26 @@
 
     python -m perf.tune --module M.mlirbc --target T.target.yaml --analysis M.analysis.json \\
         --hardware riscv_rvv.yaml --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
-        --model-name M --candidates 4 --out M_measured.analysis.json --out-md M_measured.md
+        --model-name M --candidates 4 --code-ranked 8 --out M_measured.analysis.json --out-md M_measured.md
 
-The cost model ranks candidates but does not predict which one wins on RISC-V well enough to
-switch away from IREE's default (its cross-validated Kendall tau is in
-analysis/calibration/riscv_rvv.md, far below 0.6). Model cycles, though, are deterministic
-and cheap to get. So per dispatch the shortlist is IREE's default plus the analysis' `--candidates - 1` best predicted others; in
-round j every dispatch is compiled with its j-th shortlisted candidate (IREE's default once
-its list is exhausted) and the dispatches whose candidate changed are run whole under qemu
-and costed by llvm-mca (perf.measure). Each dispatch keeps the candidate with the fewest
-model cycles; ties and failures keep IREE's default, so no dispatch is chosen slower than
-IREE's default on that core model. Every shortlisted candidate's predicted and measured
-cycles are recorded in the output analysis (same schema, `measured_choice` set), which
-codegen compiles like any other.
+The tile-level cost model ranks candidates but does not predict which one wins on RISC-V well
+enough to switch away from IREE's default (its cross-validated Kendall tau is in
+analysis/calibration/riscv_rvv.md, far below 0.6). Two cheaper-to-trust figures do:
+
+1. With `--code-ranked K`, IREE's default and the K - 1 best predicted candidates of every
+   dispatch are compiled (round j: every dispatch with its j-th) and costed statically by the
+   code model (perf/code_cost.py: IREE's generated code, trip counts from its LLVM IR,
+   llvm-mca per block; nothing runs). Their `code_model_cycles` rank the shortlist.
+2. The shortlist is IREE's default plus the `--candidates - 1` cheapest others (by the code
+   model, else by prediction); in round j every dispatch is compiled with its j-th
+   shortlisted candidate (IREE's default once its list is exhausted) and the dispatches whose
+   candidate changed are run whole under qemu and costed by llvm-mca (perf.measure).
+
+Each dispatch keeps the candidate with the fewest measured model cycles; ties and failures
+keep IREE's default, so no dispatch is chosen slower than IREE's default on that core model.
+Every costed and shortlisted candidate's predicted, code-model and measured cycles are
+recorded in the output analysis (same schema, `measured_choice` set), which codegen compiles
+like any other.
 
 A candidate that does not compile or run is recorded with its one-line error and not
 chosen; when IREE's default itself cannot be measured, the tool fails.
@@ -31,10 +38,12 @@ from pathlib import Path
 from analysis.hardware import HardwareError, load_hardware
 from common.analysis_schema import Analysis, MeasuredChoice, Summary
 from common.errors import first_line
+from codegen.compile import CompileError
 from common.files import sha256_file, write_together
-from common.targets import TargetError
+from common.targets import TargetError, load_target
 from perf import counts as cnt
 from perf import mca
+from perf.code_cost import CodeCostError, module_call_cycles
 from perf.measure import PerfError, measure
 
 DEFAULT = "iree-default"
@@ -45,12 +54,17 @@ class TuneError(RuntimeError):
 
 
 def shortlist(dispatch: dict, size: int) -> list[str]:
-    """IREE's default, then the other candidates in the analysis' (predicted) order, `size` in
-    all; empty when IREE's default is not among them (nothing to compare against)."""
-    names = [c["name"] for c in dispatch.get("candidates", [])]
-    if DEFAULT not in names:
+    """IREE's default, then the other candidates best ranked, `size` in all: those the code
+    model costed (`code_model_cycles`) cheapest first, then the rest in the analysis'
+    (predicted) order; empty when IREE's default is not among them (nothing to compare against)."""
+    candidates = dispatch.get("candidates", [])
+    if DEFAULT not in (c["name"] for c in candidates):
         return []
-    return ([DEFAULT] + [n for n in names if n != DEFAULT])[:size]
+    others = [c for c in candidates if c["name"] != DEFAULT]
+    costed = sorted((c for c in others if c.get("code_model_cycles") is not None),
+                    key=lambda c: c["code_model_cycles"])  # stable: ties keep the predicted order
+    rest = [c for c in others if c.get("code_model_cycles") is None]
+    return ([DEFAULT] + [c["name"] for c in costed + rest])[:size]
 
 
 def round_assignments(analysis: dict, size: int) -> list[dict[str, str]]:
@@ -77,6 +91,62 @@ def forced_analysis(analysis: dict, assign: dict[str, str], why: str) -> dict:
     return out
 
 
+def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, list[str]]:
+    """(the analysis with `code_model_cycles` or `code_error` set on each dispatch's IREE default
+    and `ranked - 1` best predicted others, per-round log lines). `cost_round(analysis_dict,
+    dispatches, tag)` returns a perf.code_cost.CallCycles or raises on a config IREE rejects;
+    a failing round is split in two until the culprit is alone, as in `tune`."""
+    base = analysis.model_dump(mode="json")
+    lists = {d["name"]: shortlist(d, ranked) for d in base["dispatches"]}
+    lists = {name: names for name, names in lists.items() if len(names) > 1}
+    features = {(d["name"], c["name"]): c["features"] for d in base["dispatches"] for c in d["candidates"]}
+    cycles: dict[tuple[str, str], float] = {}
+    errors: dict[tuple[str, str], str] = {}
+    log = []
+    for j in range(max((len(v) for v in lists.values()), default=0)):
+        groups = [{d: names[j] for d, names in lists.items() if j < len(names)}]
+        while groups:
+            group = groups.pop(0)
+            forced = forced_analysis(base, {**{d: DEFAULT for d in lists}, **group}, f"code ranking, round {j}")
+            try:
+                costed = cost_round(forced, set(group), f"code{j}_{len(groups)}")
+            except (CompileError, CodeCostError) as err:
+                if len(group) > 1:
+                    items = sorted(group.items())
+                    groups = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])] + groups
+                    log.append(f"code round {j}: {len(group)} candidates failed together; split in two")
+                    continue
+                (d, c), = group.items()
+                errors[(d, c)] = first_line(err)
+                continue
+            for d, c in group.items():
+                if d in costed.cycles:
+                    cycles[(d, c)] = costed.cycles[d] * features[(d, c)]["workgroups"]
+                else:
+                    errors[(d, c)] = costed.errors.get(d, "not in the compiled module")
+        log.append(f"code round {j}: costed")
+    dispatches = []
+    for d in analysis.dispatches:
+        dispatches.append(d.model_copy(update={"candidates": [
+            c.model_copy(update={"code_model_cycles": cycles.get((d.name, c.name)),
+                                 "code_error": errors.get((d.name, c.name))})
+            for c in d.candidates]}))
+    log.append(f"code model: {len(cycles)} candidates costed, {len(errors)} not")
+    return analysis.model_copy(update={"dispatches": dispatches}), log
+
+
+class _CodeRound:
+    """Costs one round's analysis with the code model: dispatch -> model cycles of one call."""
+
+    def __init__(self, a: argparse.Namespace, core: str, work: Path):
+        self.a, self.core, self.work = a, core, work
+
+    def __call__(self, analysis: dict, only: set[str], tag: str):
+        target = load_target(self.a.target)
+        return module_call_cycles(self.a.module, Analysis.model_validate(analysis), target, self.core,
+                                  self.work / tag)
+
+
 class _Round:
     """Measures one round's analysis on the accelerator's own core: dispatch -> model cycles."""
 
@@ -91,8 +161,8 @@ class _Round:
         return {d.name: d.model_cycles for d in report.runs[0].dispatches}
 
 
-def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core: str
-         ) -> tuple[Analysis, list[str]]:
+def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core: str,
+         code_ranked: int = 0) -> tuple[Analysis, list[str]]:
     """(the analysis with measured choices, per-round log lines). `measure_round(analysis_dict,
     dispatches, tag)` returns dispatch -> model cycles or raises PerfError."""
     base = analysis.model_dump(mode="json")
@@ -175,7 +245,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
         **analysis.model_dump(), "dispatches": [x.model_dump() for x in dispatches],
         "summary": summary.model_dump(),
         "measured_choice": MeasuredChoice(
-            hardware=hardware_name, core=core, candidates_per_dispatch=size,
+            hardware=hardware_name, core=core, candidates_per_dispatch=size, code_ranked=code_ranked,
             measured=len(measured), failed=len(failed), dispatches=len(choices)).model_dump()})
     return result, log
 
@@ -184,10 +254,13 @@ def to_markdown(analysis: Analysis) -> str:
     mc = analysis.measured_choice
     lines = [f"# Measured tile choice: {analysis.model} on {mc.hardware} (model cycles on {mc.core})",
              "", f"Shortlist per dispatch: IREE's default and the {mc.candidates_per_dispatch - 1} "
-             "best predicted other candidates; each run whole under qemu and costed by llvm-mca. "
+             + (f"other candidates with the fewest code-model cycles (perf/code_cost.py, static) among "
+                f"the {mc.code_ranked - 1} best predicted; " if mc.code_ranked else
+                "best predicted other candidates; ")
+             + "each run whole under qemu and costed by llvm-mca. "
              "Model cycles ignore caches, memory latency and branch misses: they are not time.", "",
              "| dispatch | kind | chosen | IREE default | chosen | chosen/default | "
-             "candidates (predicted rank: measured) |", "|---|---|---|---:|---:|---:|---|"]
+             "candidates (rank: measured (code model)) |", "|---|---|---|---:|---:|---:|---|"]
     total_default = total_chosen = 0
     for d in analysis.dispatches:
         shortlisted = [c for c in d.candidates
@@ -198,8 +271,10 @@ def to_markdown(analysis: Analysis) -> str:
         dc, cc = by[DEFAULT].measured_model_cycles, by[d.chosen].measured_model_cycles
         total_default += dc
         total_chosen += cc
-        cells = ", ".join(f"{c.name}: {c.measured_model_cycles:,}" if c.measured_model_cycles is not None
-                          else f"{c.name}: failed" for c in shortlisted)
+        cells = ", ".join((f"{c.name}: {c.measured_model_cycles:,}" if c.measured_model_cycles is not None
+                           else f"{c.name}: failed")
+                          + (f" (code {c.code_model_cycles:,.0f})" if c.code_model_cycles is not None else "")
+                          for c in shortlisted)
         lines.append(f"| {d.name} | {d.kind} | {d.chosen} | {dc:,} | {cc:,} | {cc / dc:.3f} | {cells} |")
     if total_default:
         lines += [f"| **tuned dispatches, each once** | | | {total_default:,} | {total_chosen:,} | "
@@ -218,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-name", required=True)
     p.add_argument("--candidates", type=int, required=True,
                    help="shortlist size per dispatch, IREE's default included (>= 2)")
+    p.add_argument("--code-ranked", type=int, default=0,
+                   help="cost IREE's default and the N-1 best predicted candidates per dispatch with "
+                   "the code model (perf/code_cost.py) and shortlist the cheapest; 0: shortlist by "
+                   "the analysis' prediction")
     p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
     p.add_argument("--allow-no-core-model", action="store_true",
                    help="for a description without a model_core, keep the analysis' predicted "
@@ -228,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.candidates < 2:
             raise TuneError(f"--candidates {a.candidates}: a choice needs at least 2 (IREE's default and one more)")
+        if a.code_ranked == 1 or a.code_ranked < 0:
+            raise TuneError(f"--code-ranked {a.code_ranked}: 0 (off) or at least 2 (IREE's default and one more)")
         hw = load_hardware(a.hardware)
         try:
             analysis = Analysis.model_validate_json(a.analysis.read_text())
@@ -253,7 +334,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"perf.tune {analysis.model}: {hw.name} has no core model: the predicted choice is kept")
             return 0
         with tempfile.TemporaryDirectory(prefix="tune_") as tmp:
-            result, log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core)
+            log = []
+            if a.code_ranked:
+                analysis, log = code_rank(analysis, _CodeRound(a, hw.model_core, Path(tmp)), a.code_ranked)
+            result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
+                                    a.code_ranked)
+            log += tune_log
     except (TuneError, HardwareError) as err:
         print(f"perf.tune: {err}", file=sys.stderr)
         return 1

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from common.analysis_schema import Analysis
 from perf.measure import PerfError
-from perf.tune import DEFAULT, TuneError, round_assignments, shortlist, to_markdown, tune
+from codegen.compile import CompileError
+from perf.code_cost import CallCycles
+from perf.tune import DEFAULT, TuneError, code_rank, round_assignments, shortlist, to_markdown, tune
 
 LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound": 16, "kind": "parallel"},
          {"name": "d2", "bound": 16, "kind": "reduction"}]
@@ -20,7 +22,7 @@ LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound"
 def _candidate(name: str, predicted: float, reg: int) -> dict:
     return {"name": name, "generator": "iree-default" if name == DEFAULT else "search",
             "tiles": {"register": [1, reg, 1], "l1": [16, 16, 16], "l2": [16, 16, 16]},
-            "features": {}, "predicted_cycles": predicted, "reason": "test"}
+            "features": {"workgroups": 2.0}, "predicted_cycles": predicted, "reason": "test"}
 
 
 def _analysis(dispatches: dict[str, list[str]], signatures: dict[str, str] | None = None) -> Analysis:
@@ -54,6 +56,43 @@ class FakeCore:
             if (d, chosen[d]) in self.broken:
                 raise PerfError(f"{d}: runner failed under qemu (exit 1): boom")
         return {d: self.cycles[(d, chosen[d])] for d in only}
+
+
+class FakeCode:
+    """Code-model cycles of one call per (dispatch, candidate); `broken` configs IREE rejects."""
+
+    def __init__(self, cycles: dict[tuple[str, str], float], broken=()):
+        self.cycles, self.broken, self.calls = cycles, set(broken), []
+
+    def __call__(self, analysis: dict, only: set[str], tag: str) -> CallCycles:
+        chosen = {d["name"]: d["chosen"] for d in analysis["dispatches"]}
+        self.calls.append({d: chosen[d] for d in only})
+        for d in only:
+            if (d, chosen[d]) in self.broken:
+                raise CompileError(f"codegen: {d}: failed to legalize")
+        return CallCycles({d: self.cycles[(d, chosen[d])] for d in only}, set())
+
+
+def test_the_code_model_ranks_the_shortlist_among_the_best_predicted():
+    a = _analysis({"x": [DEFAULT, "a", "b", "c", "d"]})
+    code = FakeCode({("x", DEFAULT): 100, ("x", "a"): 90, ("x", "b"): 50, ("x", "c"): 10, ("x", "d"): 1})
+    ranked, _ = code_rank(a, code, 4)
+    by = {c.name: c for c in ranked.dispatches[0].candidates}
+    assert {n: c.code_model_cycles for n, c in by.items()} == {DEFAULT: 200, "a": 180, "b": 100, "c": 20, "d": None}
+    assert shortlist(ranked.model_dump(mode="json")["dispatches"][0], 3) == [DEFAULT, "c", "b"]
+    # Beyond the costed ones the predicted order goes on.
+    assert shortlist(ranked.model_dump(mode="json")["dispatches"][0], 6) == [DEFAULT, "c", "b", "a", "d"]
+
+
+def test_a_config_iree_rejects_gets_a_code_error_and_costs_no_other_its_ranking():
+    a = _analysis({"x": [DEFAULT, "a", "b"], "y": [DEFAULT, "a", "b"]})
+    code = FakeCode({(d, c): 10.0 * i + (d == "y") for d in "xy" for i, c in enumerate([DEFAULT, "a", "b"])},
+                    broken={("x", "a")})
+    ranked, log = code_rank(a, code, 3)
+    by = {(d.name, c.name): c for d in ranked.dispatches for c in d.candidates}
+    assert by[("x", "a")].code_model_cycles is None and "failed to legalize" in by[("x", "a")].code_error
+    assert by[("y", "a")].code_model_cycles == 22.0 and by[("y", "a")].code_error is None
+    assert any("split in two" in line for line in log)
 
 
 def test_shortlist_is_the_default_then_the_best_predicted():
@@ -156,6 +195,14 @@ def test_no_core_model_is_refused_with_the_reason_unless_the_predicted_choice_is
     assert err.count("\n") == 1 and "no model_core" in err and "VLEN 256" in err
     code, out = _cli(tmp_path, rvv256, "--allow-no-core-model")
     assert code == 0 and Analysis.model_validate_json(out.read_text()).measured_choice is None
+
+
+def test_a_code_ranking_of_one_candidate_is_refused(tmp_path, capsys):
+    p670 = Path(__file__).parents[1] / "analysis" / "hardware" / "riscv_rvv.yaml"
+    code, out = _cli(tmp_path, p670, "--code-ranked", "1")
+    err = capsys.readouterr().err
+    assert code == 1 and not out.exists()
+    assert err.count("\n") == 1 and "--code-ranked 1" in err
 
 
 def test_an_analysis_of_other_hardware_is_refused(tmp_path, capsys):
