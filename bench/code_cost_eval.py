@@ -45,7 +45,6 @@ class _Row(BaseModel):
     split: str
     kind: str
     tiles: dict[str, list[int]] | None
-    features: dict[str, float]
     measured_cycles: float | None
     predicted_cycles: float
 
@@ -83,8 +82,7 @@ def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], targ
     for name, why in costed.errors.items():
         if name in assign:
             print(f"code_cost_eval: {name} ({assign[name].candidate}): not costed: {why}", file=sys.stderr)
-    return ({name: per_call[name] * row.features["workgroups"] for name, row in assign.items() if name in per_call},
-            llc_code & assign.keys())
+    return ({name: per_call[name] for name in assign if name in per_call}, llc_code & assign.keys())
 
 
 def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Path,

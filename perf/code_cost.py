@@ -28,6 +28,7 @@ differing from IREE's (more spills in IREE's code, typically).
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import struct
@@ -360,6 +361,7 @@ class MachineBlock:
     label: str | None  # .LBB<f>_<n> when it is a branch target
     ir_block: str | None  # the IR block llc's verbose comment names (our llc's code only)
     lines: list[str] = field(default_factory=list)
+    named: bool = False  # ir_block is the comment's own, not inherited from the block before
 
 
 _LABEL = re.compile(r"^(?:(\.LBB\d+_\d+):|# %bb\.\d+:)\s*(?:#\s+(%[\w.\-]+)\s*$)?")
@@ -378,7 +380,7 @@ def machine_blocks(asm: str, function: str) -> list[MachineBlock]:
     blocks = [MachineBlock(None, "%<entry>")]
     for raw in parts[1].split(".Lfunc_end", 1)[0].splitlines():
         if m := _LABEL.match(raw):
-            blocks.append(MachineBlock(m.group(1), m.group(2) or blocks[-1].ir_block))
+            blocks.append(MachineBlock(m.group(1), m.group(2) or blocks[-1].ir_block, named=bool(m.group(2))))
             continue
         line = raw.split("#", 1)[0].strip()
         if not line or line.startswith(".") or line.endswith(":"):
@@ -492,11 +494,14 @@ def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: 
     ours = machine_blocks(ours_asm, function)
     our_loops = layout_loops(ours)
     loop_counts = []
-    for first, _ in our_loops:
-        ir_loop = innermost_ir.get(ours[first].ir_block)
-        if ir_loop is None:  # e.g. a memcpy llc expanded into a loop: no trip count to take
+    for first, last in our_loops:
+        # The IR loop of a machine loop: the outermost of its named blocks' innermost IR loops
+        # (a block codegen added has no IR block of its own: it takes its predecessor's
+        # name, which may lie outside the loop).
+        inside = [innermost_ir[b.ir_block] for b in ours[first:last + 1] if b.named and b.ir_block in innermost_ir]
+        if not inside:  # e.g. a memcpy llc expanded into a loop: no trip count to take
             raise UncostableFunction(f"machine loop at {ours[first].label} is in no IR loop")
-        loop_counts.append(headers[ir_loop])
+        loop_counts.append(headers[min(inside, key=lambda loop: loop.depth)])
     code, loops, on_llc = ours, our_loops, False
     if iree_asm is not None:
         theirs = machine_blocks(iree_asm, function)
@@ -519,21 +524,30 @@ def _first_error(stderr: str) -> str:
 
 def module_call_cycles(module: Path, analysis, target, core: str, work: Path) -> CallCycles:
     """Compiles `module` for `target` with `analysis`' tiles (as codegen does) and costs every
-    dispatch function of the result: model cycles of one call. Raises codegen's CompileError
-    when IREE rejects a config."""
+    dispatch of the result: model cycles of one call, all its workgroups (the count IREE
+    materialized for the call site). Raises codegen's CompileError when IREE rejects a config."""
     from codegen import compile as cg
+    from runtime.hal_runner import check_dispatches as chk
 
     tuned = cg.tuned_sources(module, analysis, target, work)
+    # Two halves of one compile: the first's output holds the workgroup-count regions.
     cg.run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
-                 "--iree-hal-dump-executable-intermediates-to=inter", "-o", "out.vmfb"],
-                "code_cost", cwd=work)
+                 "--compile-to=executable-targets", "-o", "targets.mlir"], "code_cost", cwd=work)
+    cg.run_iree(["targets.mlir", *tuned.flags, "--compile-from=executable-targets",
+                 "--iree-hal-dump-executable-intermediates-to=inter", "-o", "out.vmfb"], "code_cost", cwd=work)
+    compiled = chk.CompiledTarget(target, (work / "targets.mlir").read_text(), [], [tuned.path])
     total = CallCycles({}, set())
     for ll in sorted((work / "inter").glob("*.optimized.ll")):
         asm = ll.with_name(ll.name.removesuffix(".optimized.ll") + ".s")
         if not asm.exists():
             raise CodeCostError(f"IREE wrote no assembly beside {ll.name}")
         costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work / "cost")
-        total.cycles.update(costed.cycles)
+        for name, cycles in costed.cycles.items():
+            dispatch = compiled.dispatches.get(name)
+            if dispatch is None or dispatch.workgroup_count is None:
+                total.errors[name] = f"no workgroup count ({dispatch.error if dispatch else 'not dispatched'})"
+                continue
+            total.cycles[name] = cycles * math.prod(dispatch.workgroup_count)
         total.llc_code |= costed.llc_code
         total.errors.update(costed.errors)
     return total

@@ -99,7 +99,6 @@ def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, li
     base = analysis.model_dump(mode="json")
     lists = {d["name"]: shortlist(d, ranked) for d in base["dispatches"]}
     lists = {name: names for name, names in lists.items() if len(names) > 1}
-    features = {(d["name"], c["name"]): c["features"] for d in base["dispatches"] for c in d["candidates"]}
     cycles: dict[tuple[str, str], float] = {}
     errors: dict[tuple[str, str], str] = {}
     log = []
@@ -121,7 +120,7 @@ def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, li
                 continue
             for d, c in group.items():
                 if d in costed.cycles:
-                    cycles[(d, c)] = costed.cycles[d] * features[(d, c)]["workgroups"]
+                    cycles[(d, c)] = costed.cycles[d]
                 else:
                     errors[(d, c)] = costed.errors.get(d, "not in the compiled module")
         log.append(f"code round {j}: costed")
@@ -136,7 +135,8 @@ def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, li
 
 
 class _CodeRound:
-    """Costs one round's analysis with the code model: dispatch -> model cycles of one call."""
+    """Costs one round's analysis with the code model: dispatch -> model cycles of one call
+    (all workgroups)."""
 
     def __init__(self, a: argparse.Namespace, core: str, work: Path):
         self.a, self.core, self.work = a, core, work
