@@ -126,6 +126,21 @@ def test_perf_json_is_deterministic_and_adds_up(tmp_path):
     assert "model cycles on sifive-p670 (qemu vlen=128)" in md and "The model ignores caches" in md
 
 
+def test_the_code_model_predicts_the_measured_model_cycles(tmp_path):
+    """perf.code_cost, which runs nothing, against perf.measure on the same compiled matmul:
+    the same core model, so only the static trip counts and the vtype guess may differ."""
+    from common.targets import load_target
+    from perf.code_cost import module_call_cycles
+
+    target = _target(tmp_path, 128)
+    proc = _measure(tmp_path, target, [HW[128]], "m")
+    assert proc.returncode == 0, proc.stderr
+    (d,) = json.loads((tmp_path / "m.json").read_text())["runs"][0]["dispatches"]
+    costed = module_call_cycles(MATMUL, None, load_target(target), "sifive-p670", tmp_path / "code")
+    assert costed.errors == {} and costed.llc_code == set()
+    assert costed.cycles[d["name"]] == pytest.approx(d["model_cycles"], rel=0.10)
+
+
 def test_data_tiled_microkernel_module_is_measured_per_call(tmp_path):
     """Data tiling adds encoding (packing) dispatches whose bindings carry a layout; they are
     sized from it and measured, and each dispatch says how often one call of the model runs it."""
