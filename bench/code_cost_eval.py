@@ -67,9 +67,12 @@ def _forced(analysis: Analysis, assign: dict[str, _Row]) -> Analysis:
     for d in data["dispatches"]:
         row = assign.get(d["name"])
         if row is None or row.candidate == DEFAULT:
-            d["tiles"], d["chosen"] = None, DEFAULT
+            d["tiles"], d["chosen"], d["provenance"] = None, DEFAULT, DEFAULT
         else:
+            # codegen applies tiles only under a provenance other than IREE's default.
+            generator = next((c["generator"] for c in d["candidates"] if c["name"] == row.candidate), "search")
             d["tiles"], d["chosen"] = row.tiles, row.candidate
+            d["provenance"] = "search" if generator == DEFAULT else generator
     return Analysis.model_validate(data)
 
 

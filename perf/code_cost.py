@@ -334,7 +334,9 @@ def header_counts(roots: list[Loop]) -> dict[Loop, float]:
 
     def trips(loop: Loop, iteration: dict[str, int]) -> int:
         if loop.backedges is not None and loop.backedges.loops() <= iteration.keys():
-            return max(loop.backedges.value(iteration) + 1, 0)
+            n = max(loop.backedges.value(iteration) + 1, 0)
+            # Unsigned arithmetic read as signed can overshoot; SCEV's maximum bounds it.
+            return n if loop.max_backedges is None else min(n, loop.max_backedges + 1)
         if loop.max_backedges is not None:
             return loop.max_backedges + 1
         raise UncostableFunction(f"loop {loop.header}: no trip count and no constant maximum")

@@ -130,6 +130,11 @@ def _plain_asm(tmp_path: Path, ir: str) -> str:
     return (tmp_path / "plain.s").read_text()
 
 
+def test_a_trip_count_never_exceeds_the_constant_maximum():
+    loop = cc.Loop("%l", 1, {"%l"}, backedges=cc.parse_scev("i64 100"), max_backedges=7)
+    assert cc.header_counts([loop])[loop] == 8
+
+
 def test_cycles_grow_with_the_trip_counts(tmp_path):
     small = _cycles(tmp_path, _nest(4, 8)).cycles["m_dispatch_0"]
     large = _cycles(tmp_path, _nest(4, 64)).cycles["m_dispatch_0"]
