@@ -185,8 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hardware", type=Path, default=Path("analysis/hardware/riscv_rvv.yaml"))
     p.add_argument("--target", type=Path, help="the riscv target of the zoo's analyses "
                    "(default: <zoo>/analysis/<hardware>.target.yaml)")
-    p.add_argument("--out-md", type=Path, default=Path("reports/code_cost_riscv_rvv.md"))
-    p.add_argument("--out-json", type=Path)
+    p.add_argument("--out-md", type=Path, default=Path("analysis/calibration/riscv_rvv.code_cost.md"))
+    p.add_argument("--out-json", type=Path, default=Path("analysis/calibration/riscv_rvv.code_cost.json"),
+                   help="every evaluated dispatch with its candidates' code-model and measured cycles")
     p.add_argument("--models", help="comma-separated: only these models' measurements")
     a = p.parse_args(argv)
     try:
