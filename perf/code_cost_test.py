@@ -1,6 +1,5 @@
 """perf.code_cost: trip counts, LLVM-IR downgrade and static cycles on hand-written IR."""
 
-import os
 import shutil
 import subprocess
 import sys
