@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 import struct
 import subprocess
 from collections import defaultdict
@@ -53,10 +52,10 @@ class UncostableFunction(CodeCostError):
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        raise CodeCostError(f"{name} not found (Debian package llvm-19; tools/bazel installs it)")
-    return path
+    try:
+        return mca.tool(name)  # the same llvm-19 package as llvm-mca
+    except mca.McaError as err:
+        raise CodeCostError(str(err)) from None
 
 
 # ---- LLVM IR of a newer LLVM, in LLVM 19's syntax -------------------------------------------

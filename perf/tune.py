@@ -37,8 +37,8 @@ from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
 from common.analysis_schema import Analysis, MeasuredChoice, Summary
-from common.errors import first_line
 from codegen.compile import CompileError
+from common.errors import first_line
 from common.files import sha256_file, write_together
 from common.targets import TargetError, load_target
 from perf import counts as cnt
@@ -91,6 +91,29 @@ def forced_analysis(analysis: dict, assign: dict[str, str], why: str) -> dict:
     return out
 
 
+_MEASURE_FAILURES = (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError)
+
+
+def _bisected(group: dict[str, str], run, failures: tuple[type[Exception], ...]):
+    """Runs a round's candidates (dispatch -> candidate) together; when that raises one of
+    `failures`, each half is run again, so one candidate that does not compile or run costs
+    no other its result. `run(group, tag)` gets a tag unique within the round. Yields
+    (group, result, None) for a group that ran and (group, None, error) for one that failed
+    (split in two afterwards when it has more than one candidate)."""
+    groups = [group]
+    while groups:
+        group = groups.pop(0)
+        try:
+            result = run(group, str(len(groups)))
+        except failures as err:
+            yield group, None, err
+            if len(group) > 1:
+                items = sorted(group.items())
+                groups = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])] + groups
+            continue
+        yield group, result, None
+
+
 def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, list[str]]:
     """(the analysis with `code_model_cycles` or `code_error` set on each dispatch's IREE default
     and `ranked - 1` best predicted others, per-round log lines). `cost_round(analysis_dict,
@@ -103,20 +126,18 @@ def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, li
     errors: dict[tuple[str, str], str] = {}
     log = []
     for j in range(max((len(v) for v in lists.values()), default=0)):
-        groups = [{d: names[j] for d, names in lists.items() if j < len(names)}]
-        while groups:
-            group = groups.pop(0)
+        def run(group: dict[str, str], tag: str, j: int = j):
             forced = forced_analysis(base, {**{d: DEFAULT for d in lists}, **group}, f"code ranking, round {j}")
-            try:
-                costed = cost_round(forced, set(group), f"code{j}_{len(groups)}")
-            except (CompileError, CodeCostError) as err:
+            return cost_round(forced, set(group), f"code{j}_{tag}")
+
+        todo = {d: names[j] for d, names in lists.items() if j < len(names)}
+        for group, costed, err in _bisected(todo, run, (CompileError, CodeCostError)):
+            if err is not None:
                 if len(group) > 1:
-                    items = sorted(group.items())
-                    groups = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])] + groups
                     log.append(f"code round {j}: {len(group)} candidates failed together; split in two")
-                    continue
-                (d, c), = group.items()
-                errors[(d, c)] = first_line(err)
+                else:
+                    (d, c), = group.items()
+                    errors[(d, c)] = first_line(err)
                 continue
             for d, c in group.items():
                 if d in costed.cycles:
@@ -178,23 +199,18 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 if d in choices and (j == 0 or c != DEFAULT) and (d, c) not in measured}
         if not todo:
             continue
-        groups = [todo]
-        while groups:
-            group = groups.pop(0)
+        def run(group: dict[str, str], tag: str, j: int = j, assign: dict = assign) -> dict[str, int]:
             forced = forced_analysis(base, {**{d: DEFAULT for d in assign}, **group},
                                      f"measured choice, round {j}")
-            try:
-                cycles = measure_round(forced, set(group), f"round{j}_{len(groups)}")
-            except (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError) as err:
+            return measure_round(forced, set(group), f"round{j}_{tag}")
+
+        for group, cycles, err in _bisected(todo, run, _MEASURE_FAILURES):
+            if err is not None:
                 if j == 0:
                     raise TuneError(f"IREE's default configs cannot be measured: {err}") from None
                 if len(group) > 1:
-                    # One candidate that does not compile or run must not cost the others theirs:
-                    # split the round's candidates in two and measure each half (bisection).
                     log.append(f"round {j}: {len(group)} candidates failed together ({first_line(err)}); "
                                "split in two")
-                    items = sorted(group.items())
-                    groups = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])] + groups
                     continue
                 (d, c), = group.items()
                 failed[(d, c)] = first_line(err)
