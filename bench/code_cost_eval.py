@@ -89,19 +89,21 @@ def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], targ
 
 
 def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Path,
-             models: set[str] | None = None) -> list[dict]:
+             models: set[str] | None = None, pipeline: str = "riscv") -> list[dict]:
+    """Per dispatch: its measured candidates with their static cycles; `pipeline` names the
+    zoo's analyses the candidates come from (`<model>_<pipeline>_analysis`)."""
     by_model: dict[str, dict[str, list[_Row]]] = defaultdict(lambda: defaultdict(list))
     for row in measurements.rows:
         if row.measured_cycles and (models is None or row.model in models):
             by_model[row.model][row.dispatch].append(row)
     analyses = {}
-    for path in sorted((zoo / "models").glob("*_riscv_analysis.analysis.json")):
-        analysis = cg.load_analysis(path)
-        analyses[path.name.removesuffix("_riscv_analysis.analysis.json")] = analysis
+    suffix = f"_{pipeline}_analysis.analysis.json"
+    for path in sorted((zoo / "models").glob("*" + suffix)):
+        analyses[path.name.removesuffix(suffix)] = cg.load_analysis(path)
     results = []
     for model, dispatches in sorted(by_model.items()):
         if model not in analyses:
-            raise EvalError(f"{zoo}/models/{model}_riscv_analysis.analysis.json: missing (build the zoo first)")
+            raise EvalError(f"{zoo}/models/{model}{suffix}: missing (build the zoo first)")
         analysis = analyses[model]
         module = zoo / "models" / f"{analysis.model}.mlirbc"
         static: dict[tuple[str, int], float] = {}
@@ -189,17 +191,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-json", type=Path, default=Path("analysis/calibration/riscv_rvv.code_cost.json"),
                    help="every evaluated dispatch with its candidates' code-model and measured cycles")
     p.add_argument("--models", help="comma-separated: only these models' measurements")
+    p.add_argument("--pipeline", default="riscv", choices=["riscv", "host"],
+                   help="whose analyses the measured candidates are of (default riscv)")
+    p.add_argument("--core", help="llvm-mca core model (default: the hardware's model_core; "
+                   "the host's measurements need the build machine's x86 core, e.g. sapphirerapids)")
     a = p.parse_args(argv)
     try:
         measurements = _Measurements.model_validate_json(a.measurements.read_text())
         hardware = load_hardware(a.hardware)
-        if not hardware.model_core:
-            raise EvalError(f"{a.hardware}: no model_core (the code model needs a core model)")
+        core = a.core or hardware.model_core
+        if not core:
+            raise EvalError(f"{a.hardware}: no model_core and no --core (the code model needs a core model)")
         target = load_target(a.target or a.zoo / "analysis" / f"{a.hardware.stem}.target.yaml")
         with tempfile.TemporaryDirectory(prefix="code_cost_eval.") as tmp:
             models = set(a.models.split(",")) if a.models else None
-            results = evaluate(measurements, a.zoo, target, hardware.model_core, Path(tmp), models)
-        text = markdown(results, measurements, hardware.model_core)
+            results = evaluate(measurements, a.zoo, target, core, Path(tmp), models, a.pipeline)
+        text = markdown(results, measurements, core)
     except FileNotFoundError as err:
         print(f"code_cost_eval: {err.filename}: not found", file=sys.stderr)
         return 1

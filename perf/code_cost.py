@@ -20,6 +20,10 @@ gathers, peeled remainders). This model reads the code instead, without running 
    and counted as often as its innermost loop's header runs per call. A dispatch's cycles
    are that sum times its workgroup count.
 
+The instruction set is the target's (`Isa`, from its triple): RISC-V as above; x86-64 (the
+host) with x86 branches closing loops and each basic block one piece (no qemu), priced on a
+named x86 core model (e.g. sapphirerapids, znver2).
+
 What it ignores, beyond `common.riscv_cores.MODEL_IGNORES`: branches inside a loop body (every
 block of a loop is counted at its header's count), a vtype set on another path than the
 layout-preceding one, and, where IREE's loops do not line up, LLVM 19's code generation
@@ -131,6 +135,8 @@ def downgrade_ir(text: str) -> str:
     s = re.sub(r", target_mem\w*: \w+", "", s)
     s = s.replace(" nocreateundeforpoison", "")
     s = "\n".join(line for line in s.split("\n") if "llvm.lifetime." not in line)
+    # Alias-scope domains gained an i1 operand; 19 takes (self, name) only.
+    s = re.sub(r"(= distinct !\{!\d+), i1 (?:true|false)(, !\")", r"\1\2", s)
     return _masked_alignment_operands(s)
 
 
@@ -366,13 +372,44 @@ class MachineBlock:
 
 
 _LABEL = re.compile(r"^(?:(\.LBB\d+_\d+):|# %bb\.\d+:)\s*(?:#\s+(%[\w.\-]+)\s*$)?")
-_BRANCH = re.compile(r"^(?:j|beqz|bnez|blez|bgez|bltz|bgtz|beq|bne|blt|bge|bltu|bgeu|bgt|ble|bgtu|bleu)\s.*?"
-                     r"(\.LBB\d+_\d+)\s*$")
-_VSET = re.compile(r"vset(?:i)?vli\s+\w+,\s*\w+,\s*(e\d+),\s*(mf?\d)")
 QEMU_MAX_TB_INSNS = 512  # qemu's TCG_MAX_INSNS: no translation block is longer
 
 
-def machine_blocks(asm: str, function: str) -> list[MachineBlock]:
+@dataclass(frozen=True)
+class Isa:
+    """What the model needs of an instruction set: the triple llc-19 and llvm-mca take, the
+    branches that close loops, and where the costed pieces end."""
+    name: str
+    triple: str
+    mca_triple: str
+    branch: re.Pattern
+    # RVV: the vtype-setting instruction; a piece ends after it (qemu ends its translation
+    # block there) and its LMUL/SEW instrument the pieces after it. None: no such instruction.
+    vset: re.Pattern | None
+    max_piece: int | None  # instructions per piece (qemu's TB limit); None: whole blocks
+
+
+RISCV64 = Isa("riscv64", "riscv64-unknown-linux-gnu", "riscv64",
+              re.compile(r"^(?:j|beqz|bnez|blez|bgez|bltz|bgtz|beq|bne|blt|bge|bltu|bgeu|bgt|ble|bgtu|bleu)"
+                         r"\s.*?(\.LBB\d+_\d+)\s*$"),
+              re.compile(r"vset(?:i)?vli\s+\w+,\s*\w+,\s*(e\d+),\s*(mf?\d)"), QEMU_MAX_TB_INSNS)
+# Natively run code has no translation blocks: a basic block is one piece.
+X86_64 = Isa("x86_64", "x86_64-unknown-linux-gnu", "x86_64",
+             re.compile(r"^j[a-z]+\s+(\.LBB\d+_\d+)\s*$"), None, None)
+ISAS = (RISCV64, X86_64)
+
+
+def isa_of(triple: str) -> Isa:
+    """The Isa of a target triple (its architecture, the part before the first '-')."""
+    arch = triple.split("-", 1)[0]
+    for isa in ISAS:
+        if isa.name == arch:
+            return isa
+    raise CodeCostError(f"target triple {triple!r}: the code model knows {', '.join(i.name for i in ISAS)}, "
+                        f"not {arch}")
+
+
+def machine_blocks(asm: str, function: str, isa: Isa = RISCV64) -> list[MachineBlock]:
     """The function's basic blocks in layout order: a block starts at a label (or llc's
     `# %bb.N` comment) and after a block's branches."""
     parts = re.split(rf"\n{re.escape(function)}:[^\n]*\n", asm, maxsplit=1)
@@ -387,20 +424,20 @@ def machine_blocks(asm: str, function: str) -> list[MachineBlock]:
         if not line or line.startswith(".") or line.endswith(":"):
             continue
         last = blocks[-1].lines[-1] if blocks[-1].lines else ""
-        if _BRANCH.match(last) and not _BRANCH.match(line):
+        if isa.branch.match(last) and not isa.branch.match(line):
             blocks.append(MachineBlock(None, blocks[-1].ir_block))
         blocks[-1].lines.append(line)
     return [b for b in blocks if b.lines or b.label]
 
 
-def layout_loops(blocks: list[MachineBlock]) -> list[tuple[int, int]]:
+def layout_loops(blocks: list[MachineBlock], isa: Isa = RISCV64) -> list[tuple[int, int]]:
     """Loops as (first, last) block index, outer before inner: a branch back to an earlier
     label closes a loop (the block placement keeps loops contiguous)."""
     at = {b.label: i for i, b in enumerate(blocks) if b.label}
     last: dict[int, int] = {}
     for i, block in enumerate(blocks):
         for line in block.lines:
-            if (m := _BRANCH.match(line)) and m.group(1) in at and at[m.group(1)] <= i:
+            if (m := isa.branch.match(line)) and m.group(1) in at and at[m.group(1)] <= i:
                 first = at[m.group(1)]
                 last[first] = max(last.get(first, i), i)
     return sorted(last.items(), key=lambda span: (span[0], -span[1]))
@@ -415,16 +452,17 @@ def _innermost(loops: list[tuple[int, int]], index: int) -> int | None:
     return max(inside, key=lambda k: loops[k][0]) if inside else None
 
 
-def block_cycles(blocks: list[MachineBlock], counts: list[float], core: str) -> float:
-    """Sum of llvm-mca cycles x count, over the pieces qemu would translate (perf.measure's
-    unit): a translation block ends after a vsetvli and after 512 instructions."""
+def block_cycles(blocks: list[MachineBlock], counts: list[float], core: str, isa: Isa = RISCV64) -> float:
+    """Sum of llvm-mca cycles x count, over the pieces of each block. RISC-V: the pieces qemu
+    would translate (perf.measure's unit): a translation block ends after a vsetvli and after
+    512 instructions. Elsewhere a basic block is one piece."""
     regions, times, vtype = [], [], None
     for block, count in zip(blocks, counts):
         piece: list[str] = []
         for line in block.lines:
             piece.append(line)
-            vset = _VSET.search(line)
-            if vset or len(piece) >= QEMU_MAX_TB_INSNS:
+            vset = isa.vset.search(line) if isa.vset else None
+            if vset or (isa.max_piece and len(piece) >= isa.max_piece):
                 regions.append((piece, vtype))
                 times.append(count)
                 piece = []
@@ -434,7 +472,7 @@ def block_cycles(blocks: list[MachineBlock], counts: list[float], core: str) -> 
             regions.append((piece, vtype))
             times.append(count)
     try:
-        return sum(float(c) * n for c, n in zip(mca.text_cycles(regions, core), times))
+        return sum(float(c) * n for c, n in zip(mca.text_cycles(regions, core, isa.mca_triple), times))
     except mca.McaError as err:
         raise CodeCostError(str(err)) from None
 
@@ -445,15 +483,22 @@ class CallCycles:
     cycles: dict[str, float]  # dispatch function -> model cycles of one call
     llc_code: set[str]  # functions costed on llc-19's code: IREE's loops did not line up
     errors: dict[str, str] = field(default_factory=dict)  # functions that cannot be costed, why
+    calls: dict[str, int] = field(default_factory=dict)  # dispatch -> calls per call of the model
+
+    def model_cycles(self) -> float:
+        """One call of the model: each costed dispatch's cycles times its calls (initializers,
+        which run once at load, are not counted)."""
+        return sum(cycles * self.calls.get(name, 0) for name, cycles in self.cycles.items())
 
 
 def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: list[str], work: Path,
-                functions: set[str] | None = None) -> CallCycles:
+                functions: set[str] | None = None, isa: Isa = RISCV64, cpu: str = "generic-rv64") -> CallCycles:
     """Model cycles of one call of each dispatch function (or of `functions`) in the module.
 
     The code costed is IREE's own (`iree_asm`, its .s), when its loops line up with those of
     llc-19's verbose assembly of the same IR (which names each block's IR block, hence each
-    loop's trip count); otherwise llc-19's code, and the function is listed in `llc_code`."""
+    loop's trip count); otherwise llc-19's code, and the function is listed in `llc_code`.
+    `isa` and `cpu` are the target's (llc-19 -mtriple/-mcpu); `core` is llvm-mca's -mcpu."""
     work.mkdir(parents=True, exist_ok=True)
     downgraded, named, asm_path = work / "module.ll", work / "named.ll", work / "module.s"
     downgraded.write_text(downgrade_ir(ir_text))
@@ -462,7 +507,7 @@ def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: lis
     if proc.returncode != 0:
         raise CodeCostError(f"{OPT} cannot read IREE's IR: {_first_error(proc.stderr)}")
     forests = loop_forests(named)
-    proc = subprocess.run([_tool(LLC), "-O3", "-mtriple=riscv64-unknown-linux-gnu", "-mcpu=generic-rv64",
+    proc = subprocess.run([_tool(LLC), "-O3", f"-mtriple={isa.triple}", f"-mcpu={cpu}",
                            f"-mattr={','.join(cpu_features)}", str(named), "-o", str(asm_path)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -474,7 +519,7 @@ def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: lis
         if function not in forests:
             raise CodeCostError(f"{function}: not in the module's IR")
         try:
-            cycles, on_llc = _function_cycles(function, forests[function], ours_asm, iree_asm, core)
+            cycles, on_llc = _function_cycles(function, forests[function], ours_asm, iree_asm, core, isa)
         except UncostableFunction as err:  # one function's code, not the module's: the others stand
             result.errors[function] = str(err)
             continue
@@ -485,15 +530,15 @@ def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: lis
 
 
 def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: str | None,
-                     core: str) -> tuple[float, bool]:
+                     core: str, isa: Isa) -> tuple[float, bool]:
     """(model cycles of one call, whether llc-19's code was costed instead of IREE's)."""
     headers = header_counts(roots)
     innermost_ir: dict[str, Loop] = {}
     for loop in sorted((l for r in roots for l in r.walk()), key=lambda l: l.depth):
         for block in loop.blocks:
             innermost_ir[block] = loop
-    ours = machine_blocks(ours_asm, function)
-    our_loops = layout_loops(ours)
+    ours = machine_blocks(ours_asm, function, isa)
+    our_loops = layout_loops(ours, isa)
     loop_counts = []
     for first, last in our_loops:
         # The IR loop of a machine loop: the outermost of its named blocks' innermost IR loops
@@ -505,8 +550,8 @@ def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: 
         loop_counts.append(headers[min(inside, key=lambda loop: loop.depth)])
     code, loops, on_llc = ours, our_loops, False
     if iree_asm is not None:
-        theirs = machine_blocks(iree_asm, function)
-        their_loops = layout_loops(theirs)
+        theirs = machine_blocks(iree_asm, function, isa)
+        their_loops = layout_loops(theirs, isa)
         if _depths(their_loops) == _depths(our_loops):
             code, loops = theirs, their_loops
         else:
@@ -515,7 +560,7 @@ def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: 
     for i in range(len(code)):
         k = _innermost(loops, i)
         counts.append(1.0 if k is None else loop_counts[k])
-    return block_cycles(code, counts, core), on_llc
+    return block_cycles(code, counts, core, isa), on_llc
 
 
 def _first_error(stderr: str) -> str:
@@ -530,6 +575,7 @@ def module_call_cycles(module: Path, analysis, target, core: str, work: Path) ->
     from codegen import compile as cg
     from runtime.hal_runner import check_dispatches as chk
 
+    isa = isa_of(target.triple)
     tuned = cg.tuned_sources(module, analysis, target, work)
     # Two halves of one compile: the first's output holds the workgroup-count regions.
     cg.run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
@@ -542,13 +588,15 @@ def module_call_cycles(module: Path, analysis, target, core: str, work: Path) ->
         asm = ll.with_name(ll.name.removesuffix(".optimized.ll") + ".s")
         if not asm.exists():
             raise CodeCostError(f"IREE wrote no assembly beside {ll.name}")
-        costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work / "cost")
+        costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work / "cost",
+                             isa=isa, cpu=target.cpu)
         for name, cycles in costed.cycles.items():
             dispatch = compiled.dispatches.get(name)
             if dispatch is None or dispatch.workgroup_count is None:
                 total.errors[name] = f"no workgroup count ({dispatch.error if dispatch else 'not dispatched'})"
                 continue
             total.cycles[name] = cycles * math.prod(dispatch.workgroup_count)
+            total.calls[name] = dispatch.calls
         total.llc_code |= costed.llc_code
         total.errors.update(costed.errors)
     return total

@@ -160,13 +160,19 @@ def test_blocks_are_costed_as_qemu_translates_them(monkeypatch):
     """perf.measure costs qemu's translation blocks, which end after a vsetvli and after 512
     instructions; the static cost must cut the code the same way to rank like it."""
     seen = []
-    monkeypatch.setattr(cc.mca, "text_cycles", lambda regions, core: seen.extend(regions) or [1] * len(regions))
+    monkeypatch.setattr(cc.mca, "text_cycles",
+                        lambda regions, core, triple: seen.extend(regions) or [1] * len(regions))
     block = cc.MachineBlock(None, None, ["vsetivli zero, 8, e32, m2, ta, ma", "vfadd.vv v8, v8, v10",
                                          "vsetivli zero, 4, e32, m1, ta, ma", "vfadd.vv v8, v8, v9"])
     long = cc.MachineBlock(None, None, ["addi a0, a0, 1"] * 600)
     assert cc.block_cycles([block, long], [3.0, 2.0], CORE) == 3 * 3 + 2 * 2
     assert [(len(lines), vtype) for lines, vtype in seen] == [
         (1, None), (2, ("M2", "E32")), (1, ("M1", "E32")), (512, ("M1", "E32")), (88, ("M1", "E32"))]
+    # Natively run code (the host) has no translation blocks: a basic block is one piece.
+    seen.clear()
+    native = cc.MachineBlock(None, None, ["addq $1, %rax"] * 600)
+    assert cc.block_cycles([native], [2.0], "znver2", cc.X86_64) == 2
+    assert [len(lines) for lines, _ in seen] == [600]
 
 
 def test_newer_llvm_syntax_is_downgraded_for_llvm19(tmp_path):
@@ -174,6 +180,40 @@ def test_newer_llvm_syntax_is_downgraded_for_llvm19(tmp_path):
     proc = _opt_reads(tmp_path, cc.downgrade_ir(_NEWER_SYNTAX))
     assert proc.returncode == 0, proc.stderr
     assert "ptr %p, i32 4, <4 x i1> %m" in cc.downgrade_ir(_NEWER_SYNTAX)
+    # Alias-scope domains with the newer i1 operand (IREE's x86 microkernels carry them).
+    scoped = ("define float @m_dispatch_0(ptr %p) {\n  %v = load float, ptr %p, !alias.scope !2\n"
+              "  ret float %v\n}\n!0 = distinct !{!0, i1 false, !\"uk\"}\n"
+              "!1 = distinct !{!1, !0, !\"uk: a\"}\n!2 = !{!1}\n")
+    assert _opt_reads(tmp_path, scoped).returncode != 0
+    proc = _opt_reads(tmp_path, cc.downgrade_ir(scoped))
+    assert proc.returncode == 0, proc.stderr
+
+
+def _x86_cycles(tmp_path: Path, ir: str, asm: str | None = None) -> cc.CallCycles:
+    return cc.call_cycles(ir, asm, "znver2", [], tmp_path / "x86", isa=cc.X86_64, cpu="x86-64-v3")
+
+
+def test_x86_code_is_costed_on_a_named_x86_core(tmp_path):
+    """The host's code (x86-64-v3): x86 branches close its loops, llvm-mca prices it on an
+    x86 core model, and the same trip counts scale it."""
+    small = _x86_cycles(tmp_path, _nest(4, 8)).cycles["m_dispatch_0"]
+    large = _x86_cycles(tmp_path, _nest(4, 64))
+    assert small > 0
+    assert 5.0 < large.cycles["m_dispatch_0"] / small < 8.5
+    (tmp_path / "plain.ll").write_text(_nest(4, 64))
+    subprocess.run([shutil.which(cc.LLC) or cc.LLC, "-O3", "-mtriple=x86_64-unknown-linux-gnu",
+                    "-mcpu=x86-64-v3", "-asm-verbose=false", str(tmp_path / "plain.ll"),
+                    "-o", str(tmp_path / "plain.s")], check=True)
+    theirs = _x86_cycles(tmp_path, _nest(4, 64), (tmp_path / "plain.s").read_text())
+    assert theirs.llc_code == set()  # IREE-style assembly: its loops found from x86 branches
+    assert theirs.cycles["m_dispatch_0"] == pytest.approx(large.cycles["m_dispatch_0"], rel=1e-6)
+
+
+def test_an_unknown_architecture_is_refused_in_one_line():
+    assert cc.isa_of("x86_64-unknown-linux-gnu") is cc.X86_64
+    assert cc.isa_of("riscv64-unknown-linux-gnu") is cc.RISCV64
+    with pytest.raises(cc.CodeCostError, match="'aarch64-none-elf'.*not aarch64"):
+        cc.isa_of("aarch64-none-elf")
 
 
 def test_a_missing_llvm_tool_fails_with_one_line_naming_it(tmp_path, monkeypatch):

@@ -91,9 +91,10 @@ def region_cycles(regions: list[Region], core: str, mattr: str) -> dict[Region, 
     return dict(zip(regions, text_cycles(texts, core)))
 
 
-def text_cycles(regions: list[tuple[list[str], tuple[str, str] | None]], core: str) -> list[Fraction]:
+def text_cycles(regions: list[tuple[list[str], tuple[str, str] | None]], core: str,
+                triple: str = "riscv64") -> list[Fraction]:
     """Cycles per execution on `core` of each region given as (assembly lines, (LMUL, SEW)
-    in force on entry, or None when unknown or set inside the region)."""
+    in force on entry, or None when unknown, set inside the region or not RISC-V)."""
     result: list[Fraction] = []
     for start in range(0, len(regions), _CHUNK):
         chunk = regions[start:start + _CHUNK]
@@ -104,7 +105,7 @@ def text_cycles(regions: list[tuple[list[str], tuple[str, str] | None]], core: s
                 text += [f"# LLVM-MCA-RISCV-LMUL {instruments[0]}", f"# LLVM-MCA-RISCV-SEW {instruments[1]}"]
             text += lines
             text.append(f"# LLVM-MCA-END r{i}")
-        proc = subprocess.run([tool(LLVM_MCA), "-mtriple=riscv64", f"-mcpu={core}",
+        proc = subprocess.run([tool(LLVM_MCA), f"-mtriple={triple}", f"-mcpu={core}",
                                f"-iterations={ITERATIONS}", "--json", "-"],
                               input="\n".join(text) + "\n", capture_output=True, text=True)
         if proc.returncode != 0:
