@@ -46,7 +46,7 @@ class _Row(BaseModel):
     kind: str
     tiles: dict[str, list[int]] | None
     measured_cycles: float | None
-    predicted_cycles: float
+    predicted_cycles: float | None = None  # the calibrated tile-level prediction, once fitted
 
 
 class _Measurements(BaseModel):
@@ -96,15 +96,13 @@ def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Pa
     for row in measurements.rows:
         if row.measured_cycles and (models is None or row.model in models):
             by_model[row.model][row.dispatch].append(row)
-    analyses = {}
     suffix = f"_{pipeline}_analysis.analysis.json"
-    for path in sorted((zoo / "models").glob("*" + suffix)):
-        analyses[path.name.removesuffix(suffix)] = cg.load_analysis(path)
     results = []
     for model, dispatches in sorted(by_model.items()):
-        if model not in analyses:
-            raise EvalError(f"{zoo}/models/{model}{suffix}: missing (build the zoo first)")
-        analysis = analyses[model]
+        path = zoo / "models" / f"{model}{suffix}"
+        if not path.is_file():
+            raise EvalError(f"{path}: missing (build the zoo first)")
+        analysis = cg.load_analysis(path)
         module = zoo / "models" / f"{analysis.model}.mlirbc"
         static: dict[tuple[str, int], float] = {}
         on_llc_code: set[tuple[str, int]] = set()
@@ -123,16 +121,18 @@ def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Pa
                 continue
             default = next(r for _, r in points if r.candidate == DEFAULT)
             cheapest = min(points, key=lambda p: p[0])[1]
+            # The tile-level columns need every candidate's calibrated prediction.
+            tiled = all(r.predicted_cycles is not None for _, r in points)
             results.append({
                 "model": model, "dispatch": name, "kind": rows[0].kind, "split": rows[0].split,
                 "candidates": len(points),
                 "on_llc_code": sum(1 for j in range(len(rows)) if (name, j) in on_llc_code),
                 "tau_code": kendall_tau([s for s, _ in points], [r.measured_cycles for _, r in points]),
                 "tau_tiles": kendall_tau([r.predicted_cycles for _, r in points],
-                                         [r.measured_cycles for _, r in points]),
+                                         [r.measured_cycles for _, r in points]) if tiled else None,
                 "code_choice_over_default": cheapest.measured_cycles / default.measured_cycles,
                 "tiles_choice_over_default": min((r for _, r in points), key=lambda r: r.predicted_cycles
-                                                 ).measured_cycles / default.measured_cycles,
+                                                 ).measured_cycles / default.measured_cycles if tiled else None,
                 "best_over_default": min(r.measured_cycles for _, r in points) / default.measured_cycles,
                 "points": [{"candidate": r.candidate, "code": s, "tiles": r.predicted_cycles,
                             "measured": r.measured_cycles} for s, r in points],
@@ -144,6 +144,10 @@ def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Pa
 def _mean(values: list[float | None]) -> str:
     kept = [v for v in values if v is not None]
     return f"{statistics.mean(kept):.2f}" if kept else "-"
+
+
+def _geomean(values: list[float | None]) -> str:
+    return f"{geomean(values):.3f}" if values and None not in values else "-"
 
 
 def markdown(results: list[dict], measurements: _Measurements, core: str) -> str:
@@ -165,7 +169,7 @@ def markdown(results: list[dict], measurements: _Measurements, core: str) -> str
             lines.append(f"| {split} | >= {least} | {len(sel)} | {_mean([r['tau_code'] for r in sel])} | "
                          f"{_mean([r['tau_tiles'] for r in sel])} | "
                          f"{geomean([r['code_choice_over_default'] for r in sel]):.3f} | "
-                         f"{geomean([r['tiles_choice_over_default'] for r in sel]):.3f} | "
+                         f"{_geomean([r['tiles_choice_over_default'] for r in sel])} | "
                          f"{geomean([r['best_over_default'] for r in sel]):.3f} |")
     costed = sum(r["candidates"] for r in results)
     lines += ["", f"{sum(r['on_llc_code'] for r in results)} of the {costed} candidates evaluated were costed on "
