@@ -45,6 +45,9 @@ from perf import mca
 OPT = "opt-19"
 LLC = "llc-19"
 MAX_ENUMERATED_ITERATIONS = 200_000  # beyond this, dependent trip counts take their maximum
+# A loop whose count is a run-time value (e.g. a push constant, as data-tiled dispatches' K
+# loop) has a constant maximum set by its index type only (2^61 and the like): no cost.
+MAX_CREDIBLE_BACKEDGES = 1 << 32
 
 
 class CodeCostError(RuntimeError):
@@ -342,8 +345,11 @@ def header_counts(roots: list[Loop]) -> dict[Loop, float]:
             n = max(loop.backedges.value(iteration) + 1, 0)
             # Unsigned arithmetic read as signed can overshoot; SCEV's maximum bounds it.
             return n if loop.max_backedges is None else min(n, loop.max_backedges + 1)
-        if loop.max_backedges is not None:
+        if loop.max_backedges is not None and loop.max_backedges < MAX_CREDIBLE_BACKEDGES:
             return loop.max_backedges + 1
+        if loop.max_backedges is not None:  # bounded only by the index type: a run-time count
+            raise UncostableFunction(f"loop {loop.header}: its trip count is a run-time value "
+                                     f"(SCEV's maximum is {loop.max_backedges})")
         raise UncostableFunction(f"loop {loop.header}: no trip count and no constant maximum")
 
     def visit(loop: Loop, iteration: dict[str, int], times: float) -> None:

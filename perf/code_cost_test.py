@@ -134,6 +134,16 @@ def test_a_trip_count_never_exceeds_the_constant_maximum():
     assert cc.header_counts([loop])[loop] == 8
 
 
+def test_a_run_time_trip_count_is_not_costed_at_its_index_types_maximum():
+    """A loop bounded by a run-time value (data tiling's K loop reads it from a push constant)
+    has a 'constant maximum' of ~2^61: costing it would swamp the module, so it is refused."""
+    with pytest.raises(cc.UnknownTripCount):  # (-1 + %n): %n is no loop's induction variable
+        cc.parse_scev("(-1 + %n)<nsw>")
+    loop = cc.Loop("%l", 1, {"%l"}, backedges=None, max_backedges=2305843009213693950)
+    with pytest.raises(cc.UncostableFunction, match="run-time value"):
+        cc.header_counts([loop])
+
+
 def test_cycles_grow_with_the_trip_counts(tmp_path):
     small = _cycles(tmp_path, _nest(4, 8)).cycles["m_dispatch_0"]
     large = _cycles(tmp_path, _nest(4, 64)).cycles["m_dispatch_0"]
