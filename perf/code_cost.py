@@ -345,9 +345,10 @@ def header_counts(roots: list[Loop]) -> dict[Loop, float]:
             n = max(loop.backedges.value(iteration) + 1, 0)
             # Unsigned arithmetic read as signed can overshoot; SCEV's maximum bounds it.
             return n if loop.max_backedges is None else min(n, loop.max_backedges + 1)
-        if loop.max_backedges is not None and loop.max_backedges < MAX_CREDIBLE_BACKEDGES:
-            return loop.max_backedges + 1
-        if loop.max_backedges is not None:  # bounded only by the index type: a run-time count
+        if loop.max_backedges is not None:
+            if loop.max_backedges < MAX_CREDIBLE_BACKEDGES:
+                return loop.max_backedges + 1
+            # bounded only by the index type: a run-time count
             raise UncostableFunction(f"loop {loop.header}: its trip count is a run-time value "
                                      f"(SCEV's maximum is {loop.max_backedges})")
         raise UncostableFunction(f"loop {loop.header}: no trip count and no constant maximum")
@@ -494,7 +495,7 @@ class CallCycles:
     def model_cycles(self) -> float:
         """One call of the model: each costed dispatch's cycles times its calls (initializers,
         which run once at load, are not counted)."""
-        return sum(cycles * self.calls.get(name, 0) for name, cycles in self.cycles.items())
+        return sum(cycles * self.calls[name] for name, cycles in self.cycles.items())
 
 
 def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: list[str], work: Path,
