@@ -14,7 +14,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from common.riscv_cores import CoreModelError, core_model
+from common.core_models import CoreModelError, core_model
 from common.yaml_model import load_yaml_model
 
 ROLES = ("register", "l1", "l2", "dram")  # required, innermost first

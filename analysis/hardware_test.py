@@ -12,15 +12,16 @@ from analysis import hardware
 HERE = Path(__file__).parent
 
 
-@pytest.mark.parametrize("name,lanes,macs", [("riscv_rvv", 4, 8), ("riscv_rvv512", 16, 16), ("host", 8, 16)])
-def test_shipped_descriptions(name, lanes, macs):
+@pytest.mark.parametrize("name,lanes,macs,l1_kib", [("riscv_rvv", 4, 8, 32), ("riscv_rvv512", 16, 16, 32),
+                                                    ("host", 8, 16, 48)])
+def test_shipped_descriptions(name, lanes, macs, l1_kib):
     hw = hardware.load_hardware(HERE / "hardware" / f"{name}.yaml")
     assert hw.lanes_f32 == lanes and hw.macs_per_cycle == macs
-    assert hw.model_core == {"riscv_rvv": "sifive-p670", "riscv_rvv512": "sifive-x280", "host": None}[name]
+    assert hw.model_core == {"riscv_rvv": "sifive-p670", "riscv_rvv512": "sifive-x280", "host": "sapphirerapids"}[name]
     acc = hardware.zigzag_accelerator(hw)
     assert acc["operational_array"]["sizes"] == [macs]
     # ZigZag sizes are bits
-    assert acc["memories"]["l1d"]["size"] == 32 * 1024 * 8
+    assert acc["memories"]["l1d"]["size"] == l1_kib * 1024 * 8
     assert {m for m in acc["memories"] if m.startswith("reg_")} == {"reg_I1", "reg_I2", "reg_O"}
 
 

@@ -7,7 +7,7 @@
 its role (register, l1, l2, l3, dram), or a top-level field. What follows from the vector
 length is derived, never set by hand, so the variant cannot contradict itself: the register
 level's size (`vector_registers` x VLEN/8) and access width, and `model_core`, the LLVM core
-model of that VLEN when one exists (common/riscv_cores.py) and none otherwise (the variant's
+model of that VLEN when one exists (common/core_models.py) and none otherwise (the variant's
 code is then measured in instructions only). The result is validated like any description.
 """
 
@@ -21,7 +21,7 @@ import yaml
 
 from analysis.hardware import ROLES, HardwareError, load_hardware
 from common.files import atomic_write
-from common.riscv_cores import CORE_MODELS
+from common.core_models import CORE_MODELS
 from common.yaml_model import bounded_safe_load
 
 DERIVED = ("register.size_bytes", "register.access_bits", "model_core")
@@ -68,7 +68,10 @@ def apply(base: dict, name: str, settings: list[str]) -> dict:
     if "register" in levels and isinstance(vlen, int):
         levels["register"]["size_bytes"] = compute.get("vector_registers", 0) * vlen // 8
         levels["register"]["access_bits"] = vlen
-    cores = [c.name for c in CORE_MODELS.values() if c.vlen == vlen]
+    # A variant is priced on a core of its base's instruction set (RISC-V when the base names none).
+    base_core = CORE_MODELS.get(base.get("model_core") or "")
+    isa = base_core.isa if base_core else "riscv64"
+    cores = [c.name for c in CORE_MODELS.values() if c.vlen == vlen and c.isa == isa]
     data["model_core"] = cores[0] if cores else None
     return data
 

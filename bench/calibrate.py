@@ -7,7 +7,7 @@ For every model of the zoo (models/*_pipeline_info.json): the analysis lists eac
 candidates (IREE's default first); in round j every dispatch is compiled with its j-th
 candidate (IREE's default, then the others in the uncalibrated model's order), so R compiles
 measure up to R candidates of every dispatch. Measured per dispatch:
-- riscv hardware (it names an llvm-mca `model_core`): model cycles on that core (perf/);
+- riscv hardware (it names a RISC-V llvm-mca `model_core`): model cycles on that core (perf/);
 - the host: iree-benchmark-module time of the dispatch's own benchmark module x clock.
 Only `calibration` models are fitted (non-negative least squares on relative error, numpy):
 once on all their measurements, and once per op kind with at least MIN_ROWS_PER_KIND of them
@@ -70,8 +70,13 @@ class Measurer:
 
         self.hardware, self.target, self.runner, self.plugin, self.work = \
             hardware, target, runner, plugin, work
+        from common.core_models import core_model
+
         hw = load_hardware(hardware)
-        self.core = hw.model_core
+        # A RISC-V core model: candidates are measured in its model cycles under qemu. Any other
+        # hardware (the host, whose model_core prices its code statically) is timed.
+        riscv = hw.model_core is not None and core_model(hw.model_core).isa == "riscv64"
+        self.core = hw.model_core if riscv else None
         self.clock_hz = hw.clock_ghz * 1e9
         if self.core and (runner is None or plugin is None):
             raise CalibrationError(f"{hardware}: riscv hardware needs --runner and --plugin")

@@ -1,7 +1,9 @@
 """The calibration's fit, cross-validation and choice rule on synthetic measurements whose
 true cost model is known (no compiler, no timing)."""
 
+import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -118,6 +120,15 @@ def test_margin_is_judged_by_the_whole_model_not_the_mean_dispatch():
     margin = calibrate.choose_margin(folds)
     assert max(calibrate._summed_by_model(calibrate.cross_validate(folds, margin)).values()) <= 1
 
+
+
+@pytest.mark.parametrize("name,measure", [("riscv_rvv", "riscv-model-cycles"), ("host", "host-time")])
+def test_a_riscv_core_is_measured_in_model_cycles_the_host_is_timed(tmp_path, name, measure):
+    # host.yaml names an x86 core model too (the static code model prices the host's code on
+    # it), but host candidates are timed, never run under qemu.
+    hardware = Path(os.environ["CALIBRATE_TEST_HARDWARE_DIR"]) / f"{name}.yaml"
+    m = calibrate.Measurer(hardware, tmp_path / "t.yaml", tmp_path / "runner", tmp_path / "plugin", tmp_path)
+    assert m.measure == measure
 
 if __name__ == "__main__":
     import sys

@@ -60,7 +60,7 @@ def test_interleave_rotates_who_goes_first_and_drops_warmup():
     assert seen == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
     assert {v: len(ts) for v, ts in times.items()} == {"a": 3, "b": 3, "c": 3}
     s = {"median": 0.002, "iqr_rel": 0.1}
-    text = "\n".join(host_markdown({"m": {"codegen": s, "tuned": s, "datatiling": s,
+    text = "\n".join(host_markdown({"m": {"codegen": s, "as built": s, "datatiling": s,
                                           "ukernels": dict(s, median=0.001)}}, 30))
     assert "| m | 2.000 ms ±10% |" in text and text.endswith("| 1.00x | 1.00x | 0.50x |")
 

@@ -13,7 +13,10 @@ gives, for each target T in (riscv, host):
                         measured choice (perf/tune.py) among the candidates of
                         <name>_riscv_predicted_analysis
     <name>_T_compiled   iree_compile with the analysis' tiles
-    <name>_T            hal_module: <name>_T.vmfb + <name>_T.manifest.json
+    <name>_T            <name>_T.vmfb + <name>_T.manifest.json: the tuned build for riscv
+                        (model_pipeline's `strategy`); for the host the build the static
+                        code model prices cheapest of tuned, data-tiled and microkernels
+                        (`host_strategy = "auto"`), its manifest saying which and why
 plus <name>_host_untuned (IREE's defaults, same target flags) for comparison,
 <name>_riscv_perf and <name>_riscv_untuned_perf (riscv_perf: per-dispatch instruction
 counts and model cycles of the tuned and the IREE-default riscv modules),
@@ -27,7 +30,7 @@ load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "zigzag_analysis")
 load("//codegen:defs.bzl", "iree_compile")
 load("//frontend:defs.bzl", "mlir_import")
-load("//perf:defs.bzl", "measured_choice", "riscv_perf", "strategy_choice")
+load("//perf:defs.bzl", "code_strategy_choice", "measured_choice", "riscv_perf", "strategy_choice")
 load("//runtime:defs.bzl", "hal_module")
 
 # Pipeline target suffix -> (IREE target, hardware description it is tuned for, cost-model
@@ -49,8 +52,10 @@ STRATEGY_TARGETS = {
     ("host", "ukernels"): "//codegen:host_ukernels",
 }
 
-# What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy`); "auto":
-# the riscv module is the build with the fewest RISC-V model cycles per call (perf:strategy_choice).
+# What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy` and
+# `host_strategy`); "auto": riscv, the build with the fewest RISC-V model cycles per call,
+# measured (perf:strategy_choice); host, the fewest cycles by the static code model
+# (perf:code_strategy_choice).
 PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES + ("auto",)
 
 # Which set a model belongs to: the cost model is fitted on "calibration" models only;
@@ -146,7 +151,7 @@ RISCV_PERF_HARDWARE = [
     "//analysis:hardware/riscv_rvv512.yaml",
 ]
 
-def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = [], strategy = "tuned"):
+def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = [], strategy = "tuned", host_strategy = "auto"):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -165,18 +170,24 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
       perf_tags: tags for the riscv perf targets (e.g. ["manual"] to leave them out of //...).
-      strategy: what <name>_riscv and <name>_host package: "tuned" (IREE's code emission with
-        the analysis' tiles), "codegen" (IREE's defaults), "datatiling", "ukernels", or "auto"
-        (riscv: of tuned, codegen, datatiling and ukernels the build with the fewest model
-        cycles per call, measured, recorded in its manifest; host: tuned, since host time is
-        not a deterministic build input).
+      strategy: what <name>_riscv packages: "tuned" (IREE's code emission with the analysis'
+        tiles), "codegen" (IREE's defaults), "datatiling", "ukernels", or "auto" (of tuned,
+        codegen, datatiling and ukernels the build with the fewest model cycles per call,
+        measured under qemu, recorded in its manifest).
+      host_strategy: what <name>_host packages, the same choices; "auto" (the default): of
+        tuned, datatiling and ukernels the build with the fewest cycles per call by the static
+        code model on the host description's core model (perf:code_strategy_choice; host time
+        is not a deterministic build input, the code is). IREE's defaults are not a separate
+        candidate: the tuned build already keeps them wherever nothing is predicted to beat them.
     """
-    if strategy not in PIPELINE_STRATEGIES:
-        fail("model_pipeline(%s): strategy must be one of %s, got %r" % (
-            name,
-            ", ".join(PIPELINE_STRATEGIES),
-            strategy,
-        ))
+    for param, value in (("strategy", strategy), ("host_strategy", host_strategy)):
+        if value not in PIPELINE_STRATEGIES:
+            fail("model_pipeline(%s): %s must be one of %s, got %r" % (
+                name,
+                param,
+                ", ".join(PIPELINE_STRATEGIES),
+                value,
+            ))
     if not name or "/" in name:
         fail("model_pipeline: bad name %r" % name)
     if split not in SPLITS:
@@ -238,7 +249,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         }
         for other in STRATEGIES:
             builds[other] = "%s_%s_%s_compiled" % (name, suffix, other)
-        if strategy == "auto" and suffix == "riscv":
+        chosen = {"riscv": strategy, "host": host_strategy}[suffix]
+        if chosen == "auto" and suffix == "riscv":
             candidates = ["tuned", "codegen"] + list(STRATEGIES)
             strategy_choice(
                 name = "%s_%s" % (name, suffix),
@@ -246,10 +258,18 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 compiled = [":" + builds[s] for s in candidates],
                 perf = [":%s_riscv%s_perf" % (name, {"tuned": "", "codegen": "_untuned"}.get(s, "_" + s)) for s in candidates],
             )
+        elif chosen == "auto":
+            candidates = ["tuned"] + list(STRATEGIES)
+            code_strategy_choice(
+                name = "%s_%s" % (name, suffix),
+                strategies = candidates,
+                compiled = [":" + builds[s] for s in candidates],
+                hardware = hardware,
+            )
         else:
             hal_module(
                 name = "%s_%s" % (name, suffix),
-                compiled = ":" + builds["tuned" if strategy == "auto" else strategy],
+                compiled = ":" + builds[chosen],
             )
     riscv_target = PIPELINE_TARGETS["riscv"][0]
     iree_compile(
@@ -303,6 +323,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             "--package=" + native.package_name(),
             "--name=" + name,
             "--model-name=" + model_name,
+            "--host-strategy=" + host_strategy,
         ],
         data = [
             ":" + imported,
@@ -316,6 +337,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         ],
         tags = tags,
         deps = [
+            "//common",
             "//runtime",
             requirement("iree-base-runtime"),
             requirement("numpy"),

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.files import sha256_file
 from runtime import run
 
 F32_TOLERANCE = 1e-4
@@ -109,11 +110,30 @@ def test_manifests_record_target_and_provenance():
         assert all(d.get("reason") for d in manifest["dispatches"] if d["provenance"] == "iree-default")
 
 
+def test_host_strategy_is_the_one_chosen():
+    manifest = json.loads(_file("host.manifest.json").read_text())
+    choice = manifest.get("strategy_choice")
+    if _arg("host_strategy") != "auto":
+        assert choice is None, "a fixed host strategy records no choice"
+        return
+    assert choice is not None, "host_strategy auto: the manifest records no strategy_choice"
+    figures, excluded = choice["candidates"], choice.get("excluded", {})
+    assert set(figures) | set(excluded) >= {"tuned", "datatiling", "ukernels"}, choice
+    if choice["chosen"] in figures:
+        assert figures[choice["chosen"]] == min(figures.values()), choice
+    else:
+        assert choice["chosen"] == "tuned" and "tuned" in excluded, choice
+    if choice["chosen"] == "tuned":
+        # The packaged module is the tuned build whose configs the test above checked.
+        assert manifest["inputs_sha256"]["vmfb"] == sha256_file(_file("host_compiled.vmfb"))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--package", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--model-name", required=True)
+    parser.add_argument("--host-strategy", required=True)
     args, rest = parser.parse_known_args()
     for key, value in vars(args).items():
         os.environ[f"PIPELINE_TEST_{key.upper()}"] = value

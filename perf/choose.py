@@ -1,22 +1,33 @@
-"""Packages, of several builds of one module, the one the RISC-V measurement finds fastest.
+"""Packages, of several builds of one module, the one predicted or measured fastest.
 
     python -m perf.choose --module M.mlirbc \\
         --candidate tuned M_tuned.vmfb M_tuned.report.json T.target.yaml M_tuned.perf.json \\
         --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml M_uk.perf.json \\
         --out-vmfb M.vmfb --out-manifest M.manifest.json
 
+    python -m perf.choose --by code-cycles --hardware H.yaml --module M.mlirbc \\
+        --candidate tuned M_tuned.vmfb M_tuned.report.json T.target.yaml M.analysis.json \\
+        --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml none ...
+
 `model_pipeline(strategy = "auto")`: each candidate is a complete build of the same module for
-the same accelerator under one lowering strategy, with its perf-stage measurement. The chosen
-one has the fewest model cycles for one call of the model (each dispatch's cycles times its
-calls) on the first core of the measurements (the module's own accelerator); ties go to the
-earlier candidate. Every candidate's figure and the reason are recorded in the manifest
-(`strategy_choice`). Deterministic: the measurements are.
+the same target under one lowering strategy. The chosen one has the fewest model cycles for
+one call of the model (each dispatch's cycles times its calls), ties to the earlier candidate:
+- `--by model-cycles` (riscv): the perf stage's measurement (the last field of a candidate
+  is its perf.json), on the first core measured (the module's own accelerator);
+- `--by code-cycles` (host): the static code model (perf/code_cost.py) on the hardware
+  description's `model_core` (the last field is the analysis the build applied, or `none`).
+  A candidate the code model cannot cost whole (a loop whose count is a run-time value) is
+  left out, never compared on a partial total; when the first candidate (the baseline) is
+  left out, the baseline is kept: nothing is known to beat it.
+Every candidate's figure, every exclusion and the reason are recorded in the manifest
+(`strategy_choice`). Deterministic: the measurements and the code are.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 from common.errors import first_line
@@ -26,6 +37,20 @@ from runtime.manifest import ManifestError, build
 
 class ChoiceError(RuntimeError):
     pass
+
+
+def _pick(figures: dict[str, float], order: list[str], by: str, unit: str,
+          excluded: dict[str, str] | None = None) -> tuple[str, dict]:
+    """The cheapest of `figures` (ties to the earlier in `order`) and the record of why."""
+    chosen = min(figures, key=lambda s: (figures[s], order.index(s)))
+    runner_up = min((s for s in figures if s != chosen), key=figures.get, default=None)
+    reason = (f"{chosen}: fewest {unit} for one call ({figures[chosen]:,})"
+              + (f"; next {runner_up} at {figures[runner_up] / figures[chosen]:.2f}x" if runner_up else "")
+              + (f"; not costable: {', '.join(excluded)}" if excluded else ""))
+    record = {"by": by, "candidates": figures, "chosen": chosen, "reason": reason}
+    if excluded:
+        record["excluded"] = excluded
+    return chosen, record
 
 
 def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
@@ -48,30 +73,87 @@ def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
         figures[strategy] = run.inference_model_cycles
     if not figures:
         raise ChoiceError("no candidates")
-    chosen = min(figures, key=lambda s: (figures[s], list(figures).index(s)))
-    runner_up = min((s for s in figures if s != chosen), key=figures.get, default=None)
-    reason = (f"{chosen}: fewest model cycles for one call on {core[1]} ({figures[chosen]:,})"
-              + (f"; next {runner_up} at {figures[runner_up] / figures[chosen]:.2f}x"
-                 if runner_up else ""))
-    return chosen, {"by": f"one call of the model, model cycles on {core[1]} ({core[0]})",
-                    "candidates": figures, "chosen": chosen, "reason": reason}
+    return _pick(figures, [s for s, _ in candidates], f"one call of the model, model cycles on {core[1]} ({core[0]})",
+                 f"model cycles on {core[1]}")
+
+
+def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path, hardware: Path,
+                   work: Path) -> tuple[str, dict]:
+    """(chosen strategy, record) from (strategy, target.yaml, analysis.json or None) triples:
+    each build's code costed statically on `hardware`'s core model."""
+    from analysis.hardware import HardwareError, load_hardware
+    from codegen.compile import CompileError
+    from common.core_models import CoreModelError, core_model
+    from common.targets import TargetError, load_target
+    from perf.code_cost import CodeCostError, isa_of, module_call_cycles
+
+    try:
+        hw = load_hardware(hardware)
+        if hw.model_core is None:
+            raise ChoiceError(f"{hardware}: {hw.name} names no model_core: no core model to price its code on")
+        core = core_model(hw.model_core)
+    except (HardwareError, CoreModelError) as err:
+        raise ChoiceError(f"{hardware}: {first_line(err)}") from None
+    if not candidates:
+        raise ChoiceError("no candidates")
+    figures: dict[str, float] = {}
+    excluded: dict[str, str] = {}
+    for strategy, target_path, analysis in candidates:
+        try:
+            target = load_target(target_path)
+            isa = isa_of(target.triple)
+        except (TargetError, CodeCostError) as err:
+            raise ChoiceError(f"{target_path}: {first_line(err)}") from None
+        if isa.name != core.isa:
+            raise ChoiceError(f"{target_path}: {target.triple} code cannot be priced on {core.name} "
+                              f"({core.isa}), the model_core of {hardware}")
+        try:
+            costed = module_call_cycles(module, analysis, target, core.name, work / strategy)
+        except (CompileError, CodeCostError) as err:
+            raise ChoiceError(f"{strategy}: {first_line(err)}") from None
+        if costed.errors:
+            name, why = sorted(costed.errors.items())[0]
+            excluded[strategy] = f"{len(costed.errors)} dispatch(es) not costable, e.g. {name}: {why}"
+        else:
+            figures[strategy] = round(costed.model_cycles())
+    by = f"one call of the model, code-model cycles on {core.name} ({hw.name})"
+    baseline = candidates[0][0]
+    if baseline in excluded:
+        return baseline, {"by": by, "candidates": figures, "chosen": baseline, "excluded": excluded,
+                          "reason": f"{baseline} kept: its code cannot be costed ({excluded[baseline]}), "
+                                    "so no candidate is known to beat it"}
+    return _pick(figures, [s for s, _, _ in candidates], by, f"code-model cycles on {core.name}", excluded)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.choose", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
+    p.add_argument("--by", choices=("model-cycles", "code-cycles"), default="model-cycles")
+    p.add_argument("--hardware", type=Path, help="code-cycles: the description naming the core model")
     p.add_argument("--candidate", nargs=5, action="append", required=True,
-                   metavar=("STRATEGY", "VMFB", "REPORT", "TARGET", "PERF_JSON"))
+                   metavar=("STRATEGY", "VMFB", "REPORT", "TARGET", "PERF_JSON|ANALYSIS"))
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
+    if a.by == "code-cycles" and a.hardware is None:
+        p.error("--by code-cycles needs --hardware")
     try:
-        by_strategy = {c[0]: [Path(x) for x in c[1:]] for c in a.candidate}
+        by_strategy = {c[0]: [Path(x) for x in c[1:4]] + [None if c[4] == "none" else Path(c[4])]
+                       for c in a.candidate}
         if len(by_strategy) != len(a.candidate):
             raise ChoiceError("a strategy is given twice")
-        chosen, record = choose([(s, files[3]) for s, files in by_strategy.items()])
+        if a.by == "model-cycles":
+            if None in (files[3] for files in by_strategy.values()):
+                raise ChoiceError("--by model-cycles needs a perf.json per candidate, got `none`")
+            chosen, record = choose([(s, files[3]) for s, files in by_strategy.items()])
+            analysis = hardware = None
+        else:
+            with tempfile.TemporaryDirectory(prefix="perf_choose_") as tmp:
+                chosen, record = choose_by_code([(s, files[2], files[3]) for s, files in by_strategy.items()],
+                                                a.module, a.hardware, Path(tmp))
+            analysis, hardware = by_strategy[chosen][3], a.hardware
         vmfb, report, target, _ = by_strategy[chosen]
-        build(vmfb, report, a.module, target, None, None, a.out_vmfb, a.out_manifest,
+        build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,
               extra={"strategy_choice": record})
     except (ChoiceError, ManifestError) as err:
         print(f"perf.choose: {err}", file=sys.stderr)

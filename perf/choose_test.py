@@ -1,12 +1,25 @@
 """strategy_choice's rule: fewest model cycles per call on the first core, ties to the earlier
-candidate, every figure recorded; candidates measured elsewhere or without cycles refused."""
+candidate, every figure recorded; candidates measured elsewhere or without cycles refused.
+code_strategy_choice's: the same by the static code model, a candidate that cannot be costed
+whole left out (the baseline kept when it is the one), hardware without a core model or of
+another instruction set refused; and once on real code, a matmul built codegen and with
+microkernels for the host."""
 
+import os
 import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from common.perf_schema import CLASS_NAMES, CoreRun, DispatchPerf, PerfReport
-from perf.choose import ChoiceError, choose
+from perf import code_cost
+from perf.choose import ChoiceError, choose, choose_by_code
+
+# Runfiles (args of the Bazel test): the host description, the host target and its
+# microkernel variant, a riscv target, the matmul module.
+HOST_HW, HOST_TARGET, HOST_UKERNELS, RISCV_TARGET, MATMUL = (
+    Path(p) for p in os.environ.get("CHOOSE_TEST_FILES", "- - - - -").split())
 
 
 def _perf(tmp_path, name, cycles, calls, hardware="riscv_rvv", core="sifive-p670"):
@@ -47,6 +60,53 @@ def test_candidates_on_other_hardware_or_without_cycles_are_refused(tmp_path):
                 ("ukernels", _perf(tmp_path, "b", 90, 1, "riscv_rvv512", "sifive-x280"))])
     with pytest.raises(ChoiceError, match="no core model"):
         choose([("tuned", _perf(tmp_path, "c", 100, 1, core=None))])
+
+
+def _fake_costs(monkeypatch, per_strategy: dict):
+    """module_call_cycles returning, per work dir (= strategy), cycles or uncostable dispatches."""
+    def fake(module, analysis, target, core, work):
+        figure = per_strategy[work.name]
+        if isinstance(figure, str):
+            return code_cost.CallCycles({}, set(), errors={"main_dispatch_1": figure})
+        return code_cost.CallCycles({"main_dispatch_0": figure / 2}, set(), calls={"main_dispatch_0": 2})
+    monkeypatch.setattr(code_cost, "module_call_cycles", fake)
+
+
+def test_code_choice_leaves_out_what_it_cannot_cost(monkeypatch, tmp_path):
+    _fake_costs(monkeypatch, {"tuned": 1000, "datatiling": "run-time trip count", "ukernels": 800})
+    chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("datatiling", HOST_TARGET, None),
+                                     ("ukernels", HOST_TARGET, None)], MATMUL, HOST_HW, tmp_path)
+    assert chosen == "ukernels" and record["candidates"] == {"tuned": 1000, "ukernels": 800}
+    assert "run-time trip count" in record["excluded"]["datatiling"]
+    assert "sapphirerapids" in record["by"] and "1.25x" in record["reason"]
+
+
+def test_code_choice_keeps_an_uncostable_baseline(monkeypatch, tmp_path):
+    _fake_costs(monkeypatch, {"tuned": "no trip count", "ukernels": 10})
+    chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("ukernels", HOST_TARGET, None)],
+                                    MATMUL, HOST_HW, tmp_path)
+    assert chosen == "tuned" and "cannot be costed" in record["reason"]
+    assert record["candidates"] == {"ukernels": 10}
+
+
+def test_code_choice_refuses_hardware_without_core_or_of_another_isa(tmp_path):
+    desc = yaml.safe_load(HOST_HW.read_text())
+    del desc["model_core"]
+    no_core = tmp_path / "no_core.yaml"
+    no_core.write_text(yaml.safe_dump(desc))
+    with pytest.raises(ChoiceError, match="names no model_core"):
+        choose_by_code([("tuned", HOST_TARGET, None)], MATMUL, no_core, tmp_path)
+    with pytest.raises(ChoiceError, match="cannot be priced on sapphirerapids"):
+        choose_by_code([("tuned", RISCV_TARGET, None)], MATMUL, HOST_HW, tmp_path)
+
+
+def test_code_choice_on_real_code(tmp_path):
+    chosen, record = choose_by_code([("codegen", HOST_TARGET, None), ("ukernels", HOST_UKERNELS, None)],
+                                    MATMUL, HOST_HW, tmp_path)
+    assert set(record["candidates"]) == {"codegen", "ukernels"} and "excluded" not in record
+    # 64x128x96 MACs: no build of it issues fewer than 2 x 8-lane FMAs a cycle.
+    assert all(cycles >= 64 * 128 * 96 / 16 for cycles in record["candidates"].values()), record
+    assert chosen == min(record["candidates"], key=record["candidates"].get)
 
 
 if __name__ == "__main__":

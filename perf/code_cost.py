@@ -24,7 +24,7 @@ The instruction set is the target's (`Isa`, from its triple): RISC-V as above; x
 host) with x86 branches closing loops and each basic block one piece (no qemu), priced on a
 named x86 core model (e.g. sapphirerapids, znver2).
 
-What it ignores, beyond `common.riscv_cores.MODEL_IGNORES`: branches inside a loop body (every
+What it ignores, beyond `common.core_models.MODEL_IGNORES`: branches inside a loop body (every
 block of a loop is counted at its header's count), a vtype set on another path than the
 layout-preceding one, and, where IREE's loops do not line up, LLVM 19's code generation
 differing from IREE's (more spills in IREE's code, typically).

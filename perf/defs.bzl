@@ -1,4 +1,4 @@
-"""`riscv_perf`: RISC-V instruction counts and model cycles of a compiled module (perf/measure.py)."""
+"""RISC-V instruction counts and model cycles of a compiled module (`riscv_perf`), and the choices made by them (`measured_choice`, `strategy_choice`) or by the static code model (`code_strategy_choice`)."""
 
 load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "MlirModuleInfo")
 
@@ -201,3 +201,74 @@ with the fewest model cycles for one call of the model on the first measured cor
 candidate's figure and the reason are in the manifest (`strategy_choice`).""",
 )
 
+
+def _code_strategy_choice_impl(ctx):
+    vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
+    manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
+    args = ctx.actions.args()
+    args.add("--by", "code-cycles")
+    args.add("--hardware", ctx.file.hardware)
+    inputs = [ctx.file.hardware]
+    module = None
+    for strategy, compiled_target in zip(ctx.attr.strategies, ctx.attr.compiled):
+        compiled = compiled_target[CompiledModuleInfo]
+        this_module = compiled_target[MlirModuleInfo]
+        if module == None:
+            module = this_module
+        elif this_module.mlir != module.mlir:
+            fail("%s: %s compiles %s, not %s: candidates are builds of one module" % (
+                ctx.label,
+                compiled_target.label,
+                this_module.mlir.short_path,
+                module.mlir.short_path,
+            ))
+        analysis = compiled.analysis.analysis_json if compiled.analysis != None else None
+        args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, analysis or "none"])
+        inputs += [compiled.vmfb, compiled.report, compiled.target.file] + ([analysis] if analysis else [])
+    args.add("--module", module.mlir)
+    args.add("--out-vmfb", vmfb)
+    args.add("--out-manifest", manifest)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = inputs + [module.mlir],
+        outputs = [vmfb, manifest],
+        mnemonic = "CodeStrategyChoice",
+        progress_message = "Choosing %s's strategy by the code model on %s (%s)" % (
+            module.model_name,
+            ctx.file.hardware.basename,
+            ", ".join(ctx.attr.strategies),
+        ),
+    )
+    return [DefaultInfo(files = depset([vmfb, manifest]), runfiles = ctx.runfiles(files = [vmfb, manifest]))]
+
+_code_strategy_choice = rule(
+    implementation = _code_strategy_choice_impl,
+    attrs = {
+        "strategies": attr.string_list(mandatory = True),
+        "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo, MlirModuleInfo]),
+        "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"]),
+        "_tool": attr.label(default = "//perf:choose", executable = True, cfg = "exec"),
+    },
+)
+
+def code_strategy_choice(name, strategies, compiled, hardware, **kwargs):
+    """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
+    strategies (`strategies[i]` compiled as `compiled[i]`), the one with the fewest cycles for
+    one call of the model by the static code model (perf/code_cost.py) on `hardware`'s
+    `model_core`; no run of the code. A build the code model cannot cost whole is left out
+    (recorded); when that is the first (the baseline), the baseline is kept. Every candidate's
+    figure and the reason are recorded in the manifest (`strategy_choice`).
+
+    Args:
+      name: target name.
+      strategies: candidate names, the baseline first (ties go to the earlier).
+      compiled: one iree_compile target per strategy, all of one module and instruction set.
+      hardware: the description whose `model_core` prices the code.
+      **kwargs: forwarded to the rule (tags, visibility, ...).
+    """
+    if len(strategies) != len(compiled):
+        fail("code_strategy_choice(%s): `strategies` and `compiled` must have one entry per candidate" % name)
+    if len(strategies) < 2:
+        fail("code_strategy_choice(%s): needs at least two candidates, got %s" % (name, strategies))
+    _code_strategy_choice(name = name, strategies = strategies, compiled = compiled, hardware = hardware, **kwargs)

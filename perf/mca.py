@@ -5,7 +5,7 @@ annotated with the LMUL and SEW in force (llvm-mca's RISC-V instruments), after 
 block's bytes are disassembled with llvm-mc. A block's cost is llvm-mca's total cycles
 for `ITERATIONS` back-to-back runs of the block divided by `ITERATIONS` (steady state);
 a dispatch's model cycles are that cost times the block's execution count, summed.
-What the model leaves out is `common.riscv_cores.MODEL_IGNORES`.
+What the model leaves out is `common.core_models.MODEL_IGNORES`.
 """
 
 from __future__ import annotations
