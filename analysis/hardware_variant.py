@@ -21,7 +21,7 @@ import yaml
 
 from analysis.hardware import ROLES, HardwareError, load_hardware
 from common.files import atomic_write
-from common.core_models import CORE_MODELS
+from common.core_models import CORE_MODELS, RISCV
 from common.yaml_model import bounded_safe_load
 
 DERIVED = ("register.size_bytes", "register.access_bits", "model_core")
@@ -70,7 +70,7 @@ def apply(base: dict, name: str, settings: list[str]) -> dict:
         levels["register"]["access_bits"] = vlen
     # A variant is priced on a core of its base's instruction set (RISC-V when the base names none).
     base_core = CORE_MODELS.get(base.get("model_core") or "")
-    isa = base_core.isa if base_core else "riscv64"
+    isa = base_core.isa if base_core else RISCV
     cores = [c.name for c in CORE_MODELS.values() if c.vlen == vlen and c.isa == isa]
     data["model_core"] = cores[0] if cores else None
     return data

@@ -70,12 +70,12 @@ class Measurer:
 
         self.hardware, self.target, self.runner, self.plugin, self.work = \
             hardware, target, runner, plugin, work
-        from common.core_models import core_model
+        from common.core_models import RISCV, core_model
 
         hw = load_hardware(hardware)
         # A RISC-V core model: candidates are measured in its model cycles under qemu. Any other
         # hardware (the host, whose model_core prices its code statically) is timed.
-        riscv = hw.model_core is not None and core_model(hw.model_core).isa == "riscv64"
+        riscv = hw.model_core is not None and core_model(hw.model_core).isa == RISCV
         self.core = hw.model_core if riscv else None
         self.clock_hz = hw.clock_ghz * 1e9
         if self.core and (runner is None or plugin is None):

@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+RISCV = "riscv64"  # the architecture RVV code is for (the part of a triple before the first '-')
+
+
 @dataclass(frozen=True)
 class CoreModel:
     name: str  # llvm-mca -mcpu
@@ -21,7 +24,7 @@ class CoreModel:
     # width of the vector code the target emits, which the core may exceed)
     vlen: int
     summary: str
-    isa: str = "riscv64"  # the target triple's architecture
+    isa: str = RISCV  # the target triple's architecture
 
 
 CORE_MODELS: dict[str, CoreModel] = {

@@ -148,29 +148,25 @@ def perf_json_of(label, perf_target):
         fail("%s: %s is not a riscv_perf target" % (label, perf_target.label))
     return found[0]
 
-def _strategy_choice_impl(ctx):
-    if len(ctx.attr.strategies) != len(ctx.attr.compiled) or len(ctx.attr.compiled) != len(ctx.attr.perf):
-        fail("%s: `strategies`, `compiled` and `perf` must have one entry per candidate" % ctx.label)
-    vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
-    manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
-    args = ctx.actions.args()
-    inputs = []
-    module = None
-    for strategy, compiled_target, perf_target in zip(ctx.attr.strategies, ctx.attr.compiled, ctx.attr.perf):
-        compiled = compiled_target[CompiledModuleInfo]
+def _one_module(ctx, compiled_targets):
+    """The MlirModuleInfo every candidate build was compiled from; fail() naming one that differs."""
+    module = compiled_targets[0][MlirModuleInfo]
+    for compiled_target in compiled_targets[1:]:
         this_module = compiled_target[MlirModuleInfo]
-        if module == None:
-            module = this_module
-        elif this_module.mlir != module.mlir:
+        if this_module.mlir != module.mlir:
             fail("%s: %s compiles %s, not %s: candidates are builds of one module" % (
                 ctx.label,
                 compiled_target.label,
                 this_module.mlir.short_path,
                 module.mlir.short_path,
             ))
-        perf_json = perf_json_of(ctx.label, perf_target)
-        args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, perf_json])
-        inputs += [compiled.vmfb, compiled.report, compiled.target.file, perf_json]
+    return module
+
+def _package_choice(ctx, args, inputs, module, mnemonic, progress_message):
+    """Runs perf.choose with `args` (the candidates and how to choose) and packages the choice
+    as <name>.vmfb + <name>.manifest.json."""
+    vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
+    manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
     args.add("--module", module.mlir)
     args.add("--out-vmfb", vmfb)
     args.add("--out-manifest", manifest)
@@ -179,13 +175,30 @@ def _strategy_choice_impl(ctx):
         arguments = [args],
         inputs = inputs + [module.mlir],
         outputs = [vmfb, manifest],
-        mnemonic = "StrategyChoice",
-        progress_message = "Choosing %s's strategy by RISC-V model cycles (%s)" % (
-            module.model_name,
-            ", ".join(ctx.attr.strategies),
-        ),
+        mnemonic = mnemonic,
+        progress_message = progress_message,
     )
     return [DefaultInfo(files = depset([vmfb, manifest]), runfiles = ctx.runfiles(files = [vmfb, manifest]))]
+
+def _strategy_choice_impl(ctx):
+    if len(ctx.attr.strategies) != len(ctx.attr.compiled) or len(ctx.attr.compiled) != len(ctx.attr.perf):
+        fail("%s: `strategies`, `compiled` and `perf` must have one entry per candidate" % ctx.label)
+    module = _one_module(ctx, ctx.attr.compiled)
+    args = ctx.actions.args()
+    inputs = []
+    for strategy, compiled_target, perf_target in zip(ctx.attr.strategies, ctx.attr.compiled, ctx.attr.perf):
+        compiled = compiled_target[CompiledModuleInfo]
+        perf_json = perf_json_of(ctx.label, perf_target)
+        args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, perf_json])
+        inputs += [compiled.vmfb, compiled.report, compiled.target.file, perf_json]
+    return _package_choice(
+        ctx,
+        args,
+        inputs,
+        module,
+        "StrategyChoice",
+        "Choosing %s's strategy by RISC-V model cycles (%s)" % (module.model_name, ", ".join(ctx.attr.strategies)),
+    )
 
 strategy_choice = rule(
     implementation = _strategy_choice_impl,
@@ -203,44 +216,28 @@ candidate's figure and the reason are in the manifest (`strategy_choice`).""",
 
 
 def _code_strategy_choice_impl(ctx):
-    vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
-    manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
+    module = _one_module(ctx, ctx.attr.compiled)
     args = ctx.actions.args()
     args.add("--by", "code-cycles")
     args.add("--hardware", ctx.file.hardware)
     inputs = [ctx.file.hardware]
-    module = None
     for strategy, compiled_target in zip(ctx.attr.strategies, ctx.attr.compiled):
         compiled = compiled_target[CompiledModuleInfo]
-        this_module = compiled_target[MlirModuleInfo]
-        if module == None:
-            module = this_module
-        elif this_module.mlir != module.mlir:
-            fail("%s: %s compiles %s, not %s: candidates are builds of one module" % (
-                ctx.label,
-                compiled_target.label,
-                this_module.mlir.short_path,
-                module.mlir.short_path,
-            ))
         analysis = compiled.analysis.analysis_json if compiled.analysis != None else None
         args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, analysis or "none"])
         inputs += [compiled.vmfb, compiled.report, compiled.target.file] + ([analysis] if analysis else [])
-    args.add("--module", module.mlir)
-    args.add("--out-vmfb", vmfb)
-    args.add("--out-manifest", manifest)
-    ctx.actions.run(
-        executable = ctx.executable._tool,
-        arguments = [args],
-        inputs = inputs + [module.mlir],
-        outputs = [vmfb, manifest],
-        mnemonic = "CodeStrategyChoice",
-        progress_message = "Choosing %s's strategy by the code model on %s (%s)" % (
+    return _package_choice(
+        ctx,
+        args,
+        inputs,
+        module,
+        "CodeStrategyChoice",
+        "Choosing %s's strategy by the code model on %s (%s)" % (
             module.model_name,
             ctx.file.hardware.basename,
             ", ".join(ctx.attr.strategies),
         ),
     )
-    return [DefaultInfo(files = depset([vmfb, manifest]), runfiles = ctx.runfiles(files = [vmfb, manifest]))]
 
 _code_strategy_choice = rule(
     implementation = _code_strategy_choice_impl,

@@ -37,7 +37,7 @@ from analysis.hardware import Hardware, HardwareError, load_hardware
 from common.errors import first_line
 from common.files import sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
-from common.core_models import MODEL_IGNORES, core_model
+from common.core_models import MODEL_IGNORES, RISCV, core_model
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
 from perf import mca
@@ -159,7 +159,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             raise PerfError(f"{p}: no model_core: model cycles need a core model of VLEN {hw.compute.vector_bits} "
                             f"(llvm-mca-19 has sifive-p670 for 128 and sifive-x280 for 512); "
                             f"--allow-counts-only measures instruction counts alone")
-        if hw.model_core is not None and core_model(hw.model_core).isa != "riscv64":
+        if hw.model_core is not None and core_model(hw.model_core).isa != RISCV:
             raise PerfError(f"{p}: model_core {hw.model_core} is a {core_model(hw.model_core).isa} core model: "
                             "RISC-V code cannot be priced on it")
         if hw.compute.vector_bits < target.vector_bits:
