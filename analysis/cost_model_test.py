@@ -122,6 +122,27 @@ def test_busiest_core_carries_the_cost():
     assert three["vector_ops"] == 2 * two["vector_ops"]
 
 
+# The checked-in calibrations (analysis/calibration/<hardware>.json; the .measurements.json and
+# .code_cost.json beside them are reports, not inputs).
+CALIBRATIONS = sorted(p for p in (Path(__file__).parent / "calibration").glob("*.json")
+                      if "." not in p.stem)
+
+
+def test_calibrations_are_checked_in():
+    assert CALIBRATIONS, "no analysis/calibration/<hardware>.json in the test's data"
+
+
+@pytest.mark.parametrize("path", CALIBRATIONS, ids=lambda p: p.name)
+def test_checked_in_calibration_loads_for_its_hardware(path):
+    """What the analysis would read: today's features and op kinds, and the hardware
+    description of the same name (a calibration left behind by a renamed or re-described
+    machine is refused by the analysis, so it is caught here first)."""
+    from analysis.analyze import load_calibration
+
+    cal = load_calibration(path)
+    assert cal.hardware == load_hardware(HW_DIR / f"{path.stem}.yaml").name
+
+
 def test_a_candidate_replaces_the_default_only_beyond_the_margin():
     assert cost_model.replaces_default(85.0, 100.0, 0.15)
     assert not cost_model.replaces_default(86.0, 100.0, 0.15)
