@@ -3,7 +3,6 @@
 import json
 import math
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -396,8 +396,6 @@ class CompiledTarget:
             self._read_sources(path)
 
     def _read_site(self, d: Dispatch, export, site) -> None:
-        from iree.compiler import ir
-
         seg = [int(x) for x in str(site.attributes["operandSegmentSizes"]).split(":")[1].rstrip(">").split(",")]
         ops = list(site.operands)
         groups, pos = [], 0

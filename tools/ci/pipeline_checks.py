@@ -464,7 +464,7 @@ def run(args, state: dict, results: dict[str, tuple[bool, str]], times: dict[str
         if differing:
             results["reproducible"] = (False, "differ from this workspace's build: " + ", ".join(differing))
         else:
-            results["reproducible"] = (True, f"sha256-identical to this workspace's build: "
+            results["reproducible"] = (True, "sha256-identical to this workspace's build: "
                                              + ", ".join(Path(r).name for r in compared))
 
 
