@@ -153,29 +153,32 @@ def _geomean(values: list[float | None]) -> str:
     return f"{geomean(values):.3f}" if values and None not in values else "-"
 
 
-def summed_choice_by_model(results: list[dict], margin: float) -> dict[tuple[str, str], float]:
-    """(split, model) -> measured cycles of the evaluated dispatches, each with the code model's
-    cheapest candidate when predicted at least `margin` cheaper than IREE's default (else the
-    default), summed, over the same dispatches' IREE defaults: the model's own speed-up."""
+def _summed_by_model(results: list[dict], pick) -> dict[tuple[str, str], float]:
+    """(split, model) -> measured cycles of `pick(dispatch result)` (a point) summed over the
+    model's evaluated dispatches, over IREE's defaults summed: the model's own speed-up."""
     sums: dict[tuple[str, str], list[float]] = {}
     for r in results:
         default = next(p for p in r["points"] if p["candidate"] == DEFAULT)
-        cheapest = min(r["points"], key=lambda p: p["code"])
-        pick = cheapest if cheapest["code"] < default["code"] * (1 - margin) else default
         acc = sums.setdefault((r["split"], r["model"]), [0.0, 0.0])
-        acc[0] += pick["measured"]
+        acc[0] += pick(r)["measured"]
         acc[1] += default["measured"]
     return {k: chosen / default for k, (chosen, default) in sorted(sums.items())}
 
 
+def summed_choice_by_model(results: list[dict], margin: float) -> dict[tuple[str, str], float]:
+    """_summed_by_model with each dispatch on the code model's cheapest candidate when that is
+    predicted at least `margin` cheaper than IREE's default, else on the default."""
+    def pick(r: dict) -> dict:
+        default = next(p for p in r["points"] if p["candidate"] == DEFAULT)
+        cheapest = min(r["points"], key=lambda p: p["code"])
+        return cheapest if cheapest["code"] < default["code"] * (1 - margin) else default
+
+    return _summed_by_model(results, pick)
+
+
 def _margin_table(results: list[dict]) -> list[str]:
     by_margin = {m: summed_choice_by_model(results, m) for m in MARGINS}
-    best: dict[tuple[str, str], list[float]] = {}
-    for r in results:
-        default = next(p for p in r["points"] if p["candidate"] == DEFAULT)["measured"]
-        acc = best.setdefault((r["split"], r["model"]), [0.0, 0.0])
-        acc[0] += min(p["measured"] for p in r["points"])
-        acc[1] += default
+    best = _summed_by_model(results, lambda r: min(r["points"], key=lambda p: p["measured"]))
     lines = ["", "## Per model: the code model's choice with a margin", "",
              "Measured cycles of the model's evaluated dispatches, each with the code model's cheapest "
              "candidate when it is predicted at least the margin cheaper than IREE's default (else the "
@@ -183,15 +186,15 @@ def _margin_table(results: list[dict]) -> list[str]:
              "(an optimistic bound: the minimum of noisy measurements).", "",
              "| split | model | " + " | ".join(f"margin {m:.0%}" for m in MARGINS) + " | best |",
              "|---|---|" + "---:|" * (len(MARGINS) + 1)]
-    for key in sorted(best):
+    for key in best:
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(f"{by_margin[m][key]:.3f}" for m in MARGINS)
-                     + f" | {best[key][0] / best[key][1]:.3f} |")
+                     + f" | {best[key]:.3f} |")
     for split in ("calibration", "held_out"):
         keys = [k for k in best if k[0] == split]
         if keys:
             lines.append(f"| {split} | **geomean** / worst | " + " | ".join(
                 f"{geomean([by_margin[m][k] for k in keys]):.3f} / {max(by_margin[m][k] for k in keys):.3f}"
-                for m in MARGINS) + f" | {geomean([best[k][0] / best[k][1] for k in keys]):.3f} |")
+                for m in MARGINS) + f" | {geomean([best[k] for k in keys]):.3f} |")
     return lines
 
 
