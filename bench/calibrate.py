@@ -290,7 +290,7 @@ def cross_validate(folds: list[tuple[Fitted, list[dict]]], margin: float) -> lis
     return [d for fitted, test in folds for d in evaluate(test, fitted, margin)["dispatches"]]
 
 
-def _summed_by_model(dispatches: list[dict]) -> dict[str, float]:
+def summed_by_model(dispatches: list[dict]) -> dict[str, float]:
     """Per model: measured cycles of the chosen candidates over IREE's defaults, summed over
     its dispatches measured with both (the model's own speed-up, not a per-dispatch mean)."""
     out = {}
@@ -311,7 +311,7 @@ def choose_margin(folds: list[tuple[Fitted, list[dict]]]) -> float:
     best = None
     for margin in MARGINS:
         cv = cross_validate(folds, margin)
-        worst = max(_summed_by_model(cv).values(), default=1.0)
+        worst = max(summed_by_model(cv).values(), default=1.0)
         score = (round(worst, 4), _geomean_chosen(cv) or 1.0)
         if best is None or score <= best[0]:
             best = (score, margin)
@@ -427,11 +427,11 @@ def markdown(cal: Calibration, ev: dict) -> str:
               "| model | split | dispatches | switched | chosen/default (geomean) | "
               "chosen/default (summed cycles) | worst dispatch |",
               "|---|---|---|---|---|---|---|"]
-    summed_by_model = _summed_by_model(ev["dispatches"])
+    summed_per_model = summed_by_model(ev["dispatches"])
     for model in sorted({d["model"] for d in ev["dispatches"]}):
         sel = [d for d in ev["dispatches"] if d["model"] == model]
         ratios = _chosen_ratios(sel)
-        summed = summed_by_model.get(model, 1.0)
+        summed = summed_per_model.get(model, 1.0)
         lines.append(f"| {model} | {sel[0]['split']} | {len(sel)} | "
                      f"{sum(d['chosen'] != 'iree-default' for d in sel)} | "
                      f"{stats.geomean(ratios) or 1:.3f} | {summed:.3f} | "

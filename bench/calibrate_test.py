@@ -84,7 +84,7 @@ def test_cross_validation_never_prices_a_model_with_its_own_rows(monkeypatch):
     assert margin in calibrate.MARGINS
 
     def worst(m):
-        return max(calibrate._summed_by_model(calibrate.cross_validate(folds, m)).values())
+        return max(calibrate.summed_by_model(calibrate.cross_validate(folds, m)).values())
     assert worst(margin) == pytest.approx(worst(0.0))
     assert worst(0.0) < 1.0 == worst(0.99)
 
@@ -116,9 +116,9 @@ def test_margin_is_judged_by_the_whole_model_not_the_mean_dispatch():
             r["measured_cycles"] *= 1000 * (3 if r["candidate"] != "iree-default" else 1)
     folds = calibrate._folds(rows)
     eager = calibrate.cross_validate(folds, 0.0)
-    assert calibrate._geomean_chosen(eager) < 1 < calibrate._summed_by_model(eager)["c"]
+    assert calibrate._geomean_chosen(eager) < 1 < calibrate.summed_by_model(eager)["c"]
     margin = calibrate.choose_margin(folds)
-    assert max(calibrate._summed_by_model(calibrate.cross_validate(folds, margin)).values()) <= 1
+    assert max(calibrate.summed_by_model(calibrate.cross_validate(folds, margin)).values()) <= 1
 
 
 

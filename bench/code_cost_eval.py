@@ -24,7 +24,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from analysis.cost_model import replaces_default
 from analysis.hardware import HardwareError, load_hardware
+from bench.calibrate import summed_by_model
 from bench.stats import geomean, kendall_tau
 from codegen import compile as cg
 from common.analysis_schema import Analysis
@@ -153,25 +155,25 @@ def _geomean(values: list[float | None]) -> str:
     return f"{geomean(values):.3f}" if values and None not in values else "-"
 
 
+def _default(result: dict) -> dict:
+    return next(p for p in result["points"] if p["candidate"] == DEFAULT)
+
+
 def _summed_by_model(results: list[dict], pick) -> dict[tuple[str, str], float]:
-    """(split, model) -> measured cycles of `pick(dispatch result)` (a point) summed over the
-    model's evaluated dispatches, over IREE's defaults summed: the model's own speed-up."""
-    sums: dict[tuple[str, str], list[float]] = {}
-    for r in results:
-        default = next(p for p in r["points"] if p["candidate"] == DEFAULT)
-        acc = sums.setdefault((r["split"], r["model"]), [0.0, 0.0])
-        acc[0] += pick(r)["measured"]
-        acc[1] += default["measured"]
-    return {k: chosen / default for k, (chosen, default) in sorted(sums.items())}
+    """(split, model) -> calibrate.summed_by_model with each dispatch on `pick(result)` (a
+    point): measured cycles summed over the model's dispatches, over IREE's defaults summed."""
+    split = {r["model"]: r["split"] for r in results}
+    ratios = summed_by_model([{"model": r["model"], "chosen_measured": pick(r)["measured"],
+                               "default_measured": _default(r)["measured"]} for r in results])
+    return dict(sorted(((split[model], model), ratio) for model, ratio in ratios.items()))
 
 
 def summed_choice_by_model(results: list[dict], margin: float) -> dict[tuple[str, str], float]:
-    """_summed_by_model with each dispatch on the code model's cheapest candidate when that is
-    predicted at least `margin` cheaper than IREE's default, else on the default."""
+    """_summed_by_model with each dispatch on the code model's cheapest candidate when the
+    analysis' choice rule (cost_model.replaces_default) takes it over IREE's default."""
     def pick(r: dict) -> dict:
-        default = next(p for p in r["points"] if p["candidate"] == DEFAULT)
-        cheapest = min(r["points"], key=lambda p: p["code"])
-        return cheapest if cheapest["code"] < default["code"] * (1 - margin) else default
+        default, cheapest = _default(r), min(r["points"], key=lambda p: p["code"])
+        return cheapest if replaces_default(cheapest["code"], default["code"], margin) else default
 
     return _summed_by_model(results, pick)
 
