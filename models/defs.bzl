@@ -19,7 +19,8 @@ gives, for each target T in (riscv, host):
                         (`host_strategy = "auto"`), its manifest saying which and why
 plus <name>_host_untuned (IREE's defaults, same target flags) for comparison,
 <name>_riscv_perf and <name>_riscv_untuned_perf (riscv_perf: per-dispatch instruction
-counts and model cycles of the tuned and the IREE-default riscv modules),
+counts and model cycles of the tuned and the IREE-default riscv modules; `manual` by
+default: measurements, built on request or by //tools:bench, not by `//...`),
 and the tests <name>_pipeline_test (host numerics vs the framework golden,
 configs landed, riscv HAL executables are RVV code) and
 <name>_riscv_dispatch_test (every riscv dispatch run under qemu vs host).
@@ -141,6 +142,8 @@ def model_zoo(name):
             for r in infos
             for suffix in BENCH_SUFFIXES
         ],
+        # Holds every model's riscv perf reports (manual, see model_pipeline's perf_tags).
+        tags = ["manual"],
     )
 
 # Accelerator descriptions every riscv module is measured on (perf/): the module's own
@@ -151,7 +154,7 @@ RISCV_PERF_HARDWARE = [
     "//analysis:hardware/riscv_rvv512.yaml",
 ]
 
-def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = [], strategy = "tuned", host_strategy = "auto"):
+def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategy = "tuned", host_strategy = "auto"):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -169,7 +172,10 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
       factory: function in `module` returning (model, example_inputs).
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
-      perf_tags: tags for the riscv perf targets (e.g. ["manual"] to leave them out of //...).
+      perf_tags: tags for <name>_riscv_perf and <name>_riscv_untuned_perf. `manual` by
+        default: they measure (each runs every dispatch under qemu on two cores, ~20% of a
+        cold `//...`) and no test reads them; the measured choice already measured the
+        chosen candidates. `[]` builds them with `//...`.
       strategy: what <name>_riscv packages: "tuned" (IREE's code emission with the analysis'
         tiles), "codegen" (IREE's defaults), "datatiling", "ukernels", or "auto" (of tuned,
         codegen, datatiling and ukernels the build with the fewest model cycles per call,
