@@ -2,6 +2,7 @@
 
 import os
 import stat
+import sys
 
 import pytest
 
@@ -48,3 +49,7 @@ def test_success_writes_every_output(tmp_path):
     write_together({tmp_path / "a": "1", tmp_path / "sub" / "b": b"2"})
     assert (tmp_path / "a").read_text() == "1" and (tmp_path / "sub" / "b").read_bytes() == b"2"
     assert _listing(tmp_path) == ["a", "sub"]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
