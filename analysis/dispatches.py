@@ -85,13 +85,12 @@ def compile_to_executable_configurations(module_path: Path, flags: list[str], wo
 
     A CPU feature LLVM does not know is an error naming `target_path` (iree-compile only
     warns and ignores it, so the build would silently be for another target)."""
-    from common.iree_tools import IreeCompileError, iree_compile
+    from common.iree_tools import IreeCompileError, executable_configurations
 
     out = workdir / "executable_configurations.mlir"
     try:
-        result = iree_compile([str(module_path), "--compile-to=executable-configurations",
-                               "--mlir-print-debuginfo=false", *flags, "-o", str(out)],
-                              "executable configurations")
+        result = executable_configurations(module_path, ["--mlir-print-debuginfo=false", *flags], out,
+                                           "executable configurations")
     except IreeCompileError as err:
         raise AnalysisInputError(f"{module_path}: {err}") from None
     unknown = result.unknown_cpu_features()

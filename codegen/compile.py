@@ -28,7 +28,7 @@ from pathlib import Path
 from common.analysis_schema import Analysis
 from common.errors import first_line
 from common.files import sha256_file, write_together
-from common.iree_tools import IreeCompileError, IreeResult, iree_compile
+from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
 from common.targets import IreeTarget, TargetError, load_target
 
 
@@ -205,8 +205,10 @@ def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path |
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     repro = [f"--mlir-pass-pipeline-crash-reproducer={workdir / REPRODUCER}"] if reproducer else []
-    result = run_iree([str(module), *flags, "--compile-to=executable-configurations", *repro,
-                       "-o", str(workdir / "cfg.mlir")], "configurations")
+    try:
+        result = executable_configurations(module, [*flags, *repro], workdir / "cfg.mlir", "configurations")
+    except IreeCompileError as err:
+        raise CompileError(str(err), err.diagnostics) from None
     unknown = result.unknown_cpu_features()
     if unknown:
         # iree-compile only warns, and the build would silently be for another CPU.

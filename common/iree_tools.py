@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import re
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
+
+from common.files import sha256_file
 
 _DIAGNOSTIC = re.compile(r"(?:^|:\s)(error|warning):\s*(.*)$")
 UNKNOWN_FEATURE = re.compile(r"'([^']+)' is not a recognized feature for this target")
@@ -69,3 +73,34 @@ def iree_compile(args: list[str], what: str, cwd: Path | None = None) -> IreeRes
     if proc.returncode != 0:
         raise IreeCompileError(what, summarize(stderr), stderr)
     return IreeResult(proc.stdout, stderr)
+
+
+# (the module's path and sha256, flags) -> (the configurations' bytes, the run's result). The
+# path is in the key because IREE records it in the output's locations.
+_CONFIGURATIONS: dict[tuple[str, str, tuple[str, ...]], tuple[bytes, IreeResult]] = {}
+_CONFIGURATIONS_LOCK = threading.Lock()
+
+
+def executable_configurations(module: Path, flags: Sequence[str], out: Path, what: str) -> IreeResult:
+    """`iree-compile module --compile-to=executable-configurations *flags -o out`, run once per
+    process for the same module (path and bytes) and flags; later calls write the same bytes
+    to `out`.
+
+    The measured choice (perf/tune.py) compiles one module a dozen times, each time with other
+    tiles written into the same configurations (IREE's output here depends on the module and the
+    flags only). Raises IreeCompileError like `iree_compile`; a failure is not remembered.
+    """
+    args = [str(module), "--compile-to=executable-configurations", *map(str, flags), "-o", str(out)]
+    if not Path(module).is_file():
+        return iree_compile(args, what)  # its error names the missing module
+    key = (str(module), sha256_file(module), tuple(map(str, flags)))
+    with _CONFIGURATIONS_LOCK:
+        hit = _CONFIGURATIONS.get(key)
+    if hit is None:
+        result = iree_compile(args, what)
+        hit = (Path(out).read_bytes(), result)
+        with _CONFIGURATIONS_LOCK:
+            _CONFIGURATIONS[key] = hit
+    else:
+        Path(out).write_bytes(hit[0])
+    return hit[1]
