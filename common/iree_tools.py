@@ -76,8 +76,11 @@ def iree_compile(args: list[str], what: str, cwd: Path | None = None) -> IreeRes
 
 
 # (the module's path and sha256, flags) -> (the configurations' bytes, the run's result). The
-# path is in the key because IREE records it in the output's locations.
+# path is in the key because IREE records it in the output's locations. Only the latest few are
+# kept (ResNet-18's are 94 MB; a measured choice uses three flag sets; bench.calibrate goes
+# through every zoo model in one process).
 _CONFIGURATIONS: dict[tuple[str, str, tuple[str, ...]], tuple[bytes, IreeResult]] = {}
+_CONFIGURATIONS_KEPT = 4
 _CONFIGURATIONS_LOCK = threading.Lock()
 
 
@@ -101,6 +104,8 @@ def executable_configurations(module: Path, flags: Sequence[str], out: Path, wha
         hit = (Path(out).read_bytes(), result)
         with _CONFIGURATIONS_LOCK:
             _CONFIGURATIONS[key] = hit
+            while len(_CONFIGURATIONS) > _CONFIGURATIONS_KEPT:
+                del _CONFIGURATIONS[next(iter(_CONFIGURATIONS))]  # the oldest
     else:
         Path(out).write_bytes(hit[0])
     return hit[1]

@@ -61,6 +61,19 @@ def test_other_flags_or_bytes_compile_again(tmp_path: Path, compiles):
     assert b"8x32" in (tmp_path / "c.mlir").read_bytes()
 
 
+def test_only_the_latest_are_kept(tmp_path: Path, compiles):
+    module = tmp_path / "m.mlir"
+    module.write_text(MATMUL)
+    cpus = [f"--iree-llvmcpu-target-cpu={c}" for c in ("generic", "haswell", "skylake", "znver2", "znver3")]
+    for i, cpu in enumerate(cpus):  # one more flag set than are kept
+        iree_tools.executable_configurations(module, [*FLAGS, cpu], tmp_path / f"{i}.mlir", "test")
+    assert len(iree_tools._CONFIGURATIONS) == iree_tools._CONFIGURATIONS_KEPT
+    iree_tools.executable_configurations(module, [*FLAGS, cpus[-1]], tmp_path / "last.mlir", "test")
+    assert len(compiles) == len(cpus)  # the latest is still kept
+    iree_tools.executable_configurations(module, [*FLAGS, cpus[0]], tmp_path / "first.mlir", "test")
+    assert len(compiles) == len(cpus) + 1  # the oldest was dropped
+
+
 def test_failure_is_raised_and_not_remembered(tmp_path: Path, compiles):
     module = tmp_path / "bad.mlir"
     module.write_text("func.func @main( {")
