@@ -9,9 +9,10 @@ warnings of a successful run so callers can refuse the ones that mean a wrong ta
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
-import threading
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -75,13 +76,9 @@ def iree_compile(args: list[str], what: str, cwd: Path | None = None) -> IreeRes
     return IreeResult(proc.stdout, stderr)
 
 
-# (the module's path and sha256, flags) -> (the configurations' bytes, the run's result). The
-# path is in the key because IREE records it in the output's locations. Only the latest few are
-# kept (ResNet-18's are 94 MB; a measured choice uses three flag sets; bench.calibrate goes
-# through every zoo model in one process).
-_CONFIGURATIONS: dict[tuple[str, str, tuple[str, ...]], tuple[bytes, IreeResult]] = {}
-_CONFIGURATIONS_KEPT = 4
-_CONFIGURATIONS_LOCK = threading.Lock()
+# How many configurations executable_configurations keeps (ResNet-18's are 94 MB; a measured
+# choice uses three flag sets; bench.calibrate goes through every zoo model in one process).
+KEPT_CONFIGURATIONS = 4
 
 
 def executable_configurations(module: Path, flags: Sequence[str], out: Path, what: str) -> IreeResult:
@@ -93,19 +90,22 @@ def executable_configurations(module: Path, flags: Sequence[str], out: Path, wha
     tiles written into the same configurations (IREE's output here depends on the module and the
     flags only). Raises IreeCompileError like `iree_compile`; a failure is not remembered.
     """
-    args = [str(module), "--compile-to=executable-configurations", *map(str, flags), "-o", str(out)]
-    if not Path(module).is_file():
-        return iree_compile(args, what)  # its error names the missing module
-    key = (str(module), sha256_file(module), tuple(map(str, flags)))
-    with _CONFIGURATIONS_LOCK:
-        hit = _CONFIGURATIONS.get(key)
-    if hit is None:
-        result = iree_compile(args, what)
-        hit = (Path(out).read_bytes(), result)
-        with _CONFIGURATIONS_LOCK:
-            _CONFIGURATIONS[key] = hit
-            while len(_CONFIGURATIONS) > _CONFIGURATIONS_KEPT:
-                del _CONFIGURATIONS[next(iter(_CONFIGURATIONS))]  # the oldest
-    else:
-        Path(out).write_bytes(hit[0])
-    return hit[1]
+    if not Path(module).is_file():  # iree-compile's own error names the missing module
+        return iree_compile([str(module), "--compile-to=executable-configurations", *map(str, flags),
+                             "-o", str(out)], what)
+    try:
+        # The path is in the key because IREE records it in the output's locations.
+        text, result = _configurations(str(module), sha256_file(module), tuple(map(str, flags)))
+    except IreeCompileError as err:
+        raise IreeCompileError(what, err.summary, err.diagnostics) from None
+    Path(out).write_bytes(text)
+    return result
+
+
+@functools.lru_cache(maxsize=KEPT_CONFIGURATIONS)
+def _configurations(module: str, module_sha256: str, flags: tuple[str, ...]) -> tuple[bytes, IreeResult]:
+    with tempfile.TemporaryDirectory(prefix="configurations_") as tmp:
+        out = Path(tmp) / "configurations.mlir"
+        result = iree_compile([module, "--compile-to=executable-configurations", *flags, "-o", str(out)],
+                              "executable configurations")
+        return out.read_bytes(), result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,9 @@ FLAGS = ["--iree-hal-target-backends=llvm-cpu", "--iree-llvmcpu-target-triple=x8
 
 
 @pytest.fixture
-def compiles(monkeypatch) -> list[list[str]]:
+def compiles(monkeypatch) -> Iterator[list[list[str]]]:
     """The iree-compile runs executable_configurations makes (each still runs)."""
-    monkeypatch.setattr(iree_tools, "_CONFIGURATIONS", {})
+    iree_tools._configurations.cache_clear()
     calls: list[list[str]] = []
     real = iree_tools.iree_compile
 
@@ -35,7 +36,8 @@ def compiles(monkeypatch) -> list[list[str]]:
         return real(args, what, cwd)
 
     monkeypatch.setattr(iree_tools, "iree_compile", counting)
-    return calls
+    yield calls
+    iree_tools._configurations.cache_clear()
 
 
 def test_same_module_and_flags_compile_once(tmp_path: Path, compiles):
@@ -67,7 +69,7 @@ def test_only_the_latest_are_kept(tmp_path: Path, compiles):
     cpus = [f"--iree-llvmcpu-target-cpu={c}" for c in ("generic", "haswell", "skylake", "znver2", "znver3")]
     for i, cpu in enumerate(cpus):  # one more flag set than are kept
         iree_tools.executable_configurations(module, [*FLAGS, cpu], tmp_path / f"{i}.mlir", "test")
-    assert len(iree_tools._CONFIGURATIONS) == iree_tools._CONFIGURATIONS_KEPT
+    assert iree_tools._configurations.cache_info().currsize == iree_tools.KEPT_CONFIGURATIONS
     iree_tools.executable_configurations(module, [*FLAGS, cpus[-1]], tmp_path / "last.mlir", "test")
     assert len(compiles) == len(cpus)  # the latest is still kept
     iree_tools.executable_configurations(module, [*FLAGS, cpus[0]], tmp_path / "first.mlir", "test")
