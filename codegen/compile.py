@@ -33,6 +33,7 @@ from common.targets import IreeTarget, TargetError, load_target
 
 
 # Written by iree-compile into the work directory when a pass fails (kept by --keep-temps).
+TARGETS_IR = "targets.mlir"  # run_codegen(targets_ir=True): the executable-targets IR
 REPRODUCER = "reproducer.mlir"
 
 
@@ -264,19 +265,36 @@ def check_landed(entries: list[dict], dump_dir: Path, ctx=None) -> None:
                            f"{bad[0][1]}")
 
 
-def run_codegen(tuned: TunedSources, binaries: bool = False) -> Path:
+def run_codegen(tuned: TunedSources, binaries: bool = False, targets_ir: bool = False,
+                intermediates: bool = False) -> Path:
     """Step 3: compiles <workdir>/tuned.mlir to <workdir>/out.vmfb (and, with `binaries`,
     each executable's library into <workdir>/bin); returns the configurations dump dir
-    <workdir>/dump (what codegen actually used, for `check_landed`)."""
+    <workdir>/dump (what codegen actually used, for `check_landed`).
+
+    `targets_ir`: the compile runs in two halves, the first ending at executable-targets and
+    written to <workdir>/targets.mlir, whose host program holds every dispatch's materialized
+    workgroup count (what check_dispatches and the code model read), so nobody compiles the
+    dispatches a second time to get it; it keeps the locations, so the libraries are the bytes
+    one call emits. `intermediates`: IREE's per-executable LLVM IR and assembly in
+    <workdir>/inter (the code model's input). The product compile keeps one call: it needs no
+    host IR and would print and parse all of it."""
     workdir = tuned.path.parent
     # Relative paths from inside the work dir: IREE records source file names in
     # the vmfb's debug info, which must not depend on where the build ran.
-    extra = ["--iree-hal-dump-executable-configurations-to=dump"]
-    if binaries:
-        extra += ["--iree-hal-dump-executable-binaries-to=bin"]
+    configured = ["--iree-hal-dump-executable-configurations-to=dump"]
     if tuned.reproducer:
-        extra += [f"--mlir-pass-pipeline-crash-reproducer={REPRODUCER}"]
-    run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources", *extra, "-o", "out.vmfb"],
+        configured += [f"--mlir-pass-pipeline-crash-reproducer={REPRODUCER}"]
+    emitted = ["--iree-hal-dump-executable-binaries-to=bin"] if binaries else []
+    if intermediates:
+        emitted += ["--iree-hal-dump-executable-intermediates-to=inter"]
+    if not targets_ir:
+        run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources", *configured, *emitted,
+                  "-o", "out.vmfb"], "codegen", cwd=workdir)
+        return workdir / "dump"
+    run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
+              "--compile-to=executable-targets", "--mlir-print-debuginfo", *configured, "-o", TARGETS_IR],
+             "codegen", cwd=workdir)
+    run_iree([TARGETS_IR, *tuned.flags, "--compile-from=executable-targets", *emitted, "-o", "out.vmfb"],
              "codegen", cwd=workdir)
     return workdir / "dump"
 

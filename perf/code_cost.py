@@ -584,12 +584,8 @@ def module_call_cycles(module: Path, analysis, target, core: str, work: Path) ->
 
     isa = isa_of(target.triple)
     tuned = cg.tuned_sources(module, analysis, target, work)
-    # Two halves of one compile: the first's output holds the workgroup-count regions.
-    cg.run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
-                 "--compile-to=executable-targets", "-o", "targets.mlir"], "code_cost", cwd=work)
-    cg.run_iree(["targets.mlir", *tuned.flags, "--compile-from=executable-targets",
-                 "--iree-hal-dump-executable-intermediates-to=inter", "-o", "out.vmfb"], "code_cost", cwd=work)
-    compiled = chk.CompiledTarget(target, (work / "targets.mlir").read_text(), [], [tuned.path])
+    cg.run_codegen(tuned, targets_ir=True, intermediates=True)
+    compiled = chk.CompiledTarget(target, (work / cg.TARGETS_IR).read_text(), [], [tuned.path])
     total = CallCycles({}, set())
     for ll in sorted((work / "inter").glob("*.optimized.ll")):
         asm = ll.with_name(ll.name.removesuffix(".optimized.ll") + ".s")

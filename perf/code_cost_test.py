@@ -185,6 +185,30 @@ def test_blocks_are_costed_as_qemu_translates_them(monkeypatch):
     assert [len(lines) for lines, _ in seen] == [600]
 
 
+def test_llvm_mca_prices_each_region_once_per_process(monkeypatch):
+    """The measured choice prices mostly the same code every round: a region priced before
+    is not sent to llvm-mca again, and keeps the cycles llvm-mca gave it."""
+    cc.mca._PRICED.clear()
+    a = (["vsetivli zero, 8, e32, m2, ta, ma", "vfadd.vv v8, v8, v10"], None)
+    b = (["vadd.vv v8, v8, v16"], ("M8", "E32"))
+    first = cc.mca.text_cycles([a, b], CORE)
+    sent, run = [], subprocess.run
+
+    def spy(cmd, **kwargs):
+        sent.append(kwargs["input"].count("LLVM-MCA-BEGIN"))
+        return run(cmd, **kwargs)
+
+    monkeypatch.setattr(cc.mca.subprocess, "run", spy)
+    c = (["addi a0, a0, 1"], None)
+    again = cc.mca.text_cycles([b, c, a, c], CORE)
+    assert sent == [1]  # c alone, once
+    assert (again[0], again[2]) == (first[1], first[0]) and again[1] == again[3]
+    assert cc.mca.text_cycles([(b[0], ("M1", "E32"))], CORE)[0] < first[1]  # other instruments: priced
+    assert sent == [1, 1]
+    cc.mca.text_cycles([b], "sifive-x280")  # another core: priced
+    assert sent == [1, 1, 1]
+
+
 def test_newer_llvm_syntax_is_downgraded_for_llvm19(tmp_path):
     assert _opt_reads(tmp_path, _NEWER_SYNTAX).returncode != 0
     proc = _opt_reads(tmp_path, cc.downgrade_ir(_NEWER_SYNTAX))

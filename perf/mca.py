@@ -91,15 +91,31 @@ def region_cycles(regions: list[Region], core: str, mattr: str) -> dict[Region, 
     return dict(zip(regions, text_cycles(texts, core)))
 
 
+# Cycles per execution of every region llvm-mca has priced in this process, by (triple, core,
+# assembly lines, instruments). The measured choice prices the same code many times (each round
+# recompiles every dispatch, most of them unchanged), and each region is analysed in isolation.
+_PRICED: dict[tuple, Fraction] = {}
+_PRICED_MAX = 200_000  # regions kept (a few hundred bytes each); past it the memo starts over
+
+
 def text_cycles(regions: list[tuple[list[str], tuple[str, str] | None]], core: str,
                 triple: str = "riscv64") -> list[Fraction]:
     """Cycles per execution on `core` of each region given as (assembly lines, (LMUL, SEW)
-    in force on entry, or None when unknown, set inside the region or not RISC-V)."""
-    result: list[Fraction] = []
-    for start in range(0, len(regions), _CHUNK):
-        chunk = regions[start:start + _CHUNK]
+    in force on entry, or None when unknown, set inside the region or not RISC-V).
+
+    A region priced before in this process is not priced again. (llvm-mca carries an LMUL
+    instrument into the next region, so a region whose vector code runs before its own vset,
+    with no known vtype on entry, takes its neighbour's; it keeps the first one it was priced
+    with.)"""
+    keys = [(triple, core, tuple(lines), instruments) for lines, instruments in regions]
+    todo = list(dict.fromkeys(k for k in keys if k not in _PRICED))
+    if len(_PRICED) + len(todo) > _PRICED_MAX:
+        _PRICED.clear()
+        todo = list(dict.fromkeys(keys))
+    for start in range(0, len(todo), _CHUNK):
+        chunk = todo[start:start + _CHUNK]
         text = []
-        for i, (lines, instruments) in enumerate(chunk):
+        for i, (_, _, lines, instruments) in enumerate(chunk):
             text.append(f"# LLVM-MCA-BEGIN r{i}")
             if instruments is not None:
                 text += [f"# LLVM-MCA-RISCV-LMUL {instruments[0]}", f"# LLVM-MCA-RISCV-SEW {instruments[1]}"]
@@ -113,9 +129,9 @@ def text_cycles(regions: list[tuple[list[str], tuple[str, str] | None]], core: s
                          (proc.stderr.strip().splitlines() or ["(no message)"])[0])
             raise McaError(f"{LLVM_MCA} -mcpu={core} failed: {first.strip()}")
         views = {v.get("Name"): v for v in json.loads(proc.stdout)["CodeRegions"]}
-        for i in range(len(chunk)):
+        for i, key in enumerate(chunk):
             if f"r{i}" not in views:
                 raise McaError(f"{LLVM_MCA} -mcpu={core} returned no result for region r{i}")
             summary = views[f"r{i}"]["SummaryView"]
-            result.append(Fraction(summary["TotalCycles"], summary["Iterations"]))
-    return result
+            _PRICED[key] = Fraction(summary["TotalCycles"], summary["Iterations"])
+    return [_PRICED[k] for k in keys]

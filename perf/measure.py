@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import json
 import math
 import shutil
@@ -73,6 +74,16 @@ def _macs(info: dsp.DispatchInfo) -> int:
     return math.prod(bound for _, bound, _ in info.nest.loops)
 
 
+@functools.lru_cache(maxsize=2)
+def _dispatch_infos(module: str, module_sha256: str, flags: tuple[str, ...]) -> dict[str, dsp.DispatchInfo]:
+    """Each dispatch's root op as the analysis reads it, from IREE's own configurations of the
+    module: read once per process (perf.tune measures one module a few times; ResNet-18's take
+    3 s to read). The bytes are in the key with the path."""
+    with tempfile.TemporaryDirectory(prefix="perf_configs_") as tmp:
+        configs = dsp.compile_to_executable_configurations(Path(module), list(flags), Path(tmp))
+        return {i.name: i for i in dsp.read_dispatches(configs)}
+
+
 def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path):
     """(CompiledTarget, {dispatch name: DispatchInfo}) for the module as codegen compiles it."""
     try:
@@ -80,8 +91,7 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
             compiled = chk.compile_target(module, target, work)
         else:
             compiled, _ = chk.compile_tuned(module, target, analysis, work)
-        configs = dsp.compile_to_executable_configurations(module, target.compile_flags(), work)
-        infos = {i.name: i for i in dsp.read_dispatches(configs)}
+        infos = dict(_dispatch_infos(str(module), sha256_file(module), tuple(target.compile_flags())))
     except SystemExit as err:  # check_dispatches reports bad input this way
         raise PerfError(str(err.code).removeprefix("check_dispatches: ")) from None
     except dsp.AnalysisInputError as err:
@@ -144,12 +154,42 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
                    if cycles is not None else None)
 
 
+def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[Path]]:
+    """Every dispatch's fixed-seed inputs, drawn in name order into directory/d{i:03d}: one
+    stream, so a dispatch's inputs depend on the bindings of the dispatches before it, never on
+    which dispatches are measured. Drawn once per directory: a later call whose dispatches have
+    the same bindings (perf.tune's rounds change tiles, never bindings) reuses the files, which
+    are what it would draw again (ResNet-18's are gigabytes a round)."""
+    dispatches = [compiled.dispatches[n] for n in names]
+    spec = json.dumps({"seed": chk.SEED, "dispatches": [
+        [n, d.binding_lengths, [[s.binding, s.offset, list(s.shape), str(s.dtype)] for s in d.subspans]]
+        for n, d in zip(names, dispatches)]})
+    stamp = directory / "inputs.json"
+    if stamp.is_file() and stamp.read_text() == spec:
+        return {n: [directory / f"d{i:03d}" / f"binding{b}.bin" for b in range(len(d.binding_lengths))]
+                for i, (n, d) in enumerate(zip(names, dispatches))}
+    stamp.unlink(missing_ok=True)
+    rng = np.random.default_rng(chk.SEED)
+    inputs = {}
+    for i, (name, d) in enumerate(zip(names, dispatches)):
+        folder = directory / f"d{i:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            inputs[name] = chk._fill(d, rng, folder)
+        except chk.DriveError as err:
+            raise PerfError(f"{name}: {err}") from None
+    stamp.write_text(spec)  # last: files of an interrupted draw are never reused
+    return inputs
+
+
 def measure(module: Path, target_path: Path, analysis: Path | None, hardware: list[Path], runner: Path,
             plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
-            counts_only_ok: bool = False, only: set[str] | None = None) -> PerfReport:
+            counts_only_ok: bool = False, only: set[str] | None = None,
+            inputs_dir: Path | None = None) -> PerfReport:
     """Every dispatch of the module measured on each description; `only`: those dispatches
     alone (perf.tune measures the ones whose candidate changed; the rest are still compiled
-    and their inputs drawn, so a dispatch's inputs do not depend on the selection)."""
+    and their inputs drawn, so a dispatch's inputs do not depend on the selection).
+    `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`)."""
     target = load_target(target_path)
     if not target.is_riscv:
         raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
@@ -182,20 +222,14 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             for name, index in chk._library_exports(_qemu_cmd(qemu, target.vector_bits) + [str(runner)], lib).items():
                 exports[name] = (lib, index)
         names = sorted(compiled.dispatches)
-        rng = np.random.default_rng(chk.SEED)
-        inputs: dict[str, list[Path]] = {}
         for i, name in enumerate(names):
             d = compiled.dispatches[name]
             if d.error or d.workgroup_count is None:
                 raise PerfError(f"{name}: cannot be driven: {d.error or 'no workgroup count'}")
             if name not in exports:
                 raise PerfError(f"{name}: export not found in the compiled libraries")
-            folder = work / f"d{i:03d}"
-            folder.mkdir(exist_ok=True)
-            try:
-                inputs[name] = chk._fill(d, rng, folder)
-            except chk.DriveError as err:
-                raise PerfError(f"{name}: {err}") from None
+            (work / f"d{i:03d}").mkdir(exist_ok=True)
+        inputs = _draw_inputs(compiled, names, inputs_dir or work)
 
         folder_of = {name: i for i, name in enumerate(names)}  # d{i:03d} above
         if only is not None:

@@ -197,5 +197,33 @@ def test_impossible_measurements_are_refused(tmp_path, target_vlen, hardware, wo
     assert not (tmp_path / "out.json").exists()
 
 
+def test_inputs_are_drawn_once_per_directory_and_match_a_fresh_draw(tmp_path, monkeypatch):
+    """perf.tune measures one module each round with other tiles: its dispatches' inputs are
+    drawn once and reused, and are the bytes a fresh draw gives; other bindings draw again."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from perf import measure as pm
+
+    def dispatch(n: int):
+        f32 = np.dtype(np.float32)
+        return pm.chk.Dispatch(f"e{n}", binding_lengths=[64 * n, 32],
+                               subspans=[pm.chk.Subspan(0, 0, "readonly", (4 * n,), f32),
+                                         pm.chk.Subspan(1, 0, "writeonly", (8,), f32)])
+
+    compiled = SimpleNamespace(dispatches={"a": dispatch(1), "b": dispatch(2)})
+    kept = pm._draw_inputs(compiled, ["a", "b"], tmp_path / "kept")
+    fresh = pm._draw_inputs(compiled, ["a", "b"], tmp_path / "fresh")
+    assert [p.read_bytes() for n in "ab" for p in kept[n]] == [p.read_bytes() for n in "ab" for p in fresh[n]]
+    with monkeypatch.context() as m:
+        m.setattr(pm.chk, "_fill", lambda *args: pytest.fail("inputs drawn again"))
+        assert pm._draw_inputs(compiled, ["a", "b"], tmp_path / "kept") == kept
+    b_before = kept["b"][0].read_bytes()
+    compiled.dispatches["a"] = dispatch(3)  # one stream: b's inputs change with a's bindings
+    again = pm._draw_inputs(compiled, ["a", "b"], tmp_path / "kept")
+    assert len(again["a"][0].read_bytes()) == 192 and again["b"][0].read_bytes() != b_before
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v", "-p", "no:cacheprovider"]))

@@ -178,7 +178,8 @@ class _Round:
         path = self.work / f"{tag}.analysis.json"
         path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
         report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
-                         self.a.plugin, self.a.model_name, self.a.jobs, only=only)
+                         self.a.plugin, self.a.model_name, self.a.jobs, only=only,
+                         inputs_dir=self.work / "inputs")
         return {d.name: d.model_cycles for d in report.runs[0].dispatches}
 
 

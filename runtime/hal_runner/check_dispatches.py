@@ -81,19 +81,20 @@ def _compile_flags(target: IreeTarget) -> list[str]:
 def compile_target(module: Path, target: IreeTarget, workdir: Path) -> "CompiledTarget":
     from iree.compiler import tools
 
-    flags = _compile_flags(target) + ["--mlir-print-debuginfo=false"]
-    host_ir = tools.compile_file(
-        str(module), extra_args=flags + ["--compile-to=executable-targets"], output_file=None
-    )
+    flags = _compile_flags(target)
     bins = workdir / f"{target.name}_binaries"
     srcs = workdir / f"{target.name}_sources"
-    tools.compile_file(
-        str(module),
-        extra_args=flags
-        + [f"--iree-hal-dump-executable-binaries-to={bins}", f"--iree-hal-dump-executable-sources-to={srcs}"],
-        output_file=str(workdir / f"{target.name}.vmfb"),
-    )
-    return CompiledTarget(target, host_ir.decode(), sorted(bins.glob("*.so")), sorted(srcs.glob("*.mlir")))
+    targets = workdir / f"{target.name}.targets.mlir"
+    # Two halves of one compile: the first's output holds the host program with the
+    # materialized workgroup counts, the second emits the libraries (the same bytes as one
+    # call: the locations are printed with the IR).
+    tools.compile_file(str(module), extra_args=flags + ["--compile-to=executable-targets", "--mlir-print-debuginfo",
+                                                        f"--iree-hal-dump-executable-sources-to={srcs}"],
+                       output_file=str(targets))
+    tools.compile_file(str(targets), extra_args=flags + ["--compile-from=executable-targets",
+                                                         f"--iree-hal-dump-executable-binaries-to={bins}"],
+                       output_file=str(workdir / f"{target.name}.vmfb"))
+    return CompiledTarget(target, targets.read_text(), sorted(bins.glob("*.so")), sorted(srcs.glob("*.mlir")))
 
 
 def compile_tuned(module: Path, target: IreeTarget, analysis: Path, workdir: Path):
@@ -102,29 +103,24 @@ def compile_tuned(module: Path, target: IreeTarget, analysis: Path, workdir: Pat
     Returns (CompiledTarget, codegen.compile.TunedSources). Raises SystemExit with a
     one-line message when codegen rejects the analysis or a config does not land.
     """
-    from iree.compiler import ir, tools
+    from iree.compiler import ir
 
     from codegen import compile as cg
 
     wd = workdir / f"{target.name}_tuned"
     try:
         tuned = cg.tuned_sources(module, analysis, target, wd, binaries=True)
-        # The libraries: codegen's step 3 itself (the same command as --out-binaries).
-        dump = cg.run_codegen(tuned, binaries=True)
+        # The libraries: codegen's step 3 itself (the same flags as --out-binaries), in two
+        # halves whose first holds the host program with the materialized workgroup counts.
+        dump = cg.run_codegen(tuned, binaries=True, targets_ir=True)
         ctx = ir.Context()  # one context, as compile_module: configs.mlir == its --out-configs
         cg.check_landed(tuned.entries, dump, ctx)
     except cg.CompileError as err:
         raise SystemExit(f"check_dispatches: {target.name}: {err}") from None
     (wd / "configs.mlir").write_text(cg.dumped_configs_text(dump, ctx))
-    # The host program and the materialized workgroup-count regions, from the same tuned IR.
-    host_ir = tools.compile_file(
-        str(tuned.path),
-        extra_args=tuned.flags
-        + ["--compile-from=executable-sources", "--compile-to=executable-targets", "--mlir-print-debuginfo=false"],
-        output_file=None,
-    )
     # tuned.mlir holds each dispatch's func.func with its binding subspans.
-    compiled = CompiledTarget(target, host_ir.decode(), sorted((wd / "bin").glob("*.so")), [tuned.path])
+    compiled = CompiledTarget(target, (wd / cg.TARGETS_IR).read_text(), sorted((wd / "bin").glob("*.so")),
+                              [tuned.path])
     return compiled, tuned
 
 
