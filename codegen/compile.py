@@ -34,6 +34,7 @@ from common.targets import IreeTarget, TargetError, load_target
 
 # Written by iree-compile into the work directory when a pass fails (kept by --keep-temps).
 TARGETS_IR = "targets.mlir"  # run_codegen(targets_ir=True): the executable-targets IR
+CODE_LLVM_IR = ".optimized.ll"  # run_codegen(intermediates=True): per executable, beside its .s
 REPRODUCER = "reproducer.mlir"
 
 
@@ -312,17 +313,21 @@ def dumped_configs_text(dump_dir: Path, ctx=None) -> str:
 
 def compile_module(module: Path, target_path: Path, analysis_path: Path | None, out_vmfb: Path,
                    out_configs: Path, out_report: Path, out_binaries: Path | None = None,
-                   allow_untuned_dispatches: bool = False, keep_temps: Path | None = None) -> dict:
+                   allow_untuned_dispatches: bool = False, keep_temps: Path | None = None,
+                   out_code: Path | None = None) -> dict:
     """The whole annotated compile; writes vmfb, configs, report (and binaries) all or nothing.
 
     `keep_temps`: on failure, the work directory (IREE's configurations, the rewritten IR, the
     reproducer of a failing pass) and IREE's full diagnostics are kept there, and the error
-    says so."""
+    says so.
+    `out_code`: also the code the code model costs (perf/code_cost.py), in that directory: the
+    executable-targets IR (`TARGETS_IR`) and IREE's optimized LLVM IR and assembly of each
+    executable, so a choice by the code model need not compile the module again."""
     with tempfile.TemporaryDirectory(prefix="codegen.") as tmp:
         try:
             return _compile_in(Path(tmp), module, target_path, analysis_path, out_vmfb, out_configs,
                                out_report, out_binaries, allow_untuned_dispatches,
-                               reproducer=keep_temps is not None)
+                               reproducer=keep_temps is not None, out_code=out_code)
         except CompileError as err:
             if keep_temps is None:
                 raise
@@ -338,7 +343,7 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
 
 def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path | None,
                 out_vmfb: Path, out_configs: Path, out_report: Path, out_binaries: Path | None,
-                allow_untuned_dispatches: bool, reproducer: bool) -> dict:
+                allow_untuned_dispatches: bool, reproducer: bool, out_code: Path | None = None) -> dict:
     from iree.compiler import ir
 
     if not module.is_file():
@@ -360,7 +365,8 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
                           reproducer=reproducer)
     flags, entries = tuned.flags, tuned.entries
 
-    dump = run_codegen(tuned, binaries=out_binaries is not None)
+    dump = run_codegen(tuned, binaries=out_binaries is not None, targets_ir=out_code is not None,
+                       intermediates=out_code is not None)
 
     # Proof: what codegen used must be exactly what was written.
     ctx = ir.Context()
@@ -392,6 +398,10 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
     if out_binaries is not None:
         outputs.update({out_binaries / p.name: p.read_bytes()
                         for p in sorted((tmp / "bin").iterdir())})
+    if out_code is not None:
+        outputs[out_code / TARGETS_IR] = (tmp / TARGETS_IR).read_bytes()
+        outputs.update({out_code / p.name: p.read_bytes() for p in sorted((tmp / "inter").iterdir())
+                        if p.name.endswith((CODE_LLVM_IR, ".s"))})
     write_together(outputs)
     return report
 
@@ -406,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-report", required=True, type=Path)
     p.add_argument("--out-binaries", type=Path,
                    help="also write each dispatch as a standalone shared library (link-embedded=false)")
+    p.add_argument("--out-code", type=Path, metavar="DIR",
+                   help="also write the executable-targets IR and IREE's LLVM IR and assembly of each "
+                        "executable (what perf.code_cost prices)")
     p.add_argument("--allow-untuned-dispatches", action="store_true",
                    help="keep IREE's default for a dispatch the analysis does not cover or covers "
                         "for another loop nest (recorded in the report) instead of failing")
@@ -415,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
-                           a.out_binaries, a.allow_untuned_dispatches, a.keep_temps)
+                           a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code)
     except CompileError as err:
         print(f"codegen.compile: error: {err}", file=sys.stderr)
         return 1

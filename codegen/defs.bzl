@@ -39,11 +39,17 @@ def _iree_compile_impl(ctx):
     args.add("--out-vmfb", vmfb)
     args.add("--out-configs", configs)
     args.add("--out-report", report)
+    outputs = [vmfb, configs, report]
+    code = None
+    if ctx.attr.code:
+        code = ctx.actions.declare_directory(ctx.label.name + ".code")
+        args.add("--out-code", code.path)
+        outputs.append(code)
     ctx.actions.run(
         executable = ctx.executable._tool,
         arguments = [args],
         inputs = inputs,
-        outputs = [vmfb, configs, report],
+        outputs = outputs,
         mnemonic = "IreeCompile",
         progress_message = "IREE compile %s for %s (%s)" % (
             module.model_name,
@@ -53,7 +59,7 @@ def _iree_compile_impl(ctx):
     )
     return [
         DefaultInfo(files = depset([vmfb, configs, report]), runfiles = ctx.runfiles(files = [vmfb, configs, report])),
-        CompiledModuleInfo(vmfb = vmfb, configs = configs, report = report, analysis = analysis, target = target),
+        CompiledModuleInfo(vmfb = vmfb, configs = configs, report = report, analysis = analysis, target = target, code = code),
         module,
     ]
 
@@ -64,17 +70,20 @@ _iree_compile = rule(
         "analysis": attr.label(providers = [AnalysisInfo]),
         "target": attr.label(mandatory = True, providers = [IreeTargetInfo]),
         "untuned": attr.bool(default = False),
+        "code": attr.bool(default = False),
         "_tool": attr.label(default = "//codegen:compile", executable = True, cfg = "exec"),
     },
 )
 
-def iree_compile(name, module, target, analysis = None, untuned = False, **kwargs):
+def iree_compile(name, module, target, analysis = None, untuned = False, code = False, **kwargs):
     """Compiles `module` for `target` with `analysis`' per-dispatch tiles (or IREE defaults if `untuned`).
 
-    Outputs <name>.vmfb, <name>.configs.mlir (what codegen used) and <name>.report.json.
+    Outputs <name>.vmfb, <name>.configs.mlir (what codegen used) and <name>.report.json; with
+    `code`, also the directory <name>.code (the executable-targets IR and IREE's LLVM IR and
+    assembly of each executable), which `code_strategy_choice` costs without compiling again.
     The build fails if any applied config did not land.
     """
-    _iree_compile(name = name, module = module, target = target, analysis = analysis, untuned = untuned, **kwargs)
+    _iree_compile(name = name, module = module, target = target, analysis = analysis, untuned = untuned, code = code, **kwargs)
 
 def _strategy_target_impl(ctx):
     base = ctx.attr.base[IreeTargetInfo]

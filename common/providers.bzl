@@ -40,5 +40,6 @@ CompiledModuleInfo = provider(
         "report": "File: JSON, per dispatch: applied tiles or default + reason",
         "analysis": "AnalysisInfo",
         "target": "IreeTargetInfo",
+        "code": "File (directory) or None: the executable-targets IR and IREE's LLVM IR and assembly per executable (`code = True`), what the code model costs",
     },
 )

@@ -235,11 +235,14 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 name = analysis,
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
             )
+        chosen = {"riscv": strategy, "host": host_strategy}[suffix]
+        by_code = chosen == "auto" and suffix == "host"  # code_strategy_choice costs the builds' code
         iree_compile(
             name = "%s_%s_compiled" % (name, suffix),
             module = ":" + imported,
             analysis = ":%s_%s_analysis" % (name, suffix),
             target = target,
+            code = by_code,
         )
         for other in STRATEGIES:
             iree_compile(
@@ -247,6 +250,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 module = ":" + imported,
                 target = STRATEGY_TARGETS[(suffix, other)],
                 untuned = True,
+                code = by_code,
                 tags = ["manual"],
             )
         builds = {
@@ -255,7 +259,6 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         }
         for other in STRATEGIES:
             builds[other] = "%s_%s_%s_compiled" % (name, suffix, other)
-        chosen = {"riscv": strategy, "host": host_strategy}[suffix]
         if chosen == "auto" and suffix == "riscv":
             candidates = ["tuned", "codegen"] + list(STRATEGIES)
             strategy_choice(

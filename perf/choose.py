@@ -7,7 +7,8 @@
 
     python -m perf.choose --by code-cycles --hardware H.yaml --module M.mlirbc \\
         --candidate tuned M_tuned.vmfb M_tuned.report.json T.target.yaml M.analysis.json \\
-        --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml none ...
+        --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml none ... \\
+        [--code tuned M_tuned.code --code ukernels M_uk.code ...]
 
 `model_pipeline(strategy = "auto")`: each candidate is a complete build of the same module for
 the same target under one lowering strategy. The chosen one has the fewest model cycles for
@@ -78,14 +79,16 @@ def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
 
 
 def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path, hardware: Path,
-                   work: Path) -> tuple[str, dict]:
+                   work: Path, code: dict[str, Path] | None = None) -> tuple[str, dict]:
     """(chosen strategy, record) from (strategy, target.yaml, analysis.json or None) triples:
-    each build's code costed statically on `hardware`'s core model."""
+    each build's code costed statically on `hardware`'s core model. `code`: strategy -> the
+    build's `codegen.compile --out-code` directory, costed as it is; a strategy without one is
+    compiled again here."""
     from analysis.hardware import HardwareError, load_hardware
-    from codegen.compile import CompileError
+    from codegen.compile import TARGETS_IR, CompileError
     from common.core_models import CoreModelError, core_model
     from common.targets import TargetError, load_target
-    from perf.code_cost import CodeCostError, isa_of, module_call_cycles
+    from perf.code_cost import CodeCostError, code_call_cycles, isa_of, module_call_cycles
 
     try:
         hw = load_hardware(hardware)
@@ -108,7 +111,11 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
             raise ChoiceError(f"{target_path}: {target.triple} code cannot be priced on {core.name} "
                               f"({core.isa}), the model_core of {hardware}")
         try:
-            costed = module_call_cycles(module, analysis, target, core.name, work / strategy)
+            built = (code or {}).get(strategy)
+            if built is not None:
+                costed = code_call_cycles(built / TARGETS_IR, built, target, core.name, work / strategy)
+            else:
+                costed = module_call_cycles(module, analysis, target, core.name, work / strategy)
         except (CompileError, CodeCostError) as err:
             raise ChoiceError(f"{strategy}: {first_line(err)}") from None
         if costed.errors:
@@ -132,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hardware", type=Path, help="code-cycles: the description naming the core model")
     p.add_argument("--candidate", nargs=5, action="append", required=True,
                    metavar=("STRATEGY", "VMFB", "REPORT", "TARGET", "PERF_JSON|ANALYSIS"))
+    p.add_argument("--code", nargs=2, action="append", default=[], metavar=("STRATEGY", "DIR"),
+                   help="code-cycles: that candidate's `codegen.compile --out-code` directory, costed "
+                        "without compiling the module again")
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
@@ -149,8 +159,12 @@ def main(argv: list[str] | None = None) -> int:
             analysis = hardware = None
         else:
             with tempfile.TemporaryDirectory(prefix="perf_choose_") as tmp:
+                code = {s: Path(d) for s, d in a.code}
+                unknown = sorted(set(code) - set(by_strategy))
+                if unknown:
+                    raise ChoiceError(f"--code {unknown[0]}: not a candidate")
                 chosen, record = choose_by_code([(s, files[2], files[3]) for s, files in by_strategy.items()],
-                                                a.module, a.hardware, Path(tmp))
+                                                a.module, a.hardware, Path(tmp), code)
             analysis, hardware = by_strategy[chosen][3], a.hardware
         vmfb, report, target, _ = by_strategy[chosen]
         build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,

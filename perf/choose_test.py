@@ -108,6 +108,24 @@ def test_code_choice_on_real_code(tmp_path):
     assert all(cycles >= 64 * 128 * 96 / 16 for cycles in record["candidates"].values()), record
     assert chosen == min(record["candidates"], key=record["candidates"].get)
 
+    # The builds' own code (`codegen.compile --out-code`, what `iree_compile(code = True)` gives
+    # the rule) costs the same, and asking for it leaves the product's bytes as they were.
+    from codegen.compile import compile_module
+
+    code = {}
+    for strategy, target in (("codegen", HOST_TARGET), ("ukernels", HOST_UKERNELS)):
+        out = tmp_path / strategy
+        compile_module(MATMUL, target, None, out / "a.vmfb", out / "a.mlir", out / "a.json")
+        compile_module(MATMUL, target, None, out / "b.vmfb", out / "b.mlir", out / "b.json", out_code=out / "code")
+        assert (out / "a.vmfb").read_bytes() == (out / "b.vmfb").read_bytes()
+        code[strategy] = out / "code"
+    built = choose_by_code([("codegen", HOST_TARGET, None), ("ukernels", HOST_UKERNELS, None)],
+                           MATMUL, HOST_HW, tmp_path / "built", code)
+    assert built == (chosen, record)
+    (code["ukernels"] / "targets.mlir").unlink()
+    with pytest.raises(ChoiceError, match="ukernels: .*targets.mlir: not found"):
+        choose_by_code([("ukernels", HOST_UKERNELS, None)], MATMUL, HOST_HW, tmp_path / "gone", code)
+
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

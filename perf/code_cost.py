@@ -580,18 +580,32 @@ def module_call_cycles(module: Path, analysis, target, core: str, work: Path) ->
     dispatch of the result: model cycles of one call, all its workgroups (the count IREE
     materialized for the call site). Raises codegen's CompileError when IREE rejects a config."""
     from codegen import compile as cg
+
+    tuned = cg.tuned_sources(module, analysis, target, work)
+    cg.run_codegen(tuned, targets_ir=True, intermediates=True)
+    return code_call_cycles(work / cg.TARGETS_IR, work / "inter", target, core, work / "cost")
+
+
+def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, work: Path) -> CallCycles:
+    """`module_call_cycles` of a module already compiled: its executable-targets IR (the
+    workgroup count of each call site) and the directory of IREE's `*.optimized.ll` and `.s`
+    per executable (`codegen.compile --out-code` writes both)."""
+    from codegen import compile as cg
     from runtime.hal_runner import check_dispatches as chk
 
     isa = isa_of(target.triple)
-    tuned = cg.tuned_sources(module, analysis, target, work)
-    cg.run_codegen(tuned, targets_ir=True, intermediates=True)
-    compiled = chk.CompiledTarget(target, (work / cg.TARGETS_IR).read_text(), [], [tuned.path])
+    if not Path(targets_ir).is_file():
+        raise CodeCostError(f"{targets_ir}: not found (codegen.compile --out-code writes it)")
+    compiled = chk.CompiledTarget(target, Path(targets_ir).read_text(), [], [])
     total = CallCycles({}, set())
-    for ll in sorted((work / "inter").glob("*.optimized.ll")):
-        asm = ll.with_name(ll.name.removesuffix(".optimized.ll") + ".s")
+    lls = sorted(Path(intermediates).glob(f"*{cg.CODE_LLVM_IR}"))
+    if not lls:
+        raise CodeCostError(f"{intermediates}: no {cg.CODE_LLVM_IR} of IREE's")
+    for ll in lls:
+        asm = ll.with_name(ll.name.removesuffix(cg.CODE_LLVM_IR) + ".s")
         if not asm.exists():
             raise CodeCostError(f"IREE wrote no assembly beside {ll.name}")
-        costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work / "cost",
+        costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work,
                              isa=isa, cpu=target.cpu)
         for name, cycles in costed.cycles.items():
             dispatch = compiled.dispatches.get(name)

@@ -226,6 +226,9 @@ def _code_strategy_choice_impl(ctx):
         analysis = compiled.analysis.analysis_json if compiled.analysis != None else None
         args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, analysis or "none"])
         inputs += [compiled.vmfb, compiled.report, compiled.target.file] + ([analysis] if analysis else [])
+        if compiled.code != None:  # costed as built; otherwise perf.choose compiles it again
+            args.add_all("--code", [strategy, compiled.code.path])
+            inputs.append(compiled.code)
     return _package_choice(
         ctx,
         args,
