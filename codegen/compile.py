@@ -32,9 +32,9 @@ from common.iree_tools import IreeCompileError, IreeResult, executable_configura
 from common.targets import IreeTarget, TargetError, load_target
 
 
-# Written by iree-compile into the work directory when a pass fails (kept by --keep-temps).
 TARGETS_IR = "targets.mlir"  # run_codegen(targets_ir=True): the executable-targets IR
 CODE_LLVM_IR = ".optimized.ll"  # run_codegen(intermediates=True): per executable, beside its .s
+# Written by iree-compile into the work directory when a pass fails (kept by --keep-temps).
 REPRODUCER = "reproducer.mlir"
 
 
