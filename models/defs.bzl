@@ -172,7 +172,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
       factory: function in `module` returning (model, example_inputs).
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
-      perf_tags: tags for <name>_riscv_perf and <name>_riscv_untuned_perf. `manual` by
+      perf_tags: tags for <name>_riscv_perf, <name>_riscv_untuned_perf and the IREE-default
+        riscv compile only the latter reads (built anyway when strategy = "auto"). `manual` by
         default: they measure (each runs every dispatch under qemu on two cores, ~20% of a
         cold `//...`) and no test reads them; the measured choice already measured the
         chosen candidates. `[]` builds them with `//...`.
@@ -286,6 +287,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         module = ":" + imported,
         target = riscv_target,
         untuned = True,
+        tags = perf_tags,  # only the perf report (and strategy = "auto") reads it
     )
     riscv_perf(
         name = name + "_riscv_perf",

@@ -2,7 +2,7 @@
 
     python -m perf.tune --module M.mlirbc --target T.target.yaml --analysis M.analysis.json \\
         --hardware riscv_rvv.yaml --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
-        --model-name M --candidates 4 --code-ranked 8 --out M_measured.analysis.json --out-md M_measured.md
+        --model-name M --candidates 3 --code-ranked 6 --out M_measured.analysis.json --out-md M_measured.md
 
 The tile-level cost model ranks candidates but does not predict which one wins on RISC-V well
 enough to switch away from IREE's default (its cross-validated Kendall tau is in
