@@ -49,7 +49,13 @@ MAC_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 
 
 class PerfError(RuntimeError):
-    """A measurement cannot be made; the message names the culprit."""
+    """A measurement cannot be made; the message names the culprit. `dispatch` is set when the
+    culprit is one dispatch (it cannot be driven or its run under qemu failed), so a caller
+    measuring many can set that one apart (perf.tune)."""
+
+    def __init__(self, message: str, dispatch: str | None = None):
+        super().__init__(message)
+        self.dispatch = dispatch
 
 
 def _qemu() -> str:
@@ -105,11 +111,11 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, runner: Path, lib: Path, in
     proc = subprocess.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
-                        f"{(proc.stderr.strip().splitlines() or ['(no message)'])[-1]}")
+                        f"{(proc.stderr.strip().splitlines() or ['(no message)'])[-1]}", d.export)
     try:
         return cnt.read_counts(out)
     except cnt.CountsError as err:
-        raise PerfError(f"{d.export}: {err}") from None
+        raise PerfError(f"{d.export}: {err}", d.export) from None
 
 
 def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, cnt.DispatchCounts],
@@ -177,7 +183,7 @@ def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[
         try:
             inputs[name] = chk._fill(d, rng, folder)
         except chk.DriveError as err:
-            raise PerfError(f"{name}: {err}") from None
+            raise PerfError(f"{name}: {err}", name) from None
     stamp.write_text(spec)  # last: files of an interrupted draw are never reused
     return inputs
 
@@ -225,9 +231,9 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         for i, name in enumerate(names):
             d = compiled.dispatches[name]
             if d.error or d.workgroup_count is None:
-                raise PerfError(f"{name}: cannot be driven: {d.error or 'no workgroup count'}")
+                raise PerfError(f"{name}: cannot be driven: {d.error or 'no workgroup count'}", name)
             if name not in exports:
-                raise PerfError(f"{name}: export not found in the compiled libraries")
+                raise PerfError(f"{name}: export not found in the compiled libraries", name)
             (work / f"d{i:03d}").mkdir(exist_ok=True)
         inputs = _draw_inputs(compiled, names, inputs_dir or work)
 

@@ -18,6 +18,8 @@ import pytest
 
 from analysis.accelerator_target import main as derive_target
 from perf import counts as cnt
+from perf import measure
+from runtime.hal_runner import check_dispatches as chk
 
 ROOT = Path(__file__).absolute().parent.parent  # the runfiles tree, not the source tree
 HERE = ROOT / "perf"
@@ -197,6 +199,16 @@ def test_impossible_measurements_are_refused(tmp_path, target_vlen, hardware, wo
     assert not (tmp_path / "out.json").exists()
 
 
+def test_a_failed_run_names_its_dispatch(tmp_path):
+    # perf.tune sets the named dispatch apart instead of halving its round.
+    d = chk.Dispatch("main_dispatch_7_softmax", workgroup_count=(1, 1, 1))
+    with pytest.raises(measure.PerfError) as err:  # /bin/false stands in for a qemu that aborts
+        measure._run_dispatch(["/bin/false"], tmp_path / "plugin.so", tmp_path / "runner", tmp_path / "lib.so",
+                              0, d, [], tmp_path / "counts.txt")
+    assert err.value.dispatch == "main_dispatch_7_softmax"
+    assert str(err.value).startswith("main_dispatch_7_softmax: runner failed under qemu (exit 1)")
+
+
 def test_inputs_are_drawn_once_per_directory_and_match_a_fresh_draw(tmp_path, monkeypatch):
     """perf.tune measures one module each round with other tiles: its dispatches' inputs are
     drawn once and reused, and are the bytes a fresh draw gives; other bindings draw again."""
@@ -204,24 +216,22 @@ def test_inputs_are_drawn_once_per_directory_and_match_a_fresh_draw(tmp_path, mo
 
     import numpy as np
 
-    from perf import measure as pm
-
     def dispatch(n: int):
         f32 = np.dtype(np.float32)
-        return pm.chk.Dispatch(f"e{n}", binding_lengths=[64 * n, 32],
-                               subspans=[pm.chk.Subspan(0, 0, "readonly", (4 * n,), f32),
-                                         pm.chk.Subspan(1, 0, "writeonly", (8,), f32)])
+        return measure.chk.Dispatch(f"e{n}", binding_lengths=[64 * n, 32],
+                               subspans=[measure.chk.Subspan(0, 0, "readonly", (4 * n,), f32),
+                                         measure.chk.Subspan(1, 0, "writeonly", (8,), f32)])
 
     compiled = SimpleNamespace(dispatches={"a": dispatch(1), "b": dispatch(2)})
-    kept = pm._draw_inputs(compiled, ["a", "b"], tmp_path / "kept")
-    fresh = pm._draw_inputs(compiled, ["a", "b"], tmp_path / "fresh")
+    kept = measure._draw_inputs(compiled, ["a", "b"], tmp_path / "kept")
+    fresh = measure._draw_inputs(compiled, ["a", "b"], tmp_path / "fresh")
     assert [p.read_bytes() for n in "ab" for p in kept[n]] == [p.read_bytes() for n in "ab" for p in fresh[n]]
     with monkeypatch.context() as m:
-        m.setattr(pm.chk, "_fill", lambda *args: pytest.fail("inputs drawn again"))
-        assert pm._draw_inputs(compiled, ["a", "b"], tmp_path / "kept") == kept
+        m.setattr(measure.chk, "_fill", lambda *args: pytest.fail("inputs drawn again"))
+        assert measure._draw_inputs(compiled, ["a", "b"], tmp_path / "kept") == kept
     b_before = kept["b"][0].read_bytes()
     compiled.dispatches["a"] = dispatch(3)  # one stream: b's inputs change with a's bindings
-    again = pm._draw_inputs(compiled, ["a", "b"], tmp_path / "kept")
+    again = measure._draw_inputs(compiled, ["a", "b"], tmp_path / "kept")
     assert len(again["a"][0].read_bytes()) == 192 and again["b"][0].read_bytes() != b_before
 
 

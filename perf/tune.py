@@ -96,20 +96,29 @@ _MEASURE_FAILURES = (PerfError, TargetError, HardwareError, mca.McaError, cnt.Co
 
 def _bisected(group: dict[str, str], run, failures: tuple[type[Exception], ...]):
     """Runs a round's candidates (dispatch -> candidate) together; when that raises one of
-    `failures`, each half is run again, so one candidate that does not compile or run costs
-    no other its result. `run(group, tag)` gets a tag unique within the round. Yields
-    (group, result, None) for a group that ran and (group, None, error) for one that failed
-    (split in two afterwards when it has more than one candidate)."""
+    `failures`, the group is run again in parts, so one candidate that does not compile or run
+    costs no other its result. An error naming one dispatch of the group (PerfError.dispatch:
+    its run under qemu failed) sets that one apart from the rest; any other splits the group
+    in two. `run(group, tag)` gets a tag unique within the round. Yields (group, result, None)
+    for a group that ran and (group, None, error) for one that failed (split afterwards when it
+    has more than one candidate)."""
     groups = [group]
+    tags = 0
     while groups:
         group = groups.pop(0)
+        tags += 1
         try:
-            result = run(group, str(len(groups)))
+            result = run(group, str(tags))
         except failures as err:
             yield group, None, err
             if len(group) > 1:
-                items = sorted(group.items())
-                groups = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])] + groups
+                culprit = getattr(err, "dispatch", None)
+                if culprit in group:
+                    parts = [{culprit: group[culprit]}, {d: c for d, c in group.items() if d != culprit}]
+                else:
+                    items = sorted(group.items())
+                    parts = [dict(items[:len(items) // 2]), dict(items[len(items) // 2:])]
+                groups = parts + groups
             continue
         yield group, result, None
 
@@ -210,8 +219,9 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 if j == 0:
                     raise TuneError(f"IREE's default configs cannot be measured: {err}") from None
                 if len(group) > 1:
+                    culprit = err.dispatch if isinstance(err, PerfError) and err.dispatch in group else None
                     log.append(f"round {j}: {len(group)} candidates failed together ({first_line(err)}); "
-                               "split in two")
+                               + (f"{culprit} set apart" if culprit else "split in two"))
                     continue
                 (d, c), = group.items()
                 failed[(d, c)] = first_line(err)

@@ -44,17 +44,18 @@ def _analysis(dispatches: dict[str, list[str]], signatures: dict[str, str] | Non
 
 
 class FakeCore:
-    """Model cycles per (dispatch, candidate compiled for it); `broken` candidates fail to run."""
+    """Model cycles per (dispatch, candidate compiled for it); `broken` candidates fail to run,
+    with an error naming their dispatch as perf.measure's does (`named`) or not."""
 
-    def __init__(self, cycles: dict[tuple[str, str], int], broken=()):
-        self.cycles, self.broken, self.calls = cycles, set(broken), []
+    def __init__(self, cycles: dict[tuple[str, str], int], broken=(), named: bool = True):
+        self.cycles, self.broken, self.named, self.calls = cycles, set(broken), named, []
 
     def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, int]:
         chosen = {d["name"]: d["chosen"] for d in analysis["dispatches"]}
         self.calls.append({d: chosen[d] for d in only})
-        for d in only:
+        for d in sorted(only):
             if (d, chosen[d]) in self.broken:
-                raise PerfError(f"{d}: runner failed under qemu (exit 1): boom")
+                raise PerfError(f"{d}: runner failed under qemu (exit 1): boom", d if self.named else None)
         return {d: self.cycles[(d, chosen[d])] for d in only}
 
 
@@ -134,7 +135,26 @@ def test_a_failing_candidate_is_recorded_and_costs_no_other_its_measurement():
     x, y = out.dispatches
     assert x.chosen == DEFAULT and "runner failed" in next(c for c in x.candidates if c.name == "a").measure_error
     assert y.chosen == "a"  # measured alone after its round failed together with x's candidate
-    assert out.measured_choice.failed == 1 and any("split in two" in line for line in log)
+    assert out.measured_choice.failed == 1 and any("x set apart" in line for line in log)
+
+
+def test_a_failure_naming_its_dispatch_sets_that_one_apart_else_the_round_is_halved():
+    names = [f"d{i}" for i in range(8)]
+    a = _analysis({n: [DEFAULT, "a"] for n in names})
+    cycles = {(n, c): 100 if c == DEFAULT else 50 for n in names for c in (DEFAULT, "a")}
+    everyone = {n: "a" for n in names}
+    # perf.measure names the dispatch whose run failed: one run more, not one per halving.
+    core = FakeCore(cycles, broken={("d5", "a")})
+    out, log = tune(a, core, 4, "riscv_rvv", "p670")
+    assert core.calls[1:] == [everyone, {"d5": "a"}, {n: "a" for n in names if n != "d5"}]
+    assert [d.chosen for d in out.dispatches] == ["a"] * 5 + [DEFAULT] + ["a"] * 2
+    assert out.measured_choice.failed == 1 and any("d5 set apart" in line for line in log)
+    # An error naming no dispatch (or one outside the group) halves the group until it is alone.
+    core = FakeCore(cycles, broken={("d5", "a")}, named=False)
+    again, log = tune(a, core, 4, "riscv_rvv", "p670")
+    assert [d.chosen for d in again.dispatches] == [d.chosen for d in out.dispatches]
+    assert len(core.calls) == 1 + 7  # 8, 4 (d0-d3 ok), 4, 2 (d4, d5), d4, d5, 2 (d6, d7)
+    assert any("split in two" in line for line in log)
 
 
 def test_dispatches_of_one_root_op_are_each_measured():
