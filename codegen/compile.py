@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from common.analysis_schema import Analysis
-from common.errors import first_line
+from common.errors import OneLineErrors
 from common.files import sha256_file, write_together
 from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
 from common.targets import IreeTarget, TargetError, load_target
@@ -426,14 +426,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="on failure keep the work directory, IREE's full diagnostics and the "
                         "reproducer of a failing pass in DIR")
     a = p.parse_args(argv)
-    try:
+    with OneLineErrors("codegen.compile: error", a.module, (CompileError,)) as cli:
         r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
                            a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code)
-    except CompileError as err:
-        print(f"codegen.compile: error: {err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        print(f"codegen.compile: error: {a.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
+    if cli.failed:
         return 1
     s = r["summary"]
     print(f"{a.out_vmfb.name}: {s['dispatches']} dispatches, {s['applied']} configs applied and landed "

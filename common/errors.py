@@ -1,5 +1,9 @@
 """One-line error text, shared by every stage's CLI (each ends any error with one line)."""
 
+from __future__ import annotations
+
+import sys
+
 
 def first_line(text, limit: int = 300) -> str:
     """The first non-empty line of an error message, shortened."""
@@ -8,3 +12,27 @@ def first_line(text, limit: int = 300) -> str:
         if line:
             return line if len(line) <= limit else line[: limit - 3] + "..."
     return "(no message)"
+
+
+class OneLineErrors:
+    """A CLI's body in `with OneLineErrors(prog, culprit, expected) as run:`; afterwards
+    `run.failed` says whether it raised. An `expected` error names its own culprit and prints as
+    `<prog>: <message>`; any other exception is one line too, `<prog>: <culprit>: <Type>:
+    <first line>`, never a traceback. KeyboardInterrupt and SystemExit pass through."""
+
+    def __init__(self, prog: str, culprit: object, expected: tuple[type[Exception], ...] = ()):
+        self.prog, self.culprit, self.expected = prog, culprit, expected
+        self.failed = False
+
+    def __enter__(self) -> OneLineErrors:
+        return self
+
+    def __exit__(self, kind, err, traceback) -> bool:
+        if not isinstance(err, Exception):
+            return False
+        if isinstance(err, self.expected):
+            print(f"{self.prog}: {err}", file=sys.stderr)
+        else:
+            print(f"{self.prog}: {self.culprit}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
+        self.failed = True
+        return True

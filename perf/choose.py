@@ -31,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common.errors import first_line
+from common.errors import OneLineErrors, first_line
 from common.perf_schema import PerfReport
 from runtime.manifest import ManifestError, build
 
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.by == "code-cycles" and a.hardware is None:
         p.error("--by code-cycles needs --hardware")
-    try:
+    with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError)) as cli:
         by_strategy = {c[0]: [Path(x) for x in c[1:4]] + [None if c[4] == "none" else Path(c[4])]
                        for c in a.candidate}
         if len(by_strategy) != len(a.candidate):
@@ -169,11 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         vmfb, report, target, _ = by_strategy[chosen]
         build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,
               extra={"strategy_choice": record})
-    except (ChoiceError, ManifestError) as err:
-        print(f"perf.choose: {err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        print(f"perf.choose: {a.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
+    if cli.failed:
         return 1
     print(f"perf.choose: {a.out_vmfb.name}: {record['reason']}")
     return 0

@@ -35,7 +35,7 @@ import numpy as np
 
 from analysis import dispatches as dsp
 from analysis.hardware import Hardware, HardwareError, load_hardware
-from common.errors import first_line
+from common.errors import OneLineErrors
 from common.files import sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.core_models import MODEL_IGNORES, RISCV, core_model
@@ -56,6 +56,10 @@ class PerfError(RuntimeError):
     def __init__(self, message: str, dispatch: str | None = None):
         super().__init__(message)
         self.dispatch = dispatch
+
+
+# What a measurement raises for bad input or a run that fails; each message names its culprit.
+MEASURE_ERRORS = (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError)
 
 
 def _qemu() -> str:
@@ -327,14 +331,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="accept descriptions without a model_core: instruction counts, no model cycles")
     p.add_argument("--keep-temps", type=Path, default=None, help="keep libraries, inputs and plugin outputs here")
     args = p.parse_args(argv)
-    try:
+    with OneLineErrors("perf", args.module, MEASURE_ERRORS) as cli:
         report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
                          args.model_name, args.jobs, args.keep_temps, args.allow_counts_only)
-    except (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError) as err:
-        print(f"perf: {err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # one line, never a traceback; nothing is written
-        print(f"perf: {args.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
+    if cli.failed:
         return 1
     write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     run = report.runs[0]

@@ -38,13 +38,11 @@ from pathlib import Path
 from analysis.hardware import HardwareError, load_hardware
 from common.analysis_schema import Analysis, MeasuredChoice, Summary
 from codegen.compile import CompileError
-from common.errors import first_line
+from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
-from common.targets import TargetError, load_target
-from perf import counts as cnt
-from perf import mca
+from common.targets import load_target
 from perf.code_cost import CodeCostError, module_call_cycles
-from perf.measure import PerfError, measure
+from perf.measure import MEASURE_ERRORS, PerfError, measure
 
 DEFAULT = "iree-default"
 
@@ -89,9 +87,6 @@ def forced_analysis(analysis: dict, assign: dict[str, str], why: str) -> dict:
         d["tiles"] = None if name == DEFAULT else cand["tiles"]
         d["reason"] = f"{why}: candidate {name} forced"
     return out
-
-
-_MEASURE_FAILURES = (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError)
 
 
 def _bisected(group: dict[str, str], run, failures: tuple[type[Exception], ...]):
@@ -214,7 +209,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                                      f"measured choice, round {j}")
             return measure_round(forced, set(group), f"round{j}_{tag}")
 
-        for group, cycles, err in _bisected(todo, run, _MEASURE_FAILURES):
+        for group, cycles, err in _bisected(todo, run, MEASURE_ERRORS):
             if err is not None:
                 if j == 0:
                     raise TuneError(f"IREE's default configs cannot be measured: {err}") from None
@@ -331,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
     a = p.parse_args(argv)
-    try:
+    with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError)) as cli:
         if a.candidates < 2:
             raise TuneError(f"--candidates {a.candidates}: a choice needs at least 2 (IREE's default and one more)")
         if a.code_ranked == 1 or a.code_ranked < 0:
@@ -367,11 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
                                     a.code_ranked)
             log += tune_log
-    except (TuneError, HardwareError) as err:
-        print(f"perf.tune: {err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        print(f"perf.tune: {a.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
+    if cli.failed:
         return 1
     for line in log:
         print(f"perf.tune: {line}", file=sys.stderr)

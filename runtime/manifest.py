@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from common.errors import first_line
+from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
 from common.targets import TargetError, load_target
 
@@ -133,13 +133,9 @@ def main(argv=None) -> int:
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
-    try:
+    with OneLineErrors("runtime.manifest: error", a.vmfb, (ManifestError,)) as cli:
         build(a.vmfb, a.report, a.module, a.target, a.analysis, a.hardware, a.out_vmfb, a.out_manifest)
-    except ManifestError as err:
-        print(f"runtime.manifest: error: {err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        print(f"runtime.manifest: error: {a.vmfb}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
+    if cli.failed:
         return 1
     return 0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common.errors import first_line
+from common.errors import OneLineErrors
 
 
 class RunError(RuntimeError):
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--function")
     a = p.parse_args(argv)
-    try:
+    with OneLineErrors("runtime.run: error", a.module, (RunError,)) as cli:
         fn, m, entry = load(a.module, a.function)
         args = inputs_from(a.inputs, entry)
         time_calls(fn, args, a.warmup)
@@ -118,11 +118,7 @@ def main(argv=None) -> int:
                 if not np.allclose(o, g, rtol=a.rtol, atol=a.atol):
                     raise RunError(f"{key}: mismatch, max abs error {worst:.3g} (rtol {a.rtol}, atol {a.atol})")
             print(f"check: {len(outs)} outputs match (max abs error {worst:.3g})")
-    except RunError as err:
-        print(f"runtime.run: error: {err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        print(f"runtime.run: error: {a.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
+    if cli.failed:
         return 1
     return 0
 
