@@ -15,8 +15,8 @@ def first_line(text, limit: int = 300) -> str:
 
 
 class OneLineErrors:
-    """A CLI's body in `with OneLineErrors(prog, culprit, expected) as run:`; afterwards
-    `run.failed` says whether it raised. An `expected` error names its own culprit and prints as
+    """A CLI's body in `with OneLineErrors(prog, culprit, expected) as cli:`; afterwards
+    `cli.failed` says whether it raised. An `expected` error names its own culprit and prints as
     `<prog>: <message>`; any other exception is one line too, `<prog>: <culprit>: <Type>:
     <first line>`, never a traceback. KeyboardInterrupt and SystemExit pass through."""
 

@@ -218,16 +218,16 @@ def test_inputs_are_drawn_once_per_directory_and_match_a_fresh_draw(tmp_path, mo
 
     def dispatch(n: int):
         f32 = np.dtype(np.float32)
-        return measure.chk.Dispatch(f"e{n}", binding_lengths=[64 * n, 32],
-                               subspans=[measure.chk.Subspan(0, 0, "readonly", (4 * n,), f32),
-                                         measure.chk.Subspan(1, 0, "writeonly", (8,), f32)])
+        return chk.Dispatch(f"e{n}", binding_lengths=[64 * n, 32],
+                            subspans=[chk.Subspan(0, 0, "readonly", (4 * n,), f32),
+                                      chk.Subspan(1, 0, "writeonly", (8,), f32)])
 
     compiled = SimpleNamespace(dispatches={"a": dispatch(1), "b": dispatch(2)})
     kept = measure._draw_inputs(compiled, ["a", "b"], tmp_path / "kept")
     fresh = measure._draw_inputs(compiled, ["a", "b"], tmp_path / "fresh")
     assert [p.read_bytes() for n in "ab" for p in kept[n]] == [p.read_bytes() for n in "ab" for p in fresh[n]]
     with monkeypatch.context() as m:
-        m.setattr(measure.chk, "_fill", lambda *args: pytest.fail("inputs drawn again"))
+        m.setattr(chk, "_fill", lambda *args: pytest.fail("inputs drawn again"))
         assert measure._draw_inputs(compiled, ["a", "b"], tmp_path / "kept") == kept
     b_before = kept["b"][0].read_bytes()
     compiled.dispatches["a"] = dispatch(3)  # one stream: b's inputs change with a's bindings
