@@ -42,7 +42,7 @@ from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
 from common.targets import load_target
 from perf.code_cost import CodeCostError, module_call_cycles
-from perf.measure import MEASURE_ERRORS, PerfError, measure
+from perf.measure import MEASURE_ERRORS, measure
 
 DEFAULT = "iree-default"
 
@@ -89,6 +89,13 @@ def forced_analysis(analysis: dict, assign: dict[str, str], why: str) -> dict:
     return out
 
 
+def _culprit(err: Exception, group: dict[str, str]) -> str | None:
+    """The dispatch of `group` a failure names (PerfError.dispatch: its run under qemu failed),
+    else None."""
+    dispatch = getattr(err, "dispatch", None)
+    return dispatch if dispatch in group else None
+
+
 def _bisected(group: dict[str, str], run, failures: tuple[type[Exception], ...]):
     """Runs a round's candidates (dispatch -> candidate) together; when that raises one of
     `failures`, the group is run again in parts, so one candidate that does not compile or run
@@ -107,8 +114,8 @@ def _bisected(group: dict[str, str], run, failures: tuple[type[Exception], ...])
         except failures as err:
             yield group, None, err
             if len(group) > 1:
-                culprit = getattr(err, "dispatch", None)
-                if culprit in group:
+                culprit = _culprit(err, group)
+                if culprit is not None:
                     parts = [{culprit: group[culprit]}, {d: c for d, c in group.items() if d != culprit}]
                 else:
                     items = sorted(group.items())
@@ -214,7 +221,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 if j == 0:
                     raise TuneError(f"IREE's default configs cannot be measured: {err}") from None
                 if len(group) > 1:
-                    culprit = err.dispatch if isinstance(err, PerfError) and err.dispatch in group else None
+                    culprit = _culprit(err, group)
                     log.append(f"round {j}: {len(group)} candidates failed together ({first_line(err)}); "
                                + (f"{culprit} set apart" if culprit else "split in two"))
                     continue
