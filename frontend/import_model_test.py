@@ -65,6 +65,11 @@ def test_unsupported_dtype_names_the_supported_ones(tmp_path, factory, dtype):
     assert_clean_failure(proc, tmp_path, "bad", f"unsupported dtype {dtype}", "supported dtypes: float32")
 
 
+def test_keras_rnn_loop_is_named_with_the_way_out(tmp_path):
+    proc, _, _ = run_import(tmp_path, BAD, "keras_lstm_loop", framework="tensorflow", name="keras_lstm")
+    assert_clean_failure(proc, tmp_path, "keras_lstm", "has a graph loop (", "unroll=True")
+
+
 def test_failed_import_removes_stale_outputs(tmp_path):
     (tmp_path / "bad.mlirbc").write_bytes(b"stale")
     (tmp_path / "bad.golden.npz").write_bytes(b"stale")

@@ -38,6 +38,12 @@ from frontend.errors import ImportFailure, first_line
 
 _LOWER_PIPELINE = "tf-lower-to-mlprogram-and-hlo"
 
+# What a symbolic loop (a Keras RNN layer's tf.while_loop over TensorLists) becomes once frozen.
+# TF's bridge lifts none of it: v1 control flow (NextIteration) is refused outright, and with
+# lower_control_flow=False the While reaches mhlo.while still carrying TensorList variants
+# (tensor-list-ops-decomposition does not remove them), measured with tensorflow-cpu 2.21.
+_GRAPH_LOOP_OPS = frozenset({"NextIteration", "LoopCond", "While", "StatelessWhile"})
+
 
 def _flatten(value):
     import tensorflow as tf
@@ -68,6 +74,12 @@ def _to_stablehlo(model, np_inputs):
     try:
         hlo = tf.mlir.experimental.run_pass_pipeline(tf_text, _LOWER_PIPELINE, show_debug_info=False)
     except Exception as e:  # noqa: BLE001
+        loops = sorted({node.op for node in frozen.graph.as_graph_def().node} & _GRAPH_LOOP_OPS)
+        if loops:
+            raise ImportFailure(
+                f"has a graph loop ({', '.join(loops)}), which TF's bridge cannot legalise to StableHLO; "
+                "a Keras RNN layer (LSTM, GRU, SimpleRNN) imports when built with unroll=True"
+            ) from e
         raise ImportFailure(f"cannot be legalised to StableHLO: {first_line(e)}") from e
     left = sorted(set(re.findall(r'"?(tf\.[A-Za-z0-9_]+)', hlo)) - {"tf.versions", "tf.entry_function"})
     left = [op for op in left if op[3:4].isupper()]

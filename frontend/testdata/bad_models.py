@@ -36,3 +36,12 @@ def not_a_pair():
 
 
 NOT_CALLABLE = 42
+
+
+def keras_lstm_loop():
+    """A Keras LSTM as built by default: a symbolic loop, which TF's bridge cannot legalise."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((6, 4), batch_size=1), keras.layers.LSTM(8)])
+    return model, (np.random.default_rng(0).standard_normal((1, 6, 4)).astype(np.float32),)
