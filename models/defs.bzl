@@ -90,6 +90,8 @@ _pipeline_info = rule(
     implementation = _pipeline_info_impl,
     attrs = {
         "pipeline": attr.string(mandatory = True),
+        # The py_library with the model's module: model_zoo gathers these into <zoo>_models.
+        "model": attr.label(mandatory = True, providers = [PyInfo]),
         "model_name": attr.string(mandatory = True),
         "module": attr.string(mandatory = True),
         "framework": attr.string(mandatory = True),
@@ -101,8 +103,9 @@ _pipeline_info = rule(
 def model_zoo(name):
     """Indexes every model_pipeline of this package (call it last in the BUILD file).
 
-    Gives <name> (every <pipeline>_pipeline_info.json), <name>_bench_data (those plus the
-    outputs //tools:bench reads), <name>_imports (those plus every import) and
+    Gives <name> (every <pipeline>_pipeline_info.json), <name>_models (a py_library of every
+    pipeline's model library, for what runs the frameworks), <name>_bench_data (the infos plus
+    the outputs //tools:bench reads), <name>_imports (those plus every import) and
     <name>_measured_choices (those plus every riscv measured choice): the bench,
     the report and the calibration find models here, not in a hand-kept list.
     """
@@ -111,6 +114,11 @@ def model_zoo(name):
         fail("model_zoo(%s): no model_pipeline above it in %s" % (name, native.package_name()))
     labels = [":" + r["name"] for r in infos]
     native.filegroup(name = name, srcs = labels)
+    native.py_library(
+        name = name + "_models",
+        # Two pipelines may share a model library (matmul_shapes and its i8 variant).
+        deps = sorted({str(r["model"]): None for r in infos}.keys()),
+    )
     native.filegroup(
         name = name + "_imports",
         srcs = labels + [":%s_import" % r["model_name"] for r in infos],
@@ -202,6 +210,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
     _pipeline_info(
         name = name + "_pipeline_info",
         pipeline = name,
+        model = model,
         model_name = model_name,
         module = module,
         framework = framework,
