@@ -103,24 +103,28 @@ def _call_args(text: str, start: int) -> tuple[list[str], int]:
         i += 1
 
 
-_MASKED_CALL = re.compile(r"call [^@\n]*@llvm\.masked\.(load|store)\.[\w.]+\(")
-_MASKED_DECL = re.compile(r"(declare [^@\n]*@llvm\.masked\.(?:load|store)\.[\w.]+\((?:<[^>]*>, )?ptr[^,]*), ")
+# Masked memory intrinsics and the index of their pointer operand(s).
+_MASKED_POINTER = {"load": 0, "store": 1, "gather": 0, "scatter": 1}
+_MASKED = re.compile(r"(?:call|declare) [^@\n]*@llvm\.masked\.(load|store|gather|scatter)\.[\w.]+\(")
 
 
 def _masked_alignment_operands(text: str) -> str:
-    """LLVM >= 22 gives masked loads/stores their alignment as a pointer attribute; 19 as an
-    i32 operand after the pointer."""
+    """LLVM >= 22 gives masked loads, stores, gathers and scatters their alignment as a pointer
+    attribute; 19 as an i32 operand after the pointer(s)."""
     out, pos = [], 0
-    for m in _MASKED_CALL.finditer(text):
+    for m in _MASKED.finditer(text):
         args, end = _call_args(text, m.end())
-        ptr = 0 if m.group(1) == "load" else 1
-        align = re.search(r"\balign (\d+) ", args[ptr])
-        args[ptr] = re.sub(r"\balign \d+ ", "", args[ptr])
-        args.insert(ptr + 1, f"i32 {align.group(1) if align else 1}")
+        ptr = _MASKED_POINTER[m.group(1)]
+        if m.group(0).startswith("declare"):
+            args.insert(ptr + 1, "i32 immarg")
+        else:
+            align = re.search(r"\balign (\d+) ", args[ptr])
+            args[ptr] = re.sub(r"\balign \d+ ", "", args[ptr])
+            args.insert(ptr + 1, f"i32 {align.group(1) if align else 1}")
         out.append(text[pos:m.end()] + ", ".join(args))
         pos = end
     out.append(text[pos:])
-    return _MASKED_DECL.sub(r"\1, i32 immarg, ", "".join(out))
+    return "".join(out)
 
 
 def downgrade_ir(text: str) -> str:

@@ -76,17 +76,22 @@ exit:
 
 
 # What IREE's newer LLVM prints and LLVM 19 cannot read: float bits as f0x, `samesign`,
-# `captures(...)`, masked loads/stores with their alignment on the pointer.
+# `captures(...)`, masked loads/stores/gathers/scatters with their alignment on the pointer
+# (a gather is what an embedding lookup becomes).
 _NEWER_SYNTAX = """
-define void @m_dispatch_0(ptr %p, <4 x i1> %m) {
+define void @m_dispatch_0(ptr %p, <4 x i1> %m, <4 x ptr> %ps) {
   %v = call <4 x float> @llvm.masked.load.v4f32.p0(ptr align 4 %p, <4 x i1> %m, <4 x float> poison)
   %c = fcmp oeq float 0.0, f0x3F800000
   %d = icmp samesign ult i64 1, 2
   call void @llvm.masked.store.v4f32.p0(<4 x float> %v, ptr align 4 %p, <4 x i1> %m)
+  %g = tail call <4 x float> @llvm.masked.gather.v4f32.v4p0(<4 x ptr> align 4 %ps, <4 x i1> splat (i1 true), <4 x float> poison)
+  call void @llvm.masked.scatter.v4f32.v4p0(<4 x float> %g, <4 x ptr> align 4 %ps, <4 x i1> %m)
   ret void
 }
 declare <4 x float> @llvm.masked.load.v4f32.p0(ptr captures(none), <4 x i1>, <4 x float>)
 declare void @llvm.masked.store.v4f32.p0(<4 x float>, ptr captures(none), <4 x i1>)
+declare <4 x float> @llvm.masked.gather.v4f32.v4p0(<4 x ptr>, <4 x i1>, <4 x float>)
+declare void @llvm.masked.scatter.v4f32.v4p0(<4 x float>, <4 x ptr>, <4 x i1>)
 """
 
 
