@@ -129,7 +129,9 @@ def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, li
     """(the analysis with `code_model_cycles` or `code_error` set on each dispatch's IREE default
     and `ranked - 1` best predicted others, per-round log lines). `cost_round(analysis_dict,
     dispatches, tag)` returns a perf.code_cost.CallCycles or raises on a config IREE rejects;
-    a failing round is split in two until the culprit is alone, as in `tune`."""
+    a failing round is split in two until the culprit is alone, as in `tune`. Round 0 is IREE's
+    default everywhere: when the code model cannot cost that module, no candidate is to blame
+    and none is costed (each gets the error; the shortlist is then the predicted order)."""
     base = analysis.model_dump(mode="json")
     lists = {d["name"]: shortlist(d, ranked) for d in base["dispatches"]}
     lists = {name: names for name, names in lists.items() if len(names) > 1}
@@ -142,7 +144,16 @@ def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, li
             return cost_round(forced, set(group), f"code{j}_{tag}")
 
         todo = {d: names[j] for d, names in lists.items() if j < len(names)}
-        for group, costed, err in _bisected(todo, run, (CompileError, CodeCostError)):
+        if j == 0:
+            try:
+                results = [(todo, run(todo, "1"), None)]
+            except (CompileError, CodeCostError) as err:
+                log.append(f"code model cannot cost the module with IREE's defaults: {first_line(err)}")
+                errors = {(d, c): f"module not costable: {first_line(err)}" for d, names in lists.items() for c in names}
+                break
+        else:
+            results = _bisected(todo, run, (CompileError, CodeCostError))
+        for group, costed, err in results:
             if err is not None:
                 if len(group) > 1:
                     log.append(f"code round {j}: {len(group)} candidates failed together; split in two")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from common.analysis_schema import Analysis
 from perf.measure import PerfError
 from codegen.compile import CompileError
-from perf.code_cost import CallCycles
+from perf.code_cost import CallCycles, CodeCostError
 from perf.tune import DEFAULT, TuneError, code_rank, round_assignments, shortlist, to_markdown, tune
 
 LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound": 16, "kind": "parallel"},
@@ -94,6 +94,26 @@ def test_a_config_iree_rejects_gets_a_code_error_and_costs_no_other_its_ranking(
     assert by[("x", "a")].code_model_cycles is None and "failed to legalize" in by[("x", "a")].code_error
     assert by[("y", "a")].code_model_cycles == 11.0 and by[("y", "a")].code_error is None
     assert any("split in two" in line for line in log)
+
+
+def test_a_module_the_code_model_cannot_read_is_costed_once_not_bisected():
+    """opt refusing the linked module fails every candidate alike: round 0 (IREE's defaults)
+    says so, and no candidate is blamed or compiled again."""
+    a = _analysis({"x": [DEFAULT, "a", "b"], "y": [DEFAULT, "a", "b"]})
+
+    class Unreadable(FakeCode):
+        def __call__(self, analysis, only, tag):
+            self.calls.append(tag)
+            raise CodeCostError("opt-19 cannot read IREE's IR: Broken module found")
+
+    code = Unreadable({})
+    ranked, log = code_rank(a, code, 3)
+    assert len(code.calls) == 1
+    cands = [c for d in ranked.dispatches for c in d.candidates]
+    assert all(c.code_model_cycles is None and "Broken module" in c.code_error for c in cands)
+    assert any("cannot cost the module with IREE's defaults" in line for line in log)
+    # The shortlist falls back to the predicted order.
+    assert shortlist(ranked.model_dump(mode="json")["dispatches"][0], 2) == [DEFAULT, "a"]
 
 
 def test_shortlist_is_the_default_then_the_best_predicted():
