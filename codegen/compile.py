@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from common.analysis_schema import Analysis
-from common.errors import OneLineErrors
+from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
 from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
 from common.targets import IreeTarget, TargetError, load_target
@@ -406,6 +406,20 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
     return report
 
 
+def write_failure_record(err: CompileError, module: Path, target_path: Path, out_vmfb: Path, out_configs: Path,
+                         out_report: Path, out_binaries: Path | None, out_code: Path | None) -> None:
+    """The outputs of a build IREE refused: a report saying why (`failed`), an empty vmfb and
+    configs, empty binaries and code directories; consumers read the report first."""
+    target = load_target(target_path)
+    report = {"failed": first_line(err), "target": target.name, "triple": target.triple,
+              "strategy": target.strategy, "vmfb_sha256": hashlib.sha256(b"").hexdigest(),
+              "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path)}}
+    write_together({out_vmfb: b"", out_configs: "", out_report: json.dumps(report, indent=1, sort_keys=True) + "\n"})
+    for directory in (out_binaries, out_code):
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m codegen.compile", description=__doc__.splitlines()[0])
     p.add_argument("--module", required=True, type=Path, help="linalg MLIR (.mlirbc or text)")
@@ -425,10 +439,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep-temps", type=Path, metavar="DIR",
                    help="on failure keep the work directory, IREE's full diagnostics and the "
                         "reproducer of a failing pass in DIR")
+    p.add_argument("--record-failure", action="store_true",
+                   help="when IREE cannot compile the build, say so in the report (`failed`), leave "
+                        "the vmfb and configs empty and exit 0: for a build that is one candidate "
+                        "of a choice (perf.choose leaves it out; runtime.manifest refuses it)")
     a = p.parse_args(argv)
     with OneLineErrors("codegen.compile: error", a.module, (CompileError,)) as cli:
-        r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
-                           a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code)
+        try:
+            r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
+                               a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code)
+        except CompileError as err:
+            if not (a.record_failure and err.diagnostics):  # only IREE's own refusals are recorded
+                raise
+            write_failure_record(err, a.module, a.target, a.out_vmfb, a.out_configs, a.out_report,
+                                 a.out_binaries, a.out_code)
+            print(f"codegen.compile: {a.out_vmfb.name}: IREE cannot compile this build (recorded in "
+                  f"{a.out_report.name}): {first_line(err)}")
+            return 0
     if cli.failed:
         return 1
     s = r["summary"]

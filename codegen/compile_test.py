@@ -242,5 +242,22 @@ def test_keep_temps_keeps_diagnostics_and_says_where(tmp_path):
     assert not list(tmp_path.glob("m.vmfb")) and not list(tmp_path.glob("r.json"))
 
 
+def test_record_failure_records_what_iree_refuses_and_nothing_else(tmp_path):
+    """A build that is one candidate of a choice: IREE refusing it gives a report saying why, an
+    empty vmfb and exit 0; a missing module is still an error."""
+    junk = tmp_path / "junk.mlir"
+    junk.write_text("func.func @f( {")
+    p = cli(tmp_path, "--module", junk, "--target", TARGET["host"], "--record-failure")
+    assert p.returncode == 0 and "IREE cannot compile this build" in p.stdout, p.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["failed"] and report["target"] == "host"
+    assert (tmp_path / "m.vmfb").read_bytes() == b""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    p = cli(gone, "--module", gone / "missing.mlirbc", "--target", TARGET["host"], "--record-failure")
+    assert p.returncode != 0 and "module file not found" in p.stderr
+    assert not list(gone.glob("*.json"))
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -45,6 +45,8 @@ def _iree_compile_impl(ctx):
         code = ctx.actions.declare_directory(ctx.label.name + ".code")
         args.add("--out-code", code.path)
         outputs.append(code)
+    if ctx.attr.record_failure:
+        args.add("--record-failure")
     ctx.actions.run(
         executable = ctx.executable._tool,
         arguments = [args],
@@ -71,19 +73,31 @@ _iree_compile = rule(
         "target": attr.label(mandatory = True, providers = [IreeTargetInfo]),
         "untuned": attr.bool(default = False),
         "code": attr.bool(default = False),
+        "record_failure": attr.bool(default = False),
         "_tool": attr.label(default = "//codegen:compile", executable = True, cfg = "exec"),
     },
 )
 
-def iree_compile(name, module, target, analysis = None, untuned = False, code = False, **kwargs):
+def iree_compile(name, module, target, analysis = None, untuned = False, code = False, record_failure = False, **kwargs):
     """Compiles `module` for `target` with `analysis`' per-dispatch tiles (or IREE defaults if `untuned`).
 
     Outputs <name>.vmfb, <name>.configs.mlir (what codegen used) and <name>.report.json; with
     `code`, also the directory <name>.code (the executable-targets IR and IREE's LLVM IR and
     assembly of each executable), which `code_strategy_choice` costs without compiling again.
-    The build fails if any applied config did not land.
+    The build fails if any applied config did not land. With `record_failure` (a build that is
+    one candidate of a choice), IREE refusing the module is recorded in the report (`failed`)
+    instead, with an empty vmfb: the choice leaves it out and hal_module refuses it.
     """
-    _iree_compile(name = name, module = module, target = target, analysis = analysis, untuned = untuned, code = code, **kwargs)
+    _iree_compile(
+        name = name,
+        module = module,
+        target = target,
+        analysis = analysis,
+        untuned = untuned,
+        code = code,
+        record_failure = record_failure,
+        **kwargs
+    )
 
 def _strategy_target_impl(ctx):
     base = ctx.attr.base[IreeTargetInfo]

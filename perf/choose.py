@@ -27,6 +27,7 @@ Every candidate's figure, every exclusion and the reason are recorded in the man
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -47,7 +48,7 @@ def _pick(figures: dict[str, float], order: list[str], by: str, unit: str,
     runner_up = min((s for s in figures if s != chosen), key=figures.get, default=None)
     reason = (f"{chosen}: fewest {unit} for one call ({figures[chosen]:,})"
               + (f"; next {runner_up} at {figures[runner_up] / figures[chosen]:.2f}x" if runner_up else "")
-              + (f"; not costable: {', '.join(excluded)}" if excluded else ""))
+              + (f"; left out: {', '.join(excluded)}" if excluded else ""))
     record = {"by": by, "candidates": figures, "chosen": chosen, "reason": reason}
     if excluded:
         record["excluded"] = excluded
@@ -78,12 +79,22 @@ def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
                  f"model cycles on {core[1]}")
 
 
+def compile_failure(report: Path) -> str | None:
+    """Why IREE could not compile a build (`codegen.compile --record-failure`), else None."""
+    try:
+        rep = json.loads(report.read_text())
+    except (OSError, ValueError) as err:
+        raise ChoiceError(f"{report}: not a codegen report: {first_line(err)}") from None
+    return rep.get("failed") if isinstance(rep, dict) else None
+
+
 def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path, hardware: Path,
-                   work: Path, code: dict[str, Path] | None = None) -> tuple[str, dict]:
+                   work: Path, code: dict[str, Path] | None = None,
+                   failed: dict[str, str] | None = None) -> tuple[str, dict]:
     """(chosen strategy, record) from (strategy, target.yaml, analysis.json or None) triples:
     each build's code costed statically on `hardware`'s core model. `code`: strategy -> the
     build's `codegen.compile --out-code` directory, costed as it is; a strategy without one is
-    compiled again here."""
+    compiled again here. `failed`: strategy -> why IREE could not compile it (left out)."""
     from analysis.hardware import HardwareError, load_hardware
     from codegen.compile import TARGETS_IR, CompileError
     from common.core_models import CoreModelError, core_model
@@ -102,6 +113,9 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
     figures: dict[str, float] = {}
     excluded: dict[str, str] = {}
     for strategy, target_path, analysis in candidates:
+        if strategy in (failed or {}):
+            excluded[strategy] = f"IREE could not compile it: {failed[strategy]}"
+            continue
         try:
             target = load_target(target_path)
             isa = isa_of(target.triple)
@@ -163,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                 unknown = sorted(set(code) - set(by_strategy))
                 if unknown:
                     raise ChoiceError(f"--code {unknown[0]}: not a candidate")
+                failed = {s: why for s, files in by_strategy.items() if (why := compile_failure(files[1]))}
                 chosen, record = choose_by_code([(s, files[2], files[3]) for s, files in by_strategy.items()],
-                                                a.module, a.hardware, Path(tmp), code)
+                                                a.module, a.hardware, Path(tmp), code, failed)
             analysis, hardware = by_strategy[chosen][3], a.hardware
         vmfb, report, target, _ = by_strategy[chosen]
         build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,

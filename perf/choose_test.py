@@ -81,6 +81,16 @@ def test_code_choice_leaves_out_what_it_cannot_cost(monkeypatch, tmp_path):
     assert "sapphirerapids" in record["by"] and "1.25x" in record["reason"]
 
 
+def test_code_choice_leaves_out_a_build_iree_could_not_compile(monkeypatch, tmp_path):
+    _fake_costs(monkeypatch, {"tuned": 1000, "ukernels": 1200})
+    chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("datatiling", HOST_TARGET, None),
+                                     ("ukernels", HOST_TARGET, None)], MATMUL, HOST_HW, tmp_path,
+                                    failed={"datatiling": "failed to build pass pipeline"})
+    assert chosen == "tuned" and record["candidates"] == {"tuned": 1000, "ukernels": 1200}
+    assert record["excluded"] == {"datatiling": "IREE could not compile it: failed to build pass pipeline"}
+    assert "left out: datatiling" in record["reason"]
+
+
 def test_code_choice_keeps_an_uncostable_baseline(monkeypatch, tmp_path):
     _fake_costs(monkeypatch, {"tuned": "no trip count", "ukernels": 10})
     chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("ukernels", HOST_TARGET, None)],

@@ -73,6 +73,8 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         raise ManifestError(str(err)) from None
     try:
         rep = json.loads(report.read_text())
+        if isinstance(rep, dict) and rep.get("failed"):  # codegen.compile --record-failure
+            raise ManifestError(f"{vmfb}: IREE could not compile this build: {rep['failed']}")
         dispatches = [
             {k: d.get(k) for k in ("name", "executable", "root_op", "pipeline", "status", "provenance", "reason",
                                    "applied", "adjustments", "landed_config")}

@@ -95,6 +95,21 @@ def test_manifest_refuses_a_vmfb_the_runtime_cannot_load(modules, tmp_path):
     assert not list(out.iterdir())
 
 
+def test_manifest_refuses_a_build_iree_could_not_compile(tmp_path):
+    """codegen.compile --record-failure's outputs are no module: the report says why."""
+    module = ROOT / "codegen" / "testdata" / "small.mlirbc"
+    vmfb, report = tmp_path / "c.vmfb", tmp_path / "c.report.json"
+    vmfb.write_bytes(b"")
+    report.write_text(json.dumps({"failed": "'func.func' op failed to build pass pipeline", "target": "host",
+                                  "vmfb_sha256": hashlib.sha256(b"").hexdigest()}))
+    out = tmp_path / "out"
+    out.mkdir()
+    p = _manifest_cli(vmfb, report, module, out)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1 and "IREE could not compile this build" in lines[0], p.stderr
+    assert "failed to build pass pipeline" in lines[0] and not list(out.iterdir())
+
+
 def run(*args):
     return subprocess.run([sys.executable, "-m", "runtime.run", *map(str, args)], capture_output=True, text=True,
                           cwd=ROOT)
