@@ -507,6 +507,10 @@ def _fill(d: Dispatch, rng: np.random.Generator, directory: Path) -> list[Path]:
             count = s.nbytes // s.dtype.itemsize
             if s.dtype.kind == "f":
                 values = rng.uniform(-1.0, 1.0, size=count).astype(s.dtype)
+            elif s.dtype == np.int64:
+                # i64 tensors are indices (an embedding's tokens, a gather's positions): a negative
+                # one reads outside its table, so they are drawn in range of any dimension >= 8.
+                values = rng.integers(0, 8, size=count).astype(s.dtype)
             else:
                 values = rng.integers(-8, 8, size=count).astype(s.dtype)
             buf[s.offset : s.offset + s.nbytes] = values.view(np.uint8)

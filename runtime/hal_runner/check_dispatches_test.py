@@ -142,6 +142,21 @@ def test_offsets_through_util_assume_int():
     assert Evaluator({x: 128, y: 32})(ret.operands[0]) == 36
 
 
+def test_index_operands_are_drawn_in_range_and_signed_ones_both_signs(tmp_path):
+    """An embedding's i64 tokens must not read outside its table (a negative one did: tiny BERT's
+    lookup came out 5e6 off between host and riscv); i8/i32 data keeps negative values."""
+    import numpy as np
+
+    from runtime.hal_runner.check_dispatches import Dispatch, Subspan, _fill
+
+    spans = [Subspan(0, 0, "readonly", (4096,), np.dtype(np.int64)),
+             Subspan(1, 0, "readonly", (4096,), np.dtype(np.int8))]
+    d = Dispatch("e", binding_lengths=[4096 * 8, 4096], subspans=spans)
+    tokens, data = (np.fromfile(p, dtype=s.dtype) for p, s in zip(_fill(d, np.random.default_rng(0), tmp_path), spans))
+    assert tokens.min() == 0 and tokens.max() < 8
+    assert data.min() < 0 < data.max()
+
+
 def test_missing_module_is_an_error():
     out = driver(HERE / "testdata" / "missing.mlirbc")
     assert out.returncode == 2
