@@ -217,6 +217,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
     # into them (ResNet-18's four 64x3136x576 matmuls: a choice measured on one of them was
     # 1.09x IREE's default on two others), and equal dispatches are already one executable.
     choices = {d["name"] for d in base["dispatches"] if len(shortlist(d, size)) > 1}
+    offered = len(choices)
     for j, assign in enumerate(round_assignments(base, size)):
         todo = {d: c for d, c in assign.items()
                 if d in choices and (j == 0 or c != DEFAULT) and (d, c) not in measured}
@@ -229,8 +230,16 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
 
         for group, cycles, err in _bisected(todo, run, MEASURE_ERRORS):
             if err is not None:
-                if j == 0:
+                if j == 0 and _culprit(err, group) is None:
                     raise TuneError(f"IREE's default configs cannot be measured: {err}") from None
+                if j == 0 and len(group) == 1:
+                    # Its own run failed (qemu 7.2 aborts on some RVV code): with nothing to
+                    # compare against, the dispatch keeps IREE's default.
+                    (d, c), = group.items()
+                    failed[(d, c)] = first_line(err)
+                    choices.discard(d)
+                    log.append(f"round 0: {d}: IREE's default not measurable, kept: {first_line(err)}")
+                    continue
                 if len(group) > 1:
                     culprit = _culprit(err, group)
                     log.append(f"round {j}: {len(group)} candidates failed together ({first_line(err)}); "
@@ -245,6 +254,8 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                     raise TuneError(f"{d}: no model cycles in round {j} (core {core})")
                 measured[(d, c)] = cycles[d]
             log.append(f"round {j}: {len(group)} candidates measured")
+        if j == 0 and not choices:
+            raise TuneError(f"IREE's default configs cannot be measured: no dispatch's ran ({log[-1]})")
 
     dispatches = []
     for d in analysis.dispatches:
@@ -257,6 +268,13 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
             "measure_error": failed.get((d.name, c.name))}) if c.name in names else c
             for c in d.candidates]
         by_name = {c.name: c for c in cands}
+        if d.name not in choices:  # IREE's default could not be measured
+            default = by_name[DEFAULT]
+            dispatches.append(d.model_copy(update={
+                "candidates": cands, "chosen": DEFAULT, "provenance": default.generator, "tiles": None, "reason": (
+                f"{d.kind}: measured choice on {core} ({hardware_name}): IREE's default kept, its run "
+                f"failed ({by_name[DEFAULT].measure_error}), nothing to compare against; analysis: {d.reason}")}))
+            continue
         default_cycles = by_name[DEFAULT].measured_model_cycles
         ok = [n for n in names if by_name[n].measured_model_cycles is not None]
         # Fewest model cycles; ties go to the earlier (IREE's default first).
@@ -286,7 +304,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
         "summary": summary.model_dump(),
         "measured_choice": MeasuredChoice(
             hardware=hardware_name, core=core, candidates_per_dispatch=size, code_ranked=code_ranked,
-            measured=len(measured), failed=len(failed), dispatches=len(choices)).model_dump()})
+            measured=len(measured), failed=len(failed), dispatches=offered).model_dump()})
     return result, log
 
 
@@ -308,13 +326,16 @@ def to_markdown(analysis: Analysis) -> str:
         if not shortlisted:
             continue
         by = {c.name: c for c in shortlisted}
-        dc, cc = by[DEFAULT].measured_model_cycles, by[d.chosen].measured_model_cycles
-        total_default += dc
-        total_chosen += cc
         cells = ", ".join((f"{c.name}: {c.measured_model_cycles:,}" if c.measured_model_cycles is not None
                            else f"{c.name}: failed")
                           + (f" (code {c.code_model_cycles:,.0f})" if c.code_model_cycles is not None else "")
                           for c in shortlisted)
+        dc, cc = by[DEFAULT].measured_model_cycles, by[d.chosen].measured_model_cycles
+        if dc is None:  # IREE's default did not run: kept, out of the totals
+            lines.append(f"| {d.name} | {d.kind} | {d.chosen} | failed | failed | - | {cells} |")
+            continue
+        total_default += dc
+        total_chosen += cc
         lines.append(f"| {d.name} | {d.kind} | {d.chosen} | {dc:,} | {cc:,} | {cc / dc:.3f} | {cells} |")
     if total_default:
         lines += [f"| **tuned dispatches, each once** | | | {total_default:,} | {total_chosen:,} | "

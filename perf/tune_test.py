@@ -187,9 +187,26 @@ def test_dispatches_of_one_root_op_are_each_measured():
 
 
 def test_default_that_cannot_be_measured_is_an_error():
+    """Unnamed (the runner, qemu or the plugin failed for all), or named for every dispatch."""
     a = _analysis({"x": [DEFAULT, "a"]})
     with pytest.raises(TuneError, match="IREE's default configs cannot be measured"):
+        tune(a, FakeCore({}, broken={("x", DEFAULT)}, named=False), 4, "riscv_rvv", "p670")
+    with pytest.raises(TuneError, match="no dispatch's ran"):
         tune(a, FakeCore({}, broken={("x", DEFAULT)}), 4, "riscv_rvv", "p670")
+
+
+def test_a_dispatch_whose_default_run_fails_keeps_it_and_the_others_are_chosen():
+    """qemu 7.2 aborts on some dispatches' RVV code (a new UNet's initializer): that dispatch has
+    nothing to compare against, so it keeps IREE's default, says why, and costs no other its choice."""
+    a = _analysis({"x": [DEFAULT, "a"], "y": [DEFAULT, "a"]})
+    core = FakeCore({("y", DEFAULT): 10, ("y", "a"): 5}, broken={("x", DEFAULT)})
+    out, log = tune(a, core, 4, "riscv_rvv", "p670")
+    x, y = out.dispatches
+    assert x.chosen == DEFAULT and x.tiles is None and "IREE's default kept, its run failed" in x.reason
+    assert x.candidates[0].measure_error and all("x" not in c or c["x"] == DEFAULT for c in core.calls)
+    assert y.chosen == "a"
+    assert any("x: IREE's default not measurable, kept" in line for line in log)
+    assert "| x | matmul | iree-default | failed | failed | - |" in to_markdown(out)
 
 
 def test_dispatch_without_a_choice_is_not_measured():
