@@ -537,7 +537,9 @@ def _run(cmd: list[str], what: str) -> float:
     start = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
-        raise DriveError(f"{what} runner failed (exit {out.returncode}): {out.stderr.strip()}")
+        # The last line says why (qemu warns about the vector version first, then aborts).
+        raise DriveError(f"{what} runner failed (exit {out.returncode}): "
+                         f"{(out.stderr.strip().splitlines() or ['(no message)'])[-1]}")
     return time.monotonic() - start
 
 

@@ -157,6 +157,16 @@ def test_index_operands_are_drawn_in_range_and_signed_ones_both_signs(tmp_path):
     assert data.min() < 0 < data.max()
 
 
+def test_a_failed_run_is_named_by_its_last_line():
+    """qemu warns first ('vector version is not specified') and says why it aborted last."""
+    from runtime.hal_runner.check_dispatches import DriveError, _run
+
+    cmd = [sys.executable, "-c", "import sys; sys.stderr.write('a warning\\nthe cause\\n'); sys.exit(3)"]
+    with pytest.raises(DriveError) as err:
+        _run(cmd, "riscv64")
+    assert str(err.value) == "riscv64 runner failed (exit 3): the cause"
+
+
 def test_missing_module_is_an_error():
     out = driver(HERE / "testdata" / "missing.mlirbc")
     assert out.returncode == 2
