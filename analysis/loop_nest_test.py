@@ -165,6 +165,15 @@ def test_every_dispatch_accounted_for(results):
         assert all(d["reason"] for d in r["dispatches"])
 
 
+def test_a_dot_product_is_analysed_without_zigzag(tmp_path):
+    """ZigZag's workload needs an output index; a 0-d result (linalg.dot, a Keras text CNN's
+    Dense(1) after pooling) gets no ZigZag candidate, says why, and the analysis goes on."""
+    result = json.loads(analyse("dot", "riscv_rvv", tmp_path / "dot.json"))
+    (d,) = result["dispatches"]
+    assert [c["generator"] for c in d["candidates"]].count("zigzag") == 0
+    assert "0-d output" in json.dumps(d)
+
+
 def test_deterministic(results, tmp_path):
     again = analyse("depthwise", "riscv_rvv", tmp_path / "again.json")
     first = analyse("depthwise", "riscv_rvv", tmp_path / "first.json")

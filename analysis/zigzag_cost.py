@@ -82,6 +82,9 @@ def to_layer(kind: str, nest: LoopNest, layer_id: int = 0) -> dict:
         idx = [index(op, r) for r in range(len(nest.terms[op]))]
         return letter + ("".join(f"[{i}]" for i in idx) if idx else "[]")
 
+    if not nest.terms[outs[0]]:
+        # ZigZag's workload grammar needs an output index: O[..] += I[..] * W[..].
+        raise NotExpressible("0-d output (a dot product)")
     o = access(outs[0], "O")
     if any(len(e) != 1 or e[0][1] != 1 for e in nest.terms[outs[0]]):
         raise NotExpressible("output is not indexed by plain loops")
