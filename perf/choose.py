@@ -17,8 +17,8 @@ one call of the model (each dispatch's cycles times its calls), ties to the earl
   is its perf.json), on the first core measured (the module's own accelerator);
 - `--by code-cycles` (host): the static code model (perf/code_cost.py) on the hardware
   description's `model_core` (the last field is the analysis the build applied, or `none`).
-  A candidate the code model cannot cost whole (a loop whose count is a run-time value) is
-  left out, never compared on a partial total; when the first candidate (the baseline) is
+  A candidate the code model cannot cost whole (a loop whose count is a run-time value, IR
+  LLVM 19 cannot read) or IREE could not compile is left out, never compared on a partial total; when the first candidate (the baseline) is
   left out, the baseline is kept: nothing is known to beat it.
 Every candidate's figure, every exclusion and the reason are recorded in the manifest
 (`strategy_choice`). Deterministic: the measurements and the code are.
@@ -99,7 +99,7 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
     from codegen.compile import TARGETS_IR, CompileError
     from common.core_models import CoreModelError, core_model
     from common.targets import TargetError, load_target
-    from perf.code_cost import CodeCostError, code_call_cycles, isa_of, module_call_cycles
+    from perf.code_cost import CodeCostError, MissingCode, code_call_cycles, isa_of, module_call_cycles
 
     try:
         hw = load_hardware(hardware)
@@ -130,8 +130,13 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
                 costed = code_call_cycles(built / TARGETS_IR, built, target, core.name, work / strategy)
             else:
                 costed = module_call_cycles(module, analysis, target, core.name, work / strategy)
-        except (CompileError, CodeCostError) as err:
+        except MissingCode as err:
             raise ChoiceError(f"{strategy}: {first_line(err)}") from None
+        except (CompileError, CodeCostError) as err:
+            # The module as a whole cannot be costed (opt cannot read IREE's IR, say): like a
+            # dispatch that cannot be, it is left out, never guessed.
+            excluded[strategy] = f"not costable: {first_line(err)}"
+            continue
         if costed.errors:
             name, why = sorted(costed.errors.items())[0]
             excluded[strategy] = f"{len(costed.errors)} dispatch(es) not costable, e.g. {name}: {why}"

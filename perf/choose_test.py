@@ -91,6 +91,18 @@ def test_code_choice_leaves_out_a_build_iree_could_not_compile(monkeypatch, tmp_
     assert "left out: datatiling" in record["reason"]
 
 
+def test_code_choice_leaves_out_a_module_the_code_model_cannot_read(monkeypatch, tmp_path):
+    def unreadable(module, analysis, target, core, work):
+        if work.name == "tuned":
+            raise code_cost.CodeCostError("opt-19 cannot read IREE's IR: expected value token")
+        return code_cost.CallCycles({"main_dispatch_0": 5.0}, set(), calls={"main_dispatch_0": 1})
+    monkeypatch.setattr(code_cost, "module_call_cycles", unreadable)
+    chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("ukernels", HOST_TARGET, None)],
+                                    MATMUL, HOST_HW, tmp_path)
+    assert chosen == "tuned" and "expected value token" in record["excluded"]["tuned"]
+    assert "cannot be costed" in record["reason"]
+
+
 def test_code_choice_keeps_an_uncostable_baseline(monkeypatch, tmp_path):
     _fake_costs(monkeypatch, {"tuned": "no trip count", "ukernels": 10})
     chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("ukernels", HOST_TARGET, None)],

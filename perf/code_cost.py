@@ -54,6 +54,11 @@ class CodeCostError(RuntimeError):
     """The code cannot be costed; the message names the culprit and the reason."""
 
 
+class MissingCode(CodeCostError):
+    """A build's code directory lacks what `codegen.compile --out-code` writes: a broken input,
+    not code the model cannot price."""
+
+
 class UncostableFunction(CodeCostError):
     """One function's code has no static count (the others of its module may)."""
 
@@ -599,16 +604,16 @@ def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, w
 
     isa = isa_of(target.triple)
     if not Path(targets_ir).is_file():
-        raise CodeCostError(f"{targets_ir}: not found (codegen.compile --out-code writes it)")
+        raise MissingCode(f"{targets_ir}: not found (codegen.compile --out-code writes it)")
     compiled = chk.CompiledTarget(target, Path(targets_ir).read_text(), [], [])
     total = CallCycles({}, set())
     lls = sorted(Path(intermediates).glob(f"*{cg.CODE_LLVM_IR}"))
     if not lls:
-        raise CodeCostError(f"{intermediates}: no {cg.CODE_LLVM_IR} of IREE's")
+        raise MissingCode(f"{intermediates}: no {cg.CODE_LLVM_IR} of IREE's")
     for ll in lls:
         asm = ll.with_name(ll.name.removesuffix(cg.CODE_LLVM_IR) + ".s")
         if not asm.exists():
-            raise CodeCostError(f"IREE wrote no assembly beside {ll.name}")
+            raise MissingCode(f"IREE wrote no assembly beside {ll.name}")
         costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work,
                              isa=isa, cpu=target.cpu)
         for name, cycles in costed.cycles.items():
