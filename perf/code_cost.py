@@ -83,8 +83,13 @@ def _hex_float(m: re.Match) -> str:
 
 def _decimal_float(m: re.Match) -> str:
     # Newer LLVM prints the shortest decimal that round-trips as a float; 19 wants it exact.
-    (value,) = struct.unpack(">f", struct.pack(">f", float(m.group(1))))
-    return "float 0x%016X" % struct.unpack(">Q", struct.pack(">d", value))[0]
+    # Group 1 is what precedes the literal (its `float` type), group 2 the literal.
+    (value,) = struct.unpack(">f", struct.pack(">f", float(m.group(2))))
+    return m.group(1) + "0x%016X" % struct.unpack(">Q", struct.pack(">d", value))[0]
+
+
+def _exact_f32(literal: str) -> bool:
+    return struct.unpack(">f", struct.pack(">f", float(literal)))[0] == float(literal)
 
 
 def _call_args(text: str, start: int) -> tuple[list[str], int]:
@@ -136,7 +141,11 @@ def downgrade_ir(text: str) -> str:
     """IREE's LLVM IR text, rewritten so LLVM 19's tools parse it. Only syntax changes; the
     lifetime markers (whose signature changed) are dropped: they emit no code."""
     s = re.sub(r"f0x([0-9A-Fa-f]+)\b", _hex_float, text)
-    s = re.sub(r"\bfloat (-?\d+\.\d+e[+-]\d+)", _decimal_float, s)
+    s = re.sub(r"(\bfloat )(-?\d+\.\d+e[+-]\d+)", _decimal_float, s)
+    # ... and as the second operand of a float instruction (`fcmp olt float %9, -8.78e+01`),
+    # where only an inexact one needs it (LLVM 19 reads the others).
+    s = re.sub(r"(\bfloat [%@][\w.\-]+, )(-?\d+\.\d+e[+-]\d+)",
+               lambda m: m.group(0) if _exact_f32(m.group(2)) else _decimal_float(m), s)
     s = re.sub(r"(?<![\w.%@])-inf\b", "0xFFF0000000000000", s)
     s = re.sub(r"(?<![\w.%@])\+?inf\b", "0x7FF0000000000000", s)
     s = re.sub(r"(?<![\w.%@])-[qs]?nan\b", "0xFFF8000000000000", s)

@@ -84,6 +84,7 @@ define void @m_dispatch_0(ptr %p, <4 x i1> %m, <4 x ptr> %ps) {
   %c = fcmp oeq float 0.0, f0x3F800000
   %d = icmp samesign ult i64 1, 2
   %n = select i1 %c, float +nan, float -nan
+  %k = fcmp olt float %n, -8.780000e+01
   call void @llvm.masked.store.v4f32.p0(<4 x float> %v, ptr align 4 %p, <4 x i1> %m)
   %g = tail call <4 x float> @llvm.masked.gather.v4f32.v4p0(<4 x ptr> align 4 %ps, <4 x i1> splat (i1 true), <4 x float> poison)
   call void @llvm.masked.scatter.v4f32.v4p0(<4 x float> %g, <4 x ptr> align 4 %ps, <4 x i1> %m)
