@@ -18,8 +18,9 @@ one call of the model (each dispatch's cycles times its calls), ties to the earl
 - `--by code-cycles` (host): the static code model (perf/code_cost.py) on the hardware
   description's `model_core` (the last field is the analysis the build applied, or `none`).
   A candidate the code model cannot cost whole (a loop whose count is a run-time value, IR
-  LLVM 19 cannot read) or IREE could not compile is left out, never compared on a partial total; when the first candidate (the baseline) is
-  left out, the baseline is kept: nothing is known to beat it.
+  LLVM 19 cannot read) or IREE could not compile is left out, never compared on a partial
+  total; when the first candidate (the baseline) is left out, the baseline is kept: nothing
+  is known to beat it.
 Every candidate's figure, every exclusion and the reason are recorded in the manifest
 (`strategy_choice`). Deterministic: the measurements and the code are.
 """

@@ -24,7 +24,10 @@ recorded in the output analysis (same schema, `measured_choice` set), which code
 like any other.
 
 A candidate that does not compile or run is recorded with its one-line error and not
-chosen; when IREE's default itself cannot be measured, the tool fails.
+chosen. A dispatch whose own IREE-default run fails (qemu 7.2 aborts on some RVV code) keeps
+IREE's default, the error recorded: there is nothing to compare against. When IREE's defaults
+cannot be measured at all (an error naming no dispatch, or every dispatch's run failing), the
+tool fails.
 """
 
 from __future__ import annotations
