@@ -50,14 +50,29 @@ def test_one_call_weights_calls_and_keeps_initializers_apart():
     assert "0.23x" in text  # ukernels / codegen = 690 / 3000
 
 
-def test_interleave_rotates_who_goes_first_and_drops_warmup():
+@pytest.mark.parametrize("n", range(1, 8))
+def test_each_variant_goes_first_and_follows_each_other_equally_often(n):
+    """What ran just before a variant must not favour one of them (a plain rotation always ran
+    IREE's default right after tuned, and tuned right after the torch worker)."""
+    from collections import Counter
+
+    from bench.core import balanced_orders
+
+    orders = balanced_orders(n)
+    assert all(sorted(o) == list(range(n)) for o in orders)
+    assert len(set(Counter(o[0] for o in orders).values())) == 1
+    follows = Counter((a, b) for o in orders for a, b in zip(o, o[1:]))
+    assert n < 2 or (len(follows) == n * (n - 1) and len(set(follows.values())) == 1)
+
+
+def test_interleave_follows_the_balanced_orders_and_drops_warmup():
     from bench.core import interleave
     from bench.microkernels import host_markdown
 
     seen = []
     timers = {v: (lambda v=v: seen.append(v) or 1.0) for v in ("a", "b", "c")}
     times = interleave(timers, reps=3, warmup=1, desc="t", quiet=True)
-    assert seen == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert seen == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "c", "b", "a"]
     assert {v: len(ts) for v, ts in times.items()} == {"a": 3, "b": 3, "c": 3}
     s = {"median": 0.002, "iqr_rel": 0.1}
     text = "\n".join(host_markdown({"m": {"codegen": s, "as built": s, "datatiling": s,
