@@ -1,7 +1,7 @@
 """The benchmark machinery shared by `//tools:bench` and `//tools:report`.
 
 Three variants of one model go through the same pipeline and are timed in one process,
-interleaved (round-robin, the order rotated every round), after warm-up:
+interleaved (each round in a carryover-balanced order, `balanced_orders`), after warm-up:
   tuned     //models:<name>_host          (ZigZag's tiles as lowering_configs)
   default   //models:<name>_host_untuned  (IREE's heuristics, same target flags)
   framework torch eager / Keras through the model's factory `make_model()`
@@ -179,7 +179,7 @@ def interleave(timers: dict, reps: int, warmup: int, desc: str, quiet: bool = Fa
 
 
 def end_to_end(art: Artifacts, reps: int, warmup: int, quiet: bool = False) -> dict:
-    """Median end-to-end latency of the variants, interleaved (round-robin, rotated): tuned,
+    """Median end-to-end latency of the variants, interleaved (`interleave`): tuned,
     default, the framework in this process and, for torch, torch restricted to AVX2 in a
     worker process."""
     calls = {

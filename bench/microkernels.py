@@ -118,8 +118,8 @@ def host_times(models: list[str], rounds: int, warmup: int = 3, root: Path | Non
 def host_markdown(times: dict, rounds: int) -> list[str]:
     names = list(HOST_VARIANTS)
     lines = ["", "## Host (x86-64-v3), end to end", "",
-             f"Median seconds of one call over {rounds} interleaved rounds (variants rotated each "
-             "round) with the interquartile range relative to the median; ratios to IREE's codegen.", "",
+             f"Median seconds of one call over {rounds} interleaved rounds (carryover-balanced "
+             "orders) with the interquartile range relative to the median; ratios to IREE's codegen.", "",
              "| model | " + " | ".join(names) + " | " + " | ".join(f"{n}/codegen" for n in names[1:]) + " |",
              "|---|" + "---:|" * (2 * len(names) - 1)]
     for model, res in times.items():
