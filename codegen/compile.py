@@ -105,6 +105,12 @@ def apply_analysis(module, analysis: Analysis | None, lanes: int,
             mismatch = "not in the analysis"
         elif a.executable != d.executable:
             mismatch = f"analysis executable '{a.executable}' != '{d.executable}'"
+        elif not d.loops and a.tiles is None:
+            # A root codegen cannot configure (no indexing maps even generalised:
+            # iree_linalg_ext.scan) has no loops here, and the analysis, which gives it a
+            # parallel domain to price, keeps IREE's default: nothing is applied either way.
+            if a.root_op != d.root_op_name:
+                mismatch = f"root op mismatch: analysis {a.root_op} vs {d.root_op_name}"
         elif [(l.bound, l.kind) for l in a.loops] != [(l.bound, l.kind) for l in d.loops]:
             mismatch = (f"loop mismatch: analysis {[(l.bound, l.kind) for l in a.loops]} vs root op "
                         f"{[(l.bound, l.kind) for l in d.loops]}")

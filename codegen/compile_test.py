@@ -112,6 +112,21 @@ def test_loop_mismatch_is_an_error_unless_allowed(tmp_path):
     assert report["options"] == {"allow_untuned_dispatches": True}
 
 
+def test_a_root_codegen_cannot_configure_compiles_with_its_analysis(tmp_path):
+    """torch.cumsum's root stays iree_linalg_ext.scan: codegen reads no loops for it, the
+    analysis prices a parallel domain and keeps IREE's default; that is no mismatch."""
+    scan = DATA / "scan.mlir"
+    analysis = tmp_path / "scan.analysis.json"
+    proc = subprocess.run([sys.executable, "-m", "analysis.analyze", "--module", str(scan),
+                           "--target", str(TARGET["host"]), "--hardware",
+                           str(ROOT / "analysis" / "hardware" / "host.yaml"), "--model-name", "scan",
+                           "--out", str(analysis), "--jobs", "1"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    report = cg.compile_module(scan, TARGET["host"], analysis, **outs(tmp_path))
+    (entry,) = [d for d in report["dispatches"] if d["root_op"] == "iree_linalg_ext.scan"]
+    assert entry["status"] == "default" and entry["loops"] == []
+
+
 @pytest.mark.parametrize("target", ["host", "riscv64_rvv"])
 def test_out_binaries_one_shared_library_per_dispatch(tmp_path, target):
     run(tmp_path, target, out_binaries=tmp_path / "bin")
