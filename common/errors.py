@@ -14,6 +14,12 @@ def first_line(text, limit: int = 300) -> str:
     return "(no message)"
 
 
+def last_line(text, limit: int = 300) -> str:
+    """The last non-empty line of a crashed tool's stderr (qemu warns first and says why it
+    aborted last), shortened."""
+    return first_line("\n".join(reversed(str(text).splitlines())), limit)
+
+
 class OneLineErrors:
     """A CLI's body in `with OneLineErrors(prog, culprit, expected) as cli:`; afterwards
     `cli.failed` says whether it raised. An `expected` error names its own culprit and prints as

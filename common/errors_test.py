@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from common.errors import OneLineErrors
+from common.errors import OneLineErrors, last_line
 
 
 class ToolError(RuntimeError):
@@ -27,6 +27,11 @@ def test_an_expected_error_prints_its_own_message(capsys):
 def test_anything_else_is_one_line_naming_the_culprit_and_the_type(capsys):
     assert _cli(ValueError("bad value\n  at line 3\ntraceback...")) == 1
     assert capsys.readouterr().err == "tool: model.mlirbc: ValueError: bad value\n"
+
+
+def test_a_crashed_tool_is_named_by_its_last_line():
+    assert last_line("vector version is not specified\n  Assertion failed.  \n\n") == "Assertion failed."
+    assert last_line("") == "(no message)"
 
 
 def test_success_prints_nothing(capsys):

@@ -35,7 +35,7 @@ import numpy as np
 
 from analysis import dispatches as dsp
 from analysis.hardware import Hardware, HardwareError, load_hardware
-from common.errors import OneLineErrors
+from common.errors import OneLineErrors, last_line
 from common.files import sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.core_models import MODEL_IGNORES, RISCV, core_model
@@ -115,7 +115,7 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, runner: Path, lib: Path, in
     proc = subprocess.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
-                        f"{(proc.stderr.strip().splitlines() or ['(no message)'])[-1]}", d.export)
+                        f"{last_line(proc.stderr)}", d.export)
     try:
         return cnt.read_counts(out)
     except cnt.CountsError as err:

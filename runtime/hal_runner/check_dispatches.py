@@ -49,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.errors import last_line
 from common.targets import IreeTarget, TargetError, load_target, named_target
 
 HERE = Path(__file__).parent
@@ -537,9 +538,7 @@ def _run(cmd: list[str], what: str) -> float:
     start = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
-        # The last line says why (qemu warns about the vector version first, then aborts).
-        raise DriveError(f"{what} runner failed (exit {out.returncode}): "
-                         f"{(out.stderr.strip().splitlines() or ['(no message)'])[-1]}")
+        raise DriveError(f"{what} runner failed (exit {out.returncode}): {last_line(out.stderr)}")
     return time.monotonic() - start
 
 
