@@ -29,7 +29,8 @@ without it the reference is IREE's untuned defaults (an independent check).
 
 Each export is then run with the same fixed-seed inputs by `hal_runner`
 natively (reference) and by the riscv64 `hal_runner` under
-`qemu-riscv64-static -cpu rv64,v=true,vlen=VLEN`, and every written binding
+`qemu-riscv64 -cpu rv64,v=true,vlen=VLEN` (qemu 10 from bookworm-backports,
+`@qemu_user_backport`: Debian's 7.2 aborts on some RVV code), and every written binding
 region is compared. A dispatch that cannot be driven is a failure with its
 reason. Prints one line per dispatch and `N checked, N passed`; exit status 1
 when any dispatch failed.
@@ -53,7 +54,6 @@ from common.errors import last_line
 from common.targets import IreeTarget, TargetError, load_target, named_target
 
 HERE = Path(__file__).parent
-QEMU = "qemu-riscv64-static"
 RISCV_SYSROOT = "/usr/riscv64-linux-gnu"
 RISCV_LINKER = "riscv64-linux-gnu-ld"
 SEED = 20261123
@@ -464,21 +464,38 @@ class CompiledTarget:
 
 
 WORKSPACE = "riscv_ml_toolchain"
+QEMU_REPOSITORY = "qemu_user_backport"  # WORKSPACE: debian_package(name = ...)
 
 
-def find_runner(name: str) -> Path:
-    """`hal_runner` / `hal_runner_riscv64`: next to this file (a py_binary's or a
-    dependent py_test's runfiles), under the runfiles root (RUNFILES_DIR, or the cwd of
-    a py_test), or in the workspace's bazel-bin (a source-tree run)."""
-    rel = Path("runtime") / "hal_runner" / name
-    candidates = [HERE / name]
+def _runfile(repo: str, rel: Path) -> Path:
+    """`rel` of Bazel repository `repo`: in this file's runfiles tree (a py_binary's or a
+    dependent py_test's), under RUNFILES_DIR or the cwd of a py_test, or in the workspace's
+    build outputs (a source-tree run). The first candidate when none exists."""
+    runfiles_root = HERE.parent.parent.parent
+    candidates = [runfiles_root / repo / rel]
     if os.environ.get("RUNFILES_DIR"):
-        candidates.append(Path(os.environ["RUNFILES_DIR"]) / WORKSPACE / rel)
-    candidates += [Path.cwd() / rel, Path.cwd() / WORKSPACE / rel, HERE.parent.parent / "bazel-bin" / rel]
+        candidates.append(Path(os.environ["RUNFILES_DIR"]) / repo / rel)
+    candidates += [Path.cwd().parent / repo / rel, Path.cwd() / repo / rel]
+    bazel_bin = HERE.parent.parent / "bazel-bin"
+    if repo == WORKSPACE:
+        candidates += [Path.cwd() / rel, bazel_bin / rel]
+    elif bazel_bin.exists():
+        # bazel-bin is <output_base>/execroot/<workspace>/bazel-out/<config>/bin.
+        candidates.append(bazel_bin.resolve().parents[3] / "external" / repo / rel)
     for c in candidates:
         if c.is_file():
             return c
     return candidates[0]
+
+
+def find_runner(name: str) -> Path:
+    """`hal_runner` / `hal_runner_riscv64`, built by //runtime/hal_runner."""
+    return _runfile(WORKSPACE, Path("runtime") / "hal_runner" / name)
+
+
+def find_qemu() -> Path:
+    """qemu-riscv64 from bookworm-backports (@qemu_user_backport, a runfile of this library)."""
+    return _runfile(QEMU_REPOSITORY, Path("qemu-riscv64"))
 
 
 def _library_exports(runner: list[str], library: Path) -> dict[str, int]:
@@ -587,7 +604,7 @@ def _target(name_or_file: str) -> IreeTarget:
 def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
           host_runner: Path | None = None, riscv_runner: Path | None = None, keep: Path | None = None,
           analysis: Path | None = None, reference_analysis: Path | None = None,
-          tamper: str | None = None) -> int:
+          tamper: str | None = None, qemu: Path | None = None) -> int:
     """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
     riscv64 output is corrupted before comparing (proves the comparison can fail)."""
     target = _target(target_name)
@@ -605,11 +622,14 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     for tool in (host_runner, riscv_runner):
         if not tool.exists():
             raise SystemExit(f"check_dispatches: runner {tool} not found")
-    qemu = shutil.which(QEMU)
-    if not qemu:
-        raise SystemExit(f"check_dispatches: {QEMU} not found (Debian qemu-user-static)")
+    qemu = qemu or find_qemu()
+    if not qemu.is_file():
+        raise SystemExit(f"check_dispatches: qemu {qemu} not found (Bazel fetches @{QEMU_REPOSITORY}; "
+                         f"or pass --qemu)")
+    version = subprocess.run([str(qemu), "--version"], capture_output=True, text=True).stdout.strip()
+    version = version.splitlines()[0] if version else str(qemu)
     ref_cmd = [str(host_runner)]
-    dut_cmd = [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-L", RISCV_SYSROOT, str(riscv_runner)]
+    dut_cmd = [str(qemu), "-cpu", f"rv64,v=true,vlen={vlen}", "-L", RISCV_SYSROOT, str(riscv_runner)]
 
     with tempfile.TemporaryDirectory(prefix="check_dispatches_") as tmp:
         work = keep or Path(tmp)
@@ -676,7 +696,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
                 print(f"PASS {name} (workgroups {wg}{tag}, {target.name} {results['dut']:.2f} s)")
             except DriveError as err:
                 print(f"FAIL {name}: {err}")
-        print(f"{target.name} vs {reference.name}: qemu vlen={vlen}, {emu_time:.1f} s under emulation, "
+        print(f"{target.name} vs {reference.name}: qemu vlen={vlen} ({version}), {emu_time:.1f} s under emulation, "
               f"{time.monotonic() - start:.1f} s in all")
         print(f"{len(names)} checked, {passed} passed")
         return 0 if names and passed == len(names) else 1
@@ -695,6 +715,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host-runner", type=Path, default=None,
                         help="host hal_runner (default: found next to this file, in runfiles or bazel-bin)")
     parser.add_argument("--riscv-runner", type=Path, default=None, help="riscv64 hal_runner (default: as above)")
+    parser.add_argument("--qemu", type=Path, default=None,
+                        help="qemu-riscv64 to run it (default: @qemu_user_backport's, qemu 10)")
     parser.add_argument("--keep", type=Path, default=None, help="keep binaries and buffers in this folder")
     parser.add_argument("--tamper", metavar="EXPORT", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -703,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner,
-                     args.keep, args.analysis, args.reference_analysis, args.tamper)
+                     args.keep, args.analysis, args.reference_analysis, args.tamper, args.qemu)
     except TargetError as err:
         print(f"check_dispatches: {err}", file=sys.stderr)
         return 2

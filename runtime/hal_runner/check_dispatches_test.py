@@ -31,6 +31,16 @@ def test_every_dispatch_passes():
     assert "qemu vlen=128" in out.stdout
 
 
+def test_runs_the_rvv_code_qemu_7_2_aborts_on():
+    """The conv of conv + Mish + nearest upsampling + ELU aborts Debian bookworm's qemu 7.2
+    ("decode_save_opc: Assertion `ctx->insn_start != NULL'", QEMU issue 1441, fixed in 8.1)."""
+    out = driver(HERE / "testdata" / "mish_upsample_model.mlirbc")
+    assert out.returncode == 0, out.stdout + out.stderr
+    version = re.search(r"qemu vlen=\d+ \(qemu-riscv64 version (\d+)\.(\d+)", out.stdout)
+    assert version and tuple(map(int, version.groups())) >= (8, 1), out.stdout
+    assert re.search(r"^PASS \S*matmul\S*", out.stdout, re.M), out.stdout
+
+
 ANALYSIS = {t: HERE / "testdata" / f"tiny_analysis_{t}.json" for t in ("riscv64_rvv", "host")}
 TUNED = ("_initializer_0_dispatch_0_elementwise_broadcast_8x64_f32", "main_dispatch_1_generic_3x3x3x8x8_f32",
          "main_dispatch_2_matmul_8x64x27_f32", "main_dispatch_4_conv_8x8x8x3x3_f32",

@@ -1,6 +1,5 @@
 """hal_runner: a real dispatch on a stand-in library, and every bad input."""
 
-import shutil
 import struct
 import subprocess
 import sys
@@ -12,7 +11,10 @@ HERE = Path(__file__).parent
 RUNNER = HERE / "hal_runner"
 RISCV_RUNNER = HERE / "hal_runner_riscv64"
 DATA = HERE / "testdata"
-QEMU = ["qemu-riscv64-static", "-cpu", "rv64,v=true,vlen=128", "-L", "/usr/riscv64-linux-gnu"]
+# qemu 10 from bookworm-backports, a runfile (WORKSPACE: @qemu_user_backport); the py_test's cwd
+# is the workspace's runfiles directory, next to the external repositories'.
+QEMU_BINARY = Path.cwd().parent / "qemu_user_backport" / "qemu-riscv64"
+QEMU = [str(QEMU_BINARY), "-cpu", "rv64,v=true,vlen=128", "-L", "/usr/riscv64-linux-gnu"]
 
 
 def run(*args, runner=None):
@@ -66,7 +68,7 @@ def test_bad_input(args, code, message):
 
 def test_riscv_runner_rejects_host_library_and_text():
     # A missing qemu fails this test with its reason; it never skips into a green run.
-    assert shutil.which(QEMU[0]), f"{QEMU[0]} not found: install Debian's qemu-user-static (tools/bazel does)"
+    assert QEMU_BINARY.is_file(), f"{QEMU_BINARY} not found: a runfile of @qemu_user_backport"
     for path in (DATA / "not_a_library.txt", DATA / "fake_library_v6.so"):
         out = run(path, "--info", runner=QEMU + [str(RISCV_RUNNER)])
         assert out.returncode == 3, out.stderr

@@ -2,7 +2,7 @@
 
 Binaries link dynamically against the riscv64 glibc in /usr/riscv64-linux-gnu
 (dlopen needs a dynamic binary); run them with
-`qemu-riscv64-static -L /usr/riscv64-linux-gnu`.
+`qemu-riscv64 -L /usr/riscv64-linux-gnu` (@qemu_user_backport).
 Needs Debian's gcc-riscv64-linux-gnu, binutils-riscv64-linux-gnu and
 libc6-dev-riscv64-cross.
 """

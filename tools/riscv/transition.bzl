@@ -28,7 +28,7 @@ def _riscv64_binary_impl(ctx):
 
 riscv64_binary = rule(
     implementation = _riscv64_binary_impl,
-    doc = "The `binary` target built for riscv64 Linux (run it under qemu-riscv64-static).",
+    doc = "The `binary` target built for riscv64 Linux (run it under @qemu_user_backport//:qemu-riscv64).",
     attrs = {
         "binary": attr.label(mandatory = True, cfg = _riscv64_transition),
         "_whitelist_function_transition": attr.label(

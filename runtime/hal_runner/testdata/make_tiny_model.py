@@ -1,14 +1,17 @@
-"""Regenerates tiny_model.mlirbc: conv + depthwise conv + relu + matmul.
+"""Regenerates tiny_model.mlirbc (conv + depthwise conv + relu + matmul) and
+mish_upsample_model.mlirbc (conv + Mish + nearest upsampling + ELU: its conv's RVV code
+aborts Debian bookworm's qemu 7.2, QEMU issue 1441, and runs under qemu 10).
 
 Run from the workspace root with the dev environment:
     python runtime/hal_runner/testdata/make_tiny_model.py
-The output is linalg-on-tensors MLIR bytecode with locations stripped.
+Each output is linalg-on-tensors MLIR bytecode with locations stripped.
 """
 
 import sys
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch_mlir import fx
 from torch_mlir.passmanager import PassManager
 
@@ -26,19 +29,34 @@ class TinyModel(torch.nn.Module):
         return self.fc(x.flatten(1))
 
 
+class MishUpsampleModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = F.mish(self.conv(x))
+        y = F.interpolate(y, scale_factor=2, mode="nearest")
+        return F.elu(y)
+
+
+MODELS = {"tiny_model.mlirbc": TinyModel, "mish_upsample_model.mlirbc": MishUpsampleModel}
+
+
 def main() -> int:
-    torch.manual_seed(0)
-    model = TinyModel().eval()
-    example = torch.randn(1, 3, 8, 8)
-    module = fx.export_and_import(model, example, output_type="linalg-on-tensors")
-    with module.context:
-        PassManager.parse("builtin.module(strip-debuginfo)").run(module.operation)
-    out = Path(__file__).with_name("tiny_model.mlirbc")
-    tmp = out.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        module.operation.write_bytecode(f)
-    tmp.replace(out)
-    print(f"wrote {out.name}")
+    for name, model_class in MODELS.items():
+        torch.manual_seed(0)
+        model = model_class().eval()
+        example = torch.randn(1, 3, 8, 8)
+        module = fx.export_and_import(model, example, output_type="linalg-on-tensors")
+        with module.context:
+            PassManager.parse("builtin.module(strip-debuginfo)").run(module.operation)
+        out = Path(__file__).with_name(name)
+        tmp = out.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            module.operation.write_bytecode(f)
+        tmp.replace(out)
+        print(f"wrote {out.name}")
     return 0
 
 
