@@ -23,6 +23,7 @@ from pathlib import Path
 from analysis.hardware import HardwareError, load_hardware
 from bench import stats
 from common.analysis_schema import Analysis
+from common.codegen_report import load_codegen_report
 from common.errors import first_line
 from common.files import write_together
 from common.perf_schema import PerfReport
@@ -37,10 +38,12 @@ def variant_row(name: str, hardware: Path, analysis_path: Path, report_path: Pat
     hw = load_hardware(hardware)
     try:
         analysis = Analysis.model_validate_json(analysis_path.read_text())
-        compiled = json.loads(report_path.read_text())["summary"]
+        compiled = load_codegen_report(report_path).summary
         perf = PerfReport.model_validate_json(perf_path.read_text())
-    except (OSError, ValueError, KeyError) as err:
+    except (OSError, ValueError, KeyError) as err:  # ReportError is a ValueError
         raise SweepError(f"variant {name}: {str(err).splitlines()[0]}") from None
+    if compiled is None:
+        raise SweepError(f"variant {name}: {report_path.name}: IREE could not compile this build")
     if analysis.hardware != hw.name:
         raise SweepError(f"variant {name}: {analysis_path.name} was made for {analysis.hardware}, "
                          f"not {hw.name}")
@@ -71,7 +74,7 @@ def variant_row(name: str, hardware: Path, analysis_path: Path, report_path: Pat
         "instructions": run.inference_instructions, "model_cycles": cycles,
         "mac_utilization": macs / (cycles * hw.macs_per_cycle) if cycles and macs else None,
         "tiles": {d.name: d.tiles for d in analysis.dispatches},
-        "configs_applied": compiled["applied"],  # each proven landed by codegen
+        "configs_applied": compiled.applied,  # each proven landed by codegen
     }
 
 

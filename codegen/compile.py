@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from common.analysis_schema import Analysis
+from common.codegen_report import CodegenReport
 from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
 from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
@@ -398,6 +399,7 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
     vmfb_bytes = (tmp / "out.vmfb").read_bytes()
     # The manifest checks the vmfb it packages is the one this report describes.
     report["vmfb_sha256"] = hashlib.sha256(vmfb_bytes).hexdigest()
+    CodegenReport.model_validate(report)  # what runtime, perf and bench read back
     outputs = {out_configs: dumped_text,
                out_report: json.dumps(report, indent=1, sort_keys=True) + "\n",
                out_vmfb: vmfb_bytes}
@@ -420,6 +422,7 @@ def write_failure_record(err: CompileError, module: Path, target_path: Path, out
     report = {"failed": first_line(err), "target": target.name, "triple": target.triple,
               "strategy": target.strategy, "vmfb_sha256": hashlib.sha256(b"").hexdigest(),
               "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path)}}
+    CodegenReport.model_validate(report)
     write_together({out_vmfb: b"", out_configs: "", out_report: json.dumps(report, indent=1, sort_keys=True) + "\n"})
     for directory in (out_binaries, out_code):
         if directory is not None:

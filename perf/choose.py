@@ -28,7 +28,6 @@ Every candidate's figure, every exclusion and the reason are recorded in the man
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -82,11 +81,12 @@ def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
 
 def compile_failure(report: Path) -> str | None:
     """Why IREE could not compile a build (`codegen.compile --record-failure`), else None."""
+    from common.codegen_report import ReportError, load_codegen_report
+
     try:
-        rep = json.loads(report.read_text())
-    except (OSError, ValueError) as err:
-        raise ChoiceError(f"{report}: not a codegen report: {first_line(err)}") from None
-    return rep.get("failed") if isinstance(rep, dict) else None
+        return load_codegen_report(report).failed
+    except ReportError as err:
+        raise ChoiceError(str(err)) from None
 
 
 def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path, hardware: Path,

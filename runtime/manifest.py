@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from common.codegen_report import CodegenReport, ReportError, load_codegen_report
 from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
 from common.targets import TargetError, load_target
@@ -72,17 +73,16 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
     except TargetError as err:
         raise ManifestError(str(err)) from None
     try:
-        rep = json.loads(report.read_text())
-        if isinstance(rep, dict) and rep.get("failed"):  # codegen.compile --record-failure
-            raise ManifestError(f"{vmfb}: IREE could not compile this build: {rep['failed']}")
-        dispatches = [
-            {k: d.get(k) for k in ("name", "executable", "root_op", "pipeline", "status", "provenance", "reason",
-                                   "applied", "adjustments", "landed_config")}
-            for d in rep["dispatches"]]
-    except (ValueError, KeyError, TypeError) as err:
-        raise ManifestError(f"{report}: not a codegen report: {err}") from None
-    if rep.get("target") != target.name:
-        raise ManifestError(f"{report}: compiled for target '{rep.get('target')}', manifest target is '{target.name}'")
+        rep = load_codegen_report(report)
+    except ReportError as err:
+        raise ManifestError(str(err)) from None
+    if rep.failed is not None:  # codegen.compile --record-failure
+        raise ManifestError(f"{vmfb}: IREE could not compile this build: {rep.failed}")
+    dispatches = [d.model_dump(include={"name", "executable", "root_op", "pipeline", "status", "provenance",
+                                        "reason", "applied", "adjustments", "landed_config"})
+                  for d in rep.dispatches]
+    if rep.target != target.name:
+        raise ManifestError(f"{report}: compiled for target '{rep.target}', manifest target is '{target.name}'")
     inputs = {"module": sha256_file(module), "vmfb": sha256_file(vmfb), "report": sha256_file(report), "target": sha256_file(target_path)}
     if analysis is not None:
         inputs["analysis"] = sha256_file(analysis)
@@ -94,7 +94,7 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         "target": {"name": target.name, "triple": target.triple, "cpu": target.cpu,
                    "cpu_features": list(target.cpu_features), "vector_bits": target.vector_bits,
                    "runnable_on_host": target.runnable_on_host, "strategy": target.strategy},
-        "tuned": bool(rep.get("tuned")),
+        "tuned": rep.tuned,
         "entry_points": entry_points(module),
         "dispatches": dispatches,
         "inputs_sha256": inputs,
@@ -105,12 +105,12 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
     return manifest
 
 
-def _check_belong_together(rep: dict, report: Path, inputs: dict, vmfb: Path, module: Path,
+def _check_belong_together(rep: CodegenReport, report: Path, inputs: dict, vmfb: Path, module: Path,
                            analysis: Path | None) -> None:
     """The vmfb is the one codegen's report describes, compiled from this module (and this
     analysis), and IREE's runtime can load it: a manifest never pairs files from two builds."""
-    recorded = rep.get("inputs_sha256") or {}
-    if rep.get("vmfb_sha256") != inputs["vmfb"]:
+    recorded = rep.inputs_sha256
+    if rep.vmfb_sha256 != inputs["vmfb"]:
         raise ManifestError(f"{vmfb}: not the vmfb {report.name} describes (sha256 differs)")
     if recorded.get("module") != inputs["module"]:
         raise ManifestError(f"{module}: not the module {report.name} was compiled from (sha256 differs)")

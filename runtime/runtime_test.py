@@ -101,7 +101,9 @@ def test_manifest_refuses_a_build_iree_could_not_compile(tmp_path):
     vmfb, report = tmp_path / "c.vmfb", tmp_path / "c.report.json"
     vmfb.write_bytes(b"")
     report.write_text(json.dumps({"failed": "'func.func' op failed to build pass pipeline", "target": "host",
-                                  "vmfb_sha256": hashlib.sha256(b"").hexdigest()}))
+                                  "triple": "x86_64-unknown-linux-gnu", "strategy": "datatiling",
+                                  "vmfb_sha256": hashlib.sha256(b"").hexdigest(),
+                                  "inputs_sha256": {"module": "0", "target": "0"}}))
     out = tmp_path / "out"
     out.mkdir()
     p = _manifest_cli(vmfb, report, module, out)
