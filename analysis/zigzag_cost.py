@@ -38,6 +38,12 @@ PATCHED_SOURCES_SHA256 = {
 }
 
 
+# LOMA's lpf_limit merges prime factors only within a loop, so every loop larger than 1 keeps one
+# and the temporal orderings ZigZag evaluates are at least n!: 7! (a grouped 2-D conv, the most
+# of any zoo op) takes seconds, 8! (a 3-D conv) took over 16 minutes of one analysis.
+MAX_SEARCHED_LOOPS = 7
+
+
 class NotExpressible(Exception):
     """The loop nest cannot be written as a ZigZag layer; the message says why."""
 
@@ -63,6 +69,10 @@ def to_layer(kind: str, nest: LoopNest, layer_id: int = 0) -> dict:
         raise NotExpressible(f"{len(ins)} inputs and {len(outs)} outputs; ZigZag needs 2 and 1")
     if any(b < 1 for _, b, _ in nest.loops):
         raise NotExpressible("dynamic or empty loop bound")
+    searched = sum(b > 1 for _, b, _ in nest.loops)
+    if searched > MAX_SEARCHED_LOOPS:
+        raise NotExpressible(f"{searched} loops larger than 1: ZigZag's loop-order search grows as their "
+                             f"factorial (at most {MAX_SEARCHED_LOOPS})")
     relations, pr_dims, pr_sizes = [], [], []
 
     def index(op: int, r: int) -> str:
