@@ -28,6 +28,7 @@ import numpy as np
 
 from bench import riscv, stats
 from bench.artifacts import Artifacts
+from common.analysis_schema import Analysis
 from common.codegen_report import load_codegen_report
 
 VARIANTS = ("tuned", "default", "framework")
@@ -313,10 +314,10 @@ def hardware_info(path: Path) -> dict:
 
 
 def join(art: Artifacts, prep: dict, times: dict, hw: dict) -> list[dict]:
-    analysis = json.loads(art.analysis.read_text())
-    by_a = {d["name"]: d for d in analysis["dispatches"]}
-    rep_t = {d.name: d.model_dump() for d in load_codegen_report(art.tuned_report).dispatches}
-    rep_d = {d.name: d.model_dump() for d in load_codegen_report(art.default_report).dispatches}
+    analysis = Analysis.model_validate_json(art.analysis.read_text())
+    by_a = {d.name: d.model_dump(mode="json") for d in analysis.dispatches}
+    rep_t = {d.name: d.model_dump(mode="json") for d in load_codegen_report(art.tuned_report).dispatches}
+    rep_d = {d.name: d.model_dump(mode="json") for d in load_codegen_report(art.default_report).dispatches}
     hz = hw["clock_ghz"] * 1e9
     rows = []
     for name in sorted(times, key=_dispatch_key):

@@ -8,10 +8,10 @@ set against the tuned module's model cycles on the description's own core (Spear
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from bench import stats
+from common.analysis_schema import Analysis
 from common.perf_schema import PerfReport
 
 
@@ -35,8 +35,8 @@ def results(tuned_path: Path, default_path: Path, analysis_path: Path) -> dict:
                                 f"measurement, got {tuned.variant} and {default.variant}")
     if tuned.model != default.model or tuned.module_sha256 != default.module_sha256:
         raise RiscvResultsError(f"{tuned_path.name} and {default_path.name} measure different modules")
-    analysis = json.loads(analysis_path.read_text())
-    predicted = {d["name"]: (d.get("cost") or {}).get("latency_cycles") for d in analysis["dispatches"]}
+    analysis = Analysis.model_validate_json(analysis_path.read_text())
+    predicted = {d.name: d.cost.latency_cycles if d.cost else None for d in analysis.dispatches}
     cores = []
     for run in tuned.runs:
         base = default.run_for(run.core) if run.core else next(r for r in default.runs if r.hardware == run.hardware)
@@ -56,7 +56,7 @@ def results(tuned_path: Path, default_path: Path, analysis_path: Path) -> dict:
                 "tuned_over_default": (d.model_cycles / b.model_cycles
                                        if d.model_cycles and b.model_cycles else None),
             })
-        own = run.hardware == analysis.get("hardware")
+        own = run.hardware == analysis.hardware
         pairs = [(r["predicted_cycles"], r["model_cycles"]["tuned"]) for r in rows
                  if r["predicted_cycles"] and r["model_cycles"]["tuned"]]
         cores.append({
