@@ -481,7 +481,7 @@ def _runfile(repo: str, rel: Path) -> Path:
         candidates += [Path.cwd() / rel, bazel_bin / rel]
     elif bazel_bin.exists():
         # bazel-bin is <output_base>/execroot/<workspace>/bazel-out/<config>/bin.
-        candidates.append(bazel_bin.resolve().parents[3] / "external" / repo / rel)
+        candidates.append(bazel_bin.resolve().parents[4] / "external" / repo / rel)
     for c in candidates:
         if c.is_file():
             return c

@@ -41,6 +41,25 @@ def test_runs_the_rvv_code_qemu_7_2_aborts_on():
     assert re.search(r"^PASS \S*matmul\S*", out.stdout, re.M), out.stdout
 
 
+def test_a_source_tree_run_finds_qemu_in_the_output_base(tmp_path, monkeypatch):
+    """Outside Bazel (python -m ... from a workspace), qemu is <output_base>/external/<repo>,
+    found through the workspace's bazel-bin symlink."""
+    from runtime.hal_runner import check_dispatches as chk
+
+    bin_dir = tmp_path / "ob" / "execroot" / chk.WORKSPACE / "bazel-out" / "k8-fastbuild" / "bin"
+    bin_dir.mkdir(parents=True)
+    qemu = tmp_path / "ob" / "external" / chk.QEMU_REPOSITORY / "qemu-riscv64"
+    qemu.parent.mkdir(parents=True)
+    qemu.write_text("")
+    workspace = tmp_path / "src" / "ws"
+    (workspace / "runtime" / "hal_runner").mkdir(parents=True)
+    (workspace / "bazel-bin").symlink_to(bin_dir)
+    monkeypatch.setattr(chk, "HERE", workspace / "runtime" / "hal_runner")
+    monkeypatch.delenv("RUNFILES_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert chk.find_qemu() == qemu
+
+
 ANALYSIS = {t: HERE / "testdata" / f"tiny_analysis_{t}.json" for t in ("riscv64_rvv", "host")}
 TUNED = ("_initializer_0_dispatch_0_elementwise_broadcast_8x64_f32", "main_dispatch_1_generic_3x3x3x8x8_f32",
          "main_dispatch_2_matmul_8x64x27_f32", "main_dispatch_4_conv_8x8x8x3x3_f32",
