@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from runtime.hal_runner.check_dispatches import find_qemu
+
 HERE = Path(__file__).parent
 RUNNER = HERE / "hal_runner"
 RISCV_RUNNER = HERE / "hal_runner_riscv64"
 DATA = HERE / "testdata"
-# qemu 10 from bookworm-backports, a runfile (WORKSPACE: @qemu_user_backport); the py_test's cwd
-# is the workspace's runfiles directory, next to the external repositories'.
-QEMU_BINARY = Path.cwd().parent / "qemu_user_backport" / "qemu-riscv64"
+# qemu 10 from bookworm-backports, found as the dispatch checker finds it.
+QEMU_BINARY = find_qemu()
 QEMU = [str(QEMU_BINARY), "-cpu", "rv64,v=true,vlen=128", "-L", "/usr/riscv64-linux-gnu"]
 
 
