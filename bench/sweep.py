@@ -40,7 +40,7 @@ def variant_row(name: str, hardware: Path, analysis_path: Path, report_path: Pat
         analysis = Analysis.model_validate_json(analysis_path.read_text())
         compiled = load_codegen_report(report_path).summary
         perf = PerfReport.model_validate_json(perf_path.read_text())
-    except (OSError, ValueError, KeyError) as err:  # ReportError is a ValueError
+    except (OSError, ValueError) as err:  # pydantic's errors and ReportError are ValueErrors
         raise SweepError(f"variant {name}: {str(err).splitlines()[0]}") from None
     if compiled is None:
         raise SweepError(f"variant {name}: {report_path.name}: IREE could not compile this build")
