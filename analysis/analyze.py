@@ -36,7 +36,7 @@ from analysis import hardware as hwmod
 from common.analysis_schema import (LEVEL_ROLES, Analysis, AnalysisOptions, Candidate, Cost,
                                     Dispatch, Loop, Operand, Summary)
 from common.calibration_schema import Calibration
-from common.errors import first_line
+from common.errors import first_line, validation_error_where
 from common.files import sha256_file, write_together
 from common.targets import TargetError, load_target
 
@@ -197,16 +197,13 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None,
 
 
 def load_calibration(path: Path) -> Calibration:
-    from pydantic import ValidationError
-
     try:
         cal = Calibration.model_validate_json(path.read_text())
     except OSError as err:
         raise dsp.AnalysisInputError(f"{path}: cannot read calibration: {err.strerror}") from None
     except ValidationError as err:
-        e = err.errors()[0]
-        raise dsp.AnalysisInputError(f"{path}: bad calibration: {'.'.join(map(str, e['loc']))}: "
-                                     f"{e['msg']}") from None
+        where, why = validation_error_where(err)
+        raise dsp.AnalysisInputError(f"{path}: bad calibration: {where}: {why}") from None
     unknown_kinds = sorted(set(cal.kind_coefficients) - set(op_kinds.REGISTRY))
     if unknown_kinds:
         raise dsp.AnalysisInputError(f"{path}: coefficients for unknown op kind "
@@ -349,8 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"analysis: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
     except ValidationError as err:
-        e = err.errors()[0]
-        print(f"analysis: option {'.'.join(map(str, e['loc']))}: {e['msg']}", file=sys.stderr)
+        where, why = validation_error_where(err)
+        print(f"analysis: option {where}: {why}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"analysis: {args.module}: interrupted; nothing written", file=sys.stderr)

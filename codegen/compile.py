@@ -25,9 +25,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from common.analysis_schema import Analysis
 from common.codegen_report import CodegenReport
-from common.errors import OneLineErrors, first_line
+from common.errors import OneLineErrors, first_line, validation_error_where
 from common.files import sha256_file, write_together
 from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
 from common.targets import IreeTarget, TargetError, load_target
@@ -59,10 +61,11 @@ def load_analysis(path: Path) -> Analysis:
         return Analysis.model_validate_json(path.read_text())
     except FileNotFoundError:
         raise CompileError(f"{path}: analysis file not found") from None
-    except ValueError as err:  # pydantic ValidationError and JSON errors
-        first = err.errors()[0] if hasattr(err, "errors") else {"loc": (), "msg": str(err)}
-        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise CompileError(f"{path}: malformed analysis at '{loc}': {first['msg']}") from None
+    except ValidationError as err:  # also JSON syntax: pydantic reports it at the top level
+        where, why = validation_error_where(err)
+        raise CompileError(f"{path}: malformed analysis at '{where}': {why}") from None
+    except ValueError as err:  # not UTF-8
+        raise CompileError(f"{path}: malformed analysis: {first_line(err)}") from None
 
 
 def check_analysis_fits(analysis: Analysis, target: IreeTarget, path: Path) -> None:

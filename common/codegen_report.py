@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from common.errors import first_line
+from common.errors import first_line, validation_error_where
 
 
 class ReportError(ValueError):
@@ -90,8 +90,7 @@ def load_codegen_report(path: Path) -> CodegenReport:
     except OSError as err:
         raise ReportError(f"{path}: cannot read the codegen report: {err.strerror or err}") from None
     except ValidationError as err:
-        e = err.errors()[0]
-        where = ".".join(str(p) for p in e["loc"])
-        raise ReportError(f"{path}: not a codegen report: {where}: {e['msg']}") from None
+        where, why = validation_error_where(err)
+        raise ReportError(f"{path}: not a codegen report: {where}: {why}") from None
     except ValueError as err:
         raise ReportError(f"{path}: not a codegen report: {first_line(err)}") from None

@@ -20,6 +20,15 @@ def last_line(text, limit: int = 300) -> str:
     return first_line("\n".join(reversed(str(text).splitlines())), limit)
 
 
+def validation_error_where(err) -> tuple[str, str]:
+    """(where, why) of a pydantic ValidationError's first error: the dotted field path
+    ("(top level)" for the whole document) and pydantic's message without its "Value error, "
+    prefix (a validator's own text)."""
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    return where, first["msg"].removeprefix("Value error, ")
+
+
 class OneLineErrors:
     """A CLI's body in `with OneLineErrors(prog, culprit, expected) as cli:`; afterwards
     `cli.failed` says whether it raised. An `expected` error names its own culprit and prints as

@@ -1,11 +1,12 @@
 """Every CLI's error ends in one line: an expected error's own message, anything else with the
-culprit and its type; interrupts are not swallowed."""
+culprit and its type; interrupts are not swallowed; a pydantic error is the field it names and why."""
 
 import sys
 
 import pytest
+from pydantic import BaseModel, ValidationError, field_validator
 
-from common.errors import OneLineErrors, last_line
+from common.errors import OneLineErrors, last_line, validation_error_where
 
 
 class ToolError(RuntimeError):
@@ -44,6 +45,40 @@ def test_interrupts_and_exits_pass_through(interrupt, capsys):
     with pytest.raises(type(interrupt)):
         _cli(interrupt)
     assert capsys.readouterr().err == ""
+
+
+class _Inner(BaseModel):
+    size: int
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be positive")
+        return v
+
+
+class _Outer(BaseModel):
+    levels: list[_Inner]
+
+
+def _error(data) -> ValidationError:
+    with pytest.raises(ValidationError) as info:
+        _Outer.model_validate_json(data) if isinstance(data, str) else _Outer.model_validate(data)
+    return info.value
+
+
+def test_names_the_nested_field():
+    assert validation_error_where(_error({"levels": [{"size": 1}, {"size": "x"}]}))[0] == "levels.1.size"
+
+
+def test_a_validators_own_text_loses_pydantics_prefix():
+    assert validation_error_where(_error({"levels": [{"size": -1}]})) == ("levels.0.size", "must be positive")
+
+
+def test_json_syntax_is_at_the_top_level():
+    where, why = validation_error_where(_error("{not json"))
+    assert where == "(top level)" and "JSON" in why
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from common.errors import validation_error_where
+
 M = TypeVar("M", bound=BaseModel)
 
 MAX_FILE_BYTES = 1 << 20
@@ -96,8 +98,7 @@ def load_yaml_model(path: str | Path, model: type[M], what: str, error: type[Exc
     try:
         return model(**data)
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise error(f"{path}: field '{field}': {first['msg'].removeprefix('Value error, ')}") from None
+        field, why = validation_error_where(err)
+        raise error(f"{path}: field '{field}': {why}") from None
     except TypeError as err:  # non-string keys
         raise error(f"{path}: {what} fields must be named by strings: {err}") from None
