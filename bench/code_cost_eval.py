@@ -65,7 +65,17 @@ class EvalError(RuntimeError):
     pass
 
 
-def _forced(analysis: Analysis, assign: dict[str, _Row]) -> Analysis:
+def load_measurements(path: Path) -> _Measurements:
+    """A calibration's measured candidates; EvalError naming the file and the first bad field."""
+    try:
+        return _Measurements.model_validate_json(path.read_text())
+    except OSError as err:
+        raise EvalError(f"{path}: cannot read: {err.strerror}") from None
+    except ValidationError as err:
+        raise EvalError(f"{path}: malformed: {first_line(str(err))}") from None
+
+
+def forced(analysis: Analysis, assign: dict[str, _Row]) -> Analysis:
     """The analysis with each assigned dispatch compiled with that row's tiles (others: IREE's)."""
     data = analysis.model_dump(mode="json")
     data["measured_choice"] = None
@@ -85,7 +95,7 @@ def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], targ
                  work: Path) -> tuple[dict[str, float], set[str]]:
     """(dispatch -> static model cycles (all workgroups) of the round's candidates, the
     dispatches costed on llc-19's code because IREE's loops did not line up)."""
-    costed = module_call_cycles(module, _forced(analysis, assign), target, core, work)
+    costed = module_call_cycles(module, forced(analysis, assign), target, core, work)
     per_call, llc_code = costed.cycles, costed.llc_code
     for name, why in costed.errors.items():
         if name in assign:
@@ -252,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                    "the host's measurements need the build machine's x86 core, e.g. sapphirerapids)")
     a = p.parse_args(argv)
     try:
-        measurements = _Measurements.model_validate_json(a.measurements.read_text())
+        measurements = load_measurements(a.measurements)
         hardware = load_hardware(a.hardware)
         core = a.core or hardware.model_core
         if not core:
@@ -264,9 +274,6 @@ def main(argv: list[str] | None = None) -> int:
         text = markdown(results, measurements, core)
     except FileNotFoundError as err:
         print(f"code_cost_eval: {err.filename}: not found", file=sys.stderr)
-        return 1
-    except ValidationError as err:
-        print(f"code_cost_eval: {a.measurements}: malformed: {first_line(str(err))}", file=sys.stderr)
         return 1
     except (EvalError, HardwareError, TargetError, cg.CompileError, CodeCostError) as err:
         print(f"code_cost_eval: {first_line(str(err))}", file=sys.stderr)
