@@ -79,7 +79,12 @@ def load(root: Path | None = None) -> dict[str, dict[str, PerfReport]]:
                         break
                 if variant in found:
                     break
-        if len(found) == len(VARIANTS):
+        refused = sorted(v for v, report in found.items() if report.failed is not None)
+        if refused:
+            # A strategy choice's candidate IREE could not compile: nothing to compare it by.
+            print(f"report_microkernels: {info.name}: {refused[0]} not measured: IREE refused it: "
+                  f"{found[refused[0]].failed.splitlines()[0]}", file=sys.stderr)
+        elif len(found) == len(VARIANTS):
             out[info.name] = found
     if not out:
         raise ReportError("no model has all four strategy measurements: build "

@@ -80,6 +80,17 @@ class PerfReport(_Strict):
     analysis_sha256: str | None
     tools: dict[str, str]
     runs: list[CoreRun]
+    # IREE refused to compile this build and codegen recorded why (`iree_compile(record_failure =
+    # True)`: one candidate of a strategy choice); nothing ran, `runs` is empty.
+    failed: str | None = None
+
+    @model_validator(mode="after")
+    def _runs_unless_failed(self):
+        if self.failed is None and not self.runs:
+            raise ValueError("a report of a compiled build needs at least one run")
+        if self.failed is not None and self.runs:
+            raise ValueError("a report of a refused build has no runs")
+        return self
 
     def run_for(self, core: str) -> CoreRun:
         for run in self.runs:

@@ -56,14 +56,18 @@ def _pick(figures: dict[str, float], order: list[str], by: str, unit: str,
 
 
 def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
-    """(chosen strategy, record) from (strategy, perf.json) pairs."""
-    figures = {}
+    """(chosen strategy, record) from (strategy, perf.json) pairs; a build IREE refused (its
+    report says `failed`) is left out, with IREE's reason."""
+    figures, excluded = {}, {}
     core = None
     for strategy, perf in candidates:
         try:
             report = PerfReport.model_validate_json(perf.read_text())
         except (OSError, ValueError) as err:
             raise ChoiceError(f"{perf}: not a perf report: {str(err).splitlines()[0]}") from None
+        if report.failed is not None:
+            excluded[strategy] = f"IREE could not compile it: {report.failed}"
+            continue
         run = report.runs[0]
         if core is None:
             core = (run.hardware, run.core)
@@ -74,9 +78,9 @@ def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
             raise ChoiceError(f"{perf}: {run.hardware} has no core model: no model cycles to choose by")
         figures[strategy] = run.inference_model_cycles
     if not figures:
-        raise ChoiceError("no candidates")
+        raise ChoiceError("no candidate was measured" + (f" ({', '.join(excluded)}: refused by IREE)" if excluded else ""))
     return _pick(figures, [s for s, _ in candidates], f"one call of the model, model cycles on {core[1]} ({core[0]})",
-                 f"model cycles on {core[1]}")
+                 f"model cycles on {core[1]}", excluded)
 
 
 def compile_failure(report: Path) -> str | None:

@@ -1,5 +1,6 @@
 """strategy_choice's rule: fewest model cycles per call on the first core, ties to the earlier
-candidate, every figure recorded; candidates measured elsewhere or without cycles refused.
+candidate, every figure recorded; a build IREE refused left out; candidates measured elsewhere
+or without cycles refused.
 code_strategy_choice's: the same by the static code model, a candidate that cannot be costed
 whole left out (the baseline kept when it is the one), hardware without a core model or of
 another instruction set refused; and once on real code, a matmul built codegen and with
@@ -60,6 +61,44 @@ def test_candidates_on_other_hardware_or_without_cycles_are_refused(tmp_path):
                 ("ukernels", _perf(tmp_path, "b", 90, 1, "riscv_rvv512", "sifive-x280"))])
     with pytest.raises(ChoiceError, match="no core model"):
         choose([("tuned", _perf(tmp_path, "c", 100, 1, core=None))])
+
+
+def _refused(tmp_path, name, why="error: 'linalg.pack' op failed"):
+    report = PerfReport(model="m", module_sha256="0" * 64, target="t", target_vector_bits=128,
+                        strategy="datatiling", variant="iree-default", analysis_sha256=None,
+                        tools={}, runs=[], failed=why)
+    path = tmp_path / f"{name}.perf.json"
+    path.write_text(report.model_dump_json())
+    return path
+
+
+def test_a_build_iree_refused_is_left_out_with_its_reason(tmp_path):
+    chosen, record = choose([("tuned", _perf(tmp_path, "a", 100, 1)), ("datatiling", _refused(tmp_path, "b")),
+                             ("ukernels", _perf(tmp_path, "c", 120, 1))])
+    assert chosen == "tuned" and record["candidates"] == {"tuned": 100, "ukernels": 120}
+    assert record["excluded"] == {"datatiling": "IREE could not compile it: error: 'linalg.pack' op failed"}
+    assert "left out: datatiling" in record["reason"]
+    with pytest.raises(ChoiceError, match="no candidate was measured"):
+        choose([("datatiling", _refused(tmp_path, "d"))])
+
+
+def test_a_refused_report_has_no_runs_and_a_measured_one_has_some():
+    common = dict(model="m", module_sha256="0" * 64, target="t", target_vector_bits=128,
+                  strategy="codegen", variant="iree-default", analysis_sha256=None, tools={})
+    with pytest.raises(ValueError, match="at least one run"):
+        PerfReport(runs=[], **common)
+    with pytest.raises(ValueError, match="has no runs"):
+        PerfReport.model_validate_json(_perf_json_with_failure())
+
+
+def _perf_json_with_failure() -> str:
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = json.loads(_perf(Path(tmp), "x", 100, 1).read_text())
+    data["failed"] = "refused"
+    return json.dumps(data)
 
 
 def _fake_costs(monkeypatch, per_strategy: dict):

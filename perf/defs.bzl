@@ -29,6 +29,10 @@ def _riscv_perf_impl(ctx):
     args.add("--model-name", module.model_name)
     if ctx.attr.counts_only_ok:
         args.add("--allow-counts-only")
+    # A build IREE refused (iree_compile's record_failure: a strategy choice's candidate) gets a
+    # report saying so, which the choice leaves out, instead of failing here.
+    args.add("--compiled-report", compiled.report)
+    inputs.append(compiled.report)
     args.add("--out-json", out_json)
     args.add("--out-md", out_md)
     ctx.actions.run(

@@ -35,7 +35,8 @@ import numpy as np
 
 from analysis import dispatches as dsp
 from analysis.hardware import Hardware, HardwareError, load_hardware
-from common.errors import OneLineErrors, last_line
+from common.codegen_report import ReportError, load_codegen_report
+from common.errors import OneLineErrors, first_line, last_line
 from common.files import sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.core_models import MODEL_IGNORES, RISCV, core_model
@@ -273,8 +274,21 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         runs=runs)
 
 
+def refused_report(module: Path, target_path: Path, analysis: Path | None, model_name: str,
+                   why: str) -> PerfReport:
+    """The report of a build IREE refused (codegen recorded it): nothing to run, said so."""
+    target = load_target(target_path)
+    return PerfReport(
+        model=model_name, module_sha256=sha256_file(module), target=target.name,
+        target_vector_bits=target.vector_bits, strategy=target.strategy,
+        variant="tuned" if analysis else "iree-default",
+        analysis_sha256=sha256_file(analysis) if analysis else None, tools={}, runs=[], failed=why)
+
+
 def to_json(report: PerfReport) -> str:
-    return json.dumps(report.model_dump(mode="json"), indent=1, sort_keys=False) + "\n"
+    # `failed` only where a build was refused: a measured report's bytes do not mention it.
+    data = report.model_dump(mode="json", exclude={"failed"} if report.failed is None else None)
+    return json.dumps(data, indent=1, sort_keys=False) + "\n"
 
 
 def _fmt(n: float) -> str:
@@ -286,8 +300,11 @@ def _cycles(n: int | None) -> str:
 
 
 def to_markdown(report: PerfReport) -> str:
-    lines = [f"# RISC-V performance: {report.model} ({report.variant}, {report.target}, strategy "
-             f"{report.strategy})", "",
+    title = (f"# RISC-V performance: {report.model} ({report.variant}, {report.target}, strategy "
+             f"{report.strategy})")
+    if report.failed is not None:
+        return f"{title}\n\nNot measured: IREE could not compile this build: {report.failed}\n"
+    lines = [title, "",
              f"Dynamic instruction counts from qemu ({report.tools['qemu']}) with the insn_classes "
              f"plugin; model cycles from {report.tools['llvm-mca']}. Model cycles are not time.", ""]
     for run in report.runs:
@@ -329,14 +346,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
     p.add_argument("--allow-counts-only", action="store_true",
                    help="accept descriptions without a model_core: instruction counts, no model cycles")
+    p.add_argument("--compiled-report", type=Path, default=None,
+                   help="codegen's report of the build measured: a build IREE refused (recorded with "
+                        "--record-failure) gets a report saying so instead of a measurement")
     p.add_argument("--keep-temps", type=Path, default=None, help="keep libraries, inputs and plugin outputs here")
     args = p.parse_args(argv)
-    with OneLineErrors("perf", args.module, MEASURE_ERRORS) as cli:
-        report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
-                         args.model_name, args.jobs, args.keep_temps, args.allow_counts_only)
+    with OneLineErrors("perf", args.module, MEASURE_ERRORS + (ReportError,)) as cli:
+        refused = load_codegen_report(args.compiled_report).failed if args.compiled_report else None
+        if refused is not None:
+            report = refused_report(args.module, args.target, args.analysis, args.model_name, refused)
+        else:
+            report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
+                             args.model_name, args.jobs, args.keep_temps, args.allow_counts_only)
     if cli.failed:
         return 1
     write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
+    if report.failed is not None:
+        print(f"perf {report.model} ({report.variant}, {report.strategy}): not measured: IREE refused the "
+              f"build: {first_line(report.failed)}")
+        return 0
     run = report.runs[0]
     print(f"perf {report.model} ({report.variant}): {len(run.dispatches)} dispatches; "
           + "; ".join(f"{r.hardware} ({r.core or 'counts only'}): {_fmt(r.instructions)} instructions, "

@@ -119,6 +119,7 @@ def test_perf_json_is_deterministic_and_adds_up(tmp_path):
     report = json.loads((tmp_path / "a.json").read_text())
     assert [r["core"] for r in report["runs"]] == ["sifive-p670", "sifive-x280"]
     assert report["variant"] == "iree-default" and report["target_vector_bits"] == 128
+    assert "failed" not in report  # only a refused build's report mentions it
     for run in report["runs"]:
         (d,) = run["dispatches"]
         assert sum(d["classes"].values()) == d["instructions"] > 0
@@ -197,6 +198,24 @@ def test_impossible_measurements_are_refused(tmp_path, target_vlen, hardware, wo
     assert proc.returncode == 1
     assert proc.stderr.startswith("perf: ") and words in proc.stderr, proc.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_build_iree_refused_is_reported_not_measured(tmp_path):
+    # strategy_choice's candidates are compiled with record_failure: a refused one gets a report
+    # saying why (nothing to run), which perf.choose leaves out; a compiled one is measured.
+    report = tmp_path / "m.report.json"
+    report.write_text(json.dumps({"failed": "iree-compile: error: 'linalg.pack' op failed", "target": "t",
+                                  "triple": "riscv64-unknown-linux-gnu", "strategy": "datatiling",
+                                  "vmfb_sha256": "e3b0", "inputs_sha256": {}}))
+    proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out", "--compiled-report", str(report))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["failed"] == "iree-compile: error: 'linalg.pack' op failed" and data["runs"] == []
+    assert "Not measured: IREE could not compile this build" in (tmp_path / "out.md").read_text()
+    report.write_text("{}")
+    proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "bad", "--compiled-report", str(report))
+    assert proc.returncode == 1 and "not a codegen report" in proc.stderr, proc.stderr
+    assert not (tmp_path / "bad.json").exists()
 
 
 def test_a_failed_run_names_its_dispatch(tmp_path):
