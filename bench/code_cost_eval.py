@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from analysis.cost_model import replaces_default
 from analysis.hardware import HardwareError, load_hardware
 from bench.calibrate import summed_by_model
+from bench.run_bench import out_path
 from bench.stats import geomean, kendall_tau
 from codegen import compile as cg
 from common.analysis_schema import Analysis
@@ -261,6 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--core", help="llvm-mca core model (default: the hardware's model_core; "
                    "the host's measurements need the build machine's x86 core, e.g. sapphirerapids)")
     a = p.parse_args(argv)
+    # `tools/bazel run` starts in the runfiles tree: the paths are the user's (the defaults the
+    # workspace's, when run from its root).
+    a.zoo, a.measurements, a.hardware, a.out_md, a.out_json = (
+        out_path(x) for x in (a.zoo, a.measurements, a.hardware, a.out_md, a.out_json))
+    a.target = a.target and out_path(a.target)
     try:
         measurements = load_measurements(a.measurements)
         hardware = load_hardware(a.hardware)

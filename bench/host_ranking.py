@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bench.code_cost_eval import DEFAULT, MIN_CANDIDATES, EvalError, forced, load_measurements
 from bench.core import balanced_orders, child_env, progress, time_dispatch
+from bench.run_bench import out_path
 from bench.stats import geomean, kendall_tau
 from codegen import compile as cg
 from common.errors import first_line
@@ -226,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-json", type=Path, default=Path("analysis/calibration/host.ranking.json"))
     p.add_argument("--out-md", type=Path, default=Path("analysis/calibration/host.ranking.md"))
     a = p.parse_args(argv)
+    # `tools/bazel run` starts in the runfiles tree: the paths are the user's (the defaults the
+    # workspace's, when run from its root).
+    a.zoo, a.measurements, a.code_cost, a.target, a.out_json, a.out_md = (
+        out_path(x) for x in (a.zoo, a.measurements, a.code_cost, a.target, a.out_json, a.out_md))
     if a.rounds < 2:
         p.error("--rounds must be at least 2 (the split-half tau needs both halves)")
     try:
