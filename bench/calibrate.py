@@ -63,6 +63,14 @@ def _run(cmd: list[str], what: str) -> None:
         raise CalibrationError(f"{what}: {lines[-1]}")
 
 
+def prepare_dispatches(module: Path, target: Path, analysis: Path, work: Path, what: str) -> dict:
+    """dispatch -> bench.prepare's benchmark module (vmfb, function) of `module` compiled with
+    `analysis`; run in its own process (IREE's MLIR libraries)."""
+    _run([sys.executable, "-m", "bench.prepare", "--module", str(module), "--target", str(target),
+          "--analysis", str(analysis), "--work", str(work), "--variants", "tuned"], f"{what}: bench.prepare")
+    return json.loads((work / "prepare.json").read_text())["tuned"]["dispatches"]
+
+
 class Measurer:
     def __init__(self, hardware: Path, target: Path, runner: Path | None, plugin: Path | None,
                  work: Path):
@@ -102,11 +110,8 @@ class Measurer:
                     if d.model_cycles is not None}
         from bench.core import time_dispatch
 
-        work = Path(f"{out}.bench")
-        _run([sys.executable, "-m", "bench.prepare", "--module", str(mlirbc), "--target",
-              str(self.target), "--analysis", str(analysis), "--work", str(work), "--variants",
-              "tuned"], f"{info.name} {tag}: bench.prepare")
-        prep = json.loads((work / "prepare.json").read_text())["tuned"]["dispatches"]
+        prep = prepare_dispatches(mlirbc, self.target, analysis, Path(f"{out}.bench"),
+                                  f"{info.name} {tag}")
         result = {}
         for name, d in sorted(prep.items()):
             times = [time_dispatch(d["vmfb"], d["function"], "local-task", 10, 0.05)

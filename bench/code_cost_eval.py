@@ -157,7 +157,7 @@ def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Pa
     return results
 
 
-def _mean(values: list[float | None]) -> str:
+def mean_text(values: list[float | None]) -> str:
     kept = [v for v in values if v is not None]
     return f"{statistics.mean(kept):.2f}" if kept else "-"
 
@@ -227,8 +227,8 @@ def markdown(results: list[dict], measurements: _Measurements, core: str) -> str
             sel = [r for r in results if r["split"] == split and r["candidates"] >= least]
             if not sel:
                 continue
-            lines.append(f"| {split} | >= {least} | {len(sel)} | {_mean([r['tau_code'] for r in sel])} | "
-                         f"{_mean([r['tau_tiles'] for r in sel])} | "
+            lines.append(f"| {split} | >= {least} | {len(sel)} | {mean_text([r['tau_code'] for r in sel])} | "
+                         f"{mean_text([r['tau_tiles'] for r in sel])} | "
                          f"{geomean([r['code_choice_over_default'] for r in sel]):.3f} | "
                          f"{_geomean([r['tiles_choice_over_default'] for r in sel])} | "
                          f"{geomean([r['best_over_default'] for r in sel]):.3f} |")
@@ -240,8 +240,8 @@ def markdown(results: list[dict], measurements: _Measurements, core: str) -> str
     kinds = sorted({r["kind"] for r in results})
     for kind in kinds:
         sel = [r for r in results if r["kind"] == kind]
-        lines.append(f"| {kind} | {len(sel)} | {_mean([r['tau_code'] for r in sel])} | "
-                     f"{_mean([r['tau_tiles'] for r in sel])} |")
+        lines.append(f"| {kind} | {len(sel)} | {mean_text([r['tau_code'] for r in sel])} | "
+                     f"{mean_text([r['tau_tiles'] for r in sel])} |")
     lines += _margin_table(results)
     return "\n".join(lines) + "\n"
 

@@ -410,11 +410,17 @@ def environment(device: str) -> dict:
     env = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
            "iree_runtime": getattr(iree.runtime, "version", None) and iree.runtime.version.VERSION,
            "dispatch_device": device}
-    try:
-        env["cpu_model"] = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    if (cpu := cpu_model()) is not None:
+        env["cpu_model"] = cpu
     return env
+
+
+def cpu_model() -> str | None:
+    """This machine's CPU as /proc/cpuinfo names it (None where it does not)."""
+    try:
+        return next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return None
 
 
 def run(art: Artifacts, reps: int = 20, warmup: int = 3, dispatch_rounds: int = 5, device: str = "local-task",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -30,10 +29,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bench.code_cost_eval import DEFAULT, MIN_CANDIDATES, EvalError, forced, load_measurements
-from bench.core import balanced_orders, child_env, progress, time_dispatch
+from bench.calibrate import prepare_dispatches
+from bench.code_cost_eval import DEFAULT, MIN_CANDIDATES, EvalError, forced, load_measurements, mean_text
+from bench.core import balanced_orders, cpu_model, progress, time_dispatch
 from bench.run_bench import out_path
-from bench.stats import geomean, kendall_tau
+from bench.stats import geomean, kendall_tau, summary
 from codegen import compile as cg
 from common.errors import first_line
 from common.files import atomic_write
@@ -65,18 +65,6 @@ def load_code_costs(path: Path) -> list[_Ranked]:
         raise EvalError(f"{path}: not a code_cost_eval result: {first_line(str(err))}") from None
 
 
-def _prepare(module: Path, analysis_json: Path, target: Path, work: Path) -> dict:
-    """bench.prepare's per-dispatch benchmark modules of one forced analysis (own process: IREE's
-    MLIR libraries)."""
-    proc = subprocess.run([sys.executable, "-m", "bench.prepare", "--module", str(module), "--target",
-                           str(target), "--analysis", str(analysis_json), "--work", str(work),
-                           "--variants", "tuned"], capture_output=True, text=True, env=child_env())
-    if proc.returncode != 0:
-        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines() or ["(no output)"]
-        raise EvalError(f"{module.name}: bench.prepare: {lines[-1]}")
-    return json.loads((work / "prepare.json").read_text())["tuned"]["dispatches"]
-
-
 def build_candidates(ranked: list[_Ranked], measurements, zoo: Path, target: Path, work: Path
                      ) -> dict[tuple[str, str], dict[str, dict]]:
     """(model, dispatch) -> candidate -> bench.prepare's entry (vmfb, function) for it."""
@@ -95,7 +83,7 @@ def build_candidates(ranked: list[_Ranked], measurements, zoo: Path, target: Pat
             round_dir.mkdir(parents=True, exist_ok=True)
             path = round_dir / "analysis.json"
             path.write_text(forced(analysis, assign).model_dump_json(indent=1))
-            prep = _prepare(module, path, target, round_dir / "bench")
+            prep = prepare_dispatches(module, target, path, round_dir / "bench", f"{model} round {j}")
             for name, row in assign.items():
                 if name in prep:
                     built[(model, name)][row.candidate] = prep[name]
@@ -134,7 +122,7 @@ def rank(ranked: list[_Ranked], measurements, times: dict[tuple[str, str], dict[
         median = {p.candidate: statistics.median(samples[p.candidate]) for p in points}
         even = [statistics.median(samples[p.candidate][0::2]) for p in points]
         odd = [statistics.median(samples[p.candidate][1::2]) for p in points]
-        spread = [_iqr_rel(samples[p.candidate]) for p in points]
+        spread = [summary(samples[p.candidate])["iqr_rel"] for p in points]
         code = [p.code for p in points]
         cheapest = min(points, key=lambda p: p.code).candidate
         results.append({
@@ -153,16 +141,6 @@ def rank(ranked: list[_Ranked], measurements, times: dict[tuple[str, str], dict[
                         "samples_s": samples[p.candidate]} for p in points],
         })
     return results
-
-
-def _iqr_rel(xs: list[float]) -> float:
-    q = statistics.quantiles(xs, n=4, method="inclusive")
-    return (q[2] - q[0]) / statistics.median(xs)
-
-
-def _mean(values: list[float | None]) -> str:
-    kept = [v for v in values if v is not None]
-    return f"{statistics.mean(kept):.2f}" if kept else "-"
 
 
 def markdown(results: list[dict], hardware: str, rounds: int, cpu: str) -> str:
@@ -185,9 +163,9 @@ def markdown(results: list[dict], hardware: str, rounds: int, cpu: str) -> str:
             if not sel:
                 continue
             lines.append(
-                f"| {split} | {label} | {len(sel)} | {_mean([r['tau_code_retimed'] for r in sel])} | "
-                f"{_mean([r['tau_code_stored'] for r in sel])} | {_mean([r['tau_stored_retimed'] for r in sel])} | "
-                f"{_mean([r['tau_split_half'] for r in sel])} | "
+                f"| {split} | {label} | {len(sel)} | {mean_text([r['tau_code_retimed'] for r in sel])} | "
+                f"{mean_text([r['tau_code_stored'] for r in sel])} | {mean_text([r['tau_stored_retimed'] for r in sel])} | "
+                f"{mean_text([r['tau_split_half'] for r in sel])} | "
                 f"{statistics.median(r['median_iqr_rel'] for r in sel):.2f} | "
                 f"{geomean([r['code_choice_over_default'] for r in sel]):.3f} | "
                 f"{geomean([r['best_over_default'] for r in sel]):.3f} |")
@@ -203,16 +181,6 @@ def markdown(results: list[dict], hardware: str, rounds: int, cpu: str) -> str:
 
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"host_ranking: error: {first_line(str(err))}", file=sys.stderr)
         return 1
     atomic_write(a.out_json, json.dumps(results, indent=1) + "\n")
-    atomic_write(a.out_md, markdown(results, measurements.hardware, a.rounds, _cpu()))
+    atomic_write(a.out_md, markdown(results, measurements.hardware, a.rounds, cpu_model() or "unknown CPU"))
     print(f"host_ranking: {len(results)} dispatches; wrote {a.out_md}", file=sys.stderr)
     return 0
 

@@ -265,24 +265,24 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         runs = [_core_run(hw, p, names, {n: counts[(h, n)] for n in names}, compiled, infos, mattr)
                 for h, (hw, p) in enumerate(hws)]
 
-    return PerfReport(
-        model=model_name, module_sha256=sha256_file(module), target=target.name,
-        target_vector_bits=target.vector_bits, strategy=target.strategy,
-        variant="tuned" if analysis else "iree-default",
-        analysis_sha256=sha256_file(analysis) if analysis else None,
-        tools={"qemu": _qemu_version(), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
-        runs=runs)
+    return PerfReport(**_build_fields(module, target, analysis, model_name),
+                      tools={"qemu": _qemu_version(), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
+                      runs=runs)
+
+
+def _build_fields(module: Path, target: IreeTarget, analysis: Path | None, model_name: str) -> dict:
+    """What a perf report says of the build it is about (measured or refused)."""
+    return {"model": model_name, "module_sha256": sha256_file(module), "target": target.name,
+            "target_vector_bits": target.vector_bits, "strategy": target.strategy,
+            "variant": "tuned" if analysis else "iree-default",
+            "analysis_sha256": sha256_file(analysis) if analysis else None}
 
 
 def refused_report(module: Path, target_path: Path, analysis: Path | None, model_name: str,
                    why: str) -> PerfReport:
     """The report of a build IREE refused (codegen recorded it): nothing to run, said so."""
-    target = load_target(target_path)
-    return PerfReport(
-        model=model_name, module_sha256=sha256_file(module), target=target.name,
-        target_vector_bits=target.vector_bits, strategy=target.strategy,
-        variant="tuned" if analysis else "iree-default",
-        analysis_sha256=sha256_file(analysis) if analysis else None, tools={}, runs=[], failed=why)
+    return PerfReport(**_build_fields(module, load_target(target_path), analysis, model_name),
+                      tools={}, runs=[], failed=why)
 
 
 def to_json(report: PerfReport) -> str:
