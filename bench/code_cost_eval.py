@@ -141,7 +141,7 @@ def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Pa
             tiled = all(r.predicted_cycles is not None for _, r in points)
             results.append({
                 "model": model, "dispatch": name, "kind": rows[0].kind, "split": rows[0].split,
-                "candidates": len(points),
+                "core": core, "candidates": len(points),
                 "on_llc_code": sum(1 for j in range(len(rows)) if (name, j) in on_llc_code),
                 "tau_code": kendall_tau([s for s, _ in points], [r.measured_cycles for _, r in points]),
                 "tau_tiles": kendall_tau([r.predicted_cycles for _, r in points],

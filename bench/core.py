@@ -423,6 +423,18 @@ def cpu_model() -> str | None:
         return None
 
 
+def llvm_host_cpu() -> str | None:
+    """This machine's CPU as LLVM names its scheduling model (`llc --version`'s "Host CPU", e.g.
+    znver3), the core perf.code_cost would price it on; None without llc or an answer."""
+    from perf.code_cost import LLC
+
+    try:
+        out = subprocess.run([LLC, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return next((l.split(":", 1)[1].strip() for l in out.splitlines() if "Host CPU:" in l), None)
+
+
 def run(art: Artifacts, reps: int = 20, warmup: int = 3, dispatch_rounds: int = 5, device: str = "local-task",
         batch: int = 10, min_time: float = 0.05, jobs: int = 2, work: Path | None = None, skip_dispatches: bool = False,
         skip_e2e: bool = False, quiet: bool = False) -> dict:

@@ -15,6 +15,13 @@ round's forced analysis), times them interleaved (a carryover-balanced order per
 - the split-half tau: the medians of the even rounds against those of the odd rounds, the
   ranking the measurement reproduces of itself. No model can be confirmed above it.
 Nothing is fitted; the code model has no coefficients.
+
+The code model prices a named core (`bench.code_cost_eval --core`), and the timings are of
+whatever machine runs this: `--code-cost` may be given once per core priced (the first file
+chooses the dispatches), and the report names the machine timed with the core LLVM takes it
+for, so a ranking can be read against the core that actually ran. `--timings` re-ranks the
+samples of an earlier run's JSON (same machine, no rebuild, no timing) against other code
+costs.
 """
 
 from __future__ import annotations
@@ -25,13 +32,14 @@ import statistics
 import sys
 import tempfile
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bench.calibrate import prepare_dispatches
 from bench.code_cost_eval import DEFAULT, MIN_CANDIDATES, EvalError, forced, load_measurements, mean_text
-from bench.core import balanced_orders, cpu_model, progress, time_dispatch
+from bench.core import balanced_orders, cpu_model, llvm_host_cpu, progress, time_dispatch
 from bench.run_bench import out_path
 from bench.stats import geomean, kendall_tau, summary
 from codegen import compile as cg
@@ -50,25 +58,94 @@ class _Point(BaseModel):
 
 
 class _Ranked(BaseModel):
+    """One dispatch of a bench.code_cost_eval result."""
     model_config = ConfigDict(extra="ignore")
     model: str
     dispatch: str
     kind: str
     split: str
+    core: str
     points: list[_Point]
 
 
-def load_code_costs(path: Path) -> list[_Ranked]:
+@dataclass
+class Priced:
+    """A dispatch's candidates with the code model's cycles on each core priced."""
+    model: str
+    dispatch: str
+    kind: str
+    split: str
+    code: dict[str, dict[str, float]]  # candidate -> core -> static cycles
+
+
+def load_code_costs(paths: list[Path]) -> tuple[list[str], list[Priced]]:
+    """The cores priced, in the order given, and every dispatch of the first file with the
+    candidates every file costed."""
+    cores, files = [], []
+    for path in paths:
+        try:
+            rows = [_Ranked.model_validate(r) for r in json.loads(path.read_text())]
+        except (OSError, ValueError, ValidationError) as err:
+            raise EvalError(f"{path}: not a code_cost_eval result: {first_line(str(err))}") from None
+        core = {r.core for r in rows}
+        if len(core) != 1:
+            raise EvalError(f"{path}: prices {len(core)} cores ({', '.join(sorted(core))}), not one")
+        if (c := core.pop()) in cores:
+            raise EvalError(f"{path}: core {c} given twice")
+        cores.append(c)
+        files.append({(r.model, r.dispatch): r for r in rows})
+    priced = []
+    for (model, dispatch), first in files[0].items():
+        by_file = [f.get((model, dispatch)) for f in files]
+        code = {p.candidate: {} for p in first.points}
+        for core, r in zip(cores, by_file):
+            for p in r.points if r else ():
+                if p.candidate in code:
+                    code[p.candidate][core] = p.code
+        code = {c: v for c, v in code.items() if len(v) == len(cores)}
+        priced.append(Priced(model, dispatch, first.kind, first.split, code))
+    return cores, priced
+
+
+class _TimedPoint(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    candidate: str
+    samples_s: list[float]
+
+
+class _TimedDispatch(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    model: str
+    dispatch: str
+    points: list[_TimedPoint]
+
+
+class _Machine(BaseModel):
+    cpu: str | None
+    llvm_host_cpu: str | None
+
+
+class _Timings(BaseModel):
+    """What --timings reads of an earlier run's JSON."""
+    model_config = ConfigDict(extra="ignore")
+    timed_on: _Machine
+    rounds: int
+    dispatches: list[_TimedDispatch]
+
+
+def load_timings(path: Path) -> tuple[_Machine, int, dict[tuple[str, str], dict[str, list[float]]]]:
     try:
-        return [_Ranked.model_validate(r) for r in json.loads(path.read_text())]
-    except (OSError, ValueError, ValidationError) as err:
-        raise EvalError(f"{path}: not a code_cost_eval result: {first_line(str(err))}") from None
+        t = _Timings.model_validate_json(path.read_text())
+    except (OSError, ValueError) as err:
+        raise EvalError(f"{path}: not a host_ranking result: {first_line(str(err))}") from None
+    return t.timed_on, t.rounds, {(d.model, d.dispatch): {p.candidate: p.samples_s for p in d.points}
+                                  for d in t.dispatches}
 
 
-def build_candidates(ranked: list[_Ranked], measurements, zoo: Path, target: Path, work: Path
+def build_candidates(ranked: list[Priced], measurements, zoo: Path, target: Path, work: Path
                      ) -> dict[tuple[str, str], dict[str, dict]]:
     """(model, dispatch) -> candidate -> bench.prepare's entry (vmfb, function) for it."""
-    wanted = {(r.model, r.dispatch): {p.candidate for p in r.points} for r in ranked}
+    wanted = {(r.model, r.dispatch): set(r.code) for r in ranked}
     rows = defaultdict(lambda: defaultdict(list))
     for row in measurements.rows:
         if row.candidate in wanted.get((row.model, row.dispatch), ()):
@@ -110,52 +187,58 @@ def time_interleaved(built: dict[tuple[str, str], dict[str, dict]], rounds: int
     return times
 
 
-def rank(ranked: list[_Ranked], measurements, times: dict[tuple[str, str], dict[str, list[float]]]
+def rank(ranked: list[Priced], measurements, times: dict[tuple[str, str], dict[str, list[float]]]
          ) -> list[dict]:
     stored = {(r.model, r.dispatch, r.candidate): r.measured_cycles for r in measurements.rows}
     results = []
     for r in ranked:
         samples = times.get((r.model, r.dispatch), {})
-        points = [p for p in r.points if len(samples.get(p.candidate, ())) >= 2]
-        if len(points) < MIN_CANDIDATES or not any(p.candidate == DEFAULT for p in points):
+        names = [c for c in r.code if len(samples.get(c, ())) >= 2]
+        if len(names) < MIN_CANDIDATES or DEFAULT not in names:
             continue
-        median = {p.candidate: statistics.median(samples[p.candidate]) for p in points}
-        even = [statistics.median(samples[p.candidate][0::2]) for p in points]
-        odd = [statistics.median(samples[p.candidate][1::2]) for p in points]
-        spread = [summary(samples[p.candidate])["iqr_rel"] for p in points]
-        code = [p.code for p in points]
-        cheapest = min(points, key=lambda p: p.code).candidate
+        cores = list(r.code[names[0]])
+        median = {c: statistics.median(samples[c]) for c in names}
+        retimed = [median[c] for c in names]
+        kept = [stored[(r.model, r.dispatch, c)] for c in names]
+        even = [statistics.median(samples[c][0::2]) for c in names]
+        odd = [statistics.median(samples[c][1::2]) for c in names]
+        code = {core: [r.code[c][core] for c in names] for core in cores}
+        cheapest = {core: min(names, key=lambda c: r.code[c][core]) for core in cores}
         results.append({
             "model": r.model, "dispatch": r.dispatch, "kind": r.kind, "split": r.split,
-            "candidates": len(points),
-            "tau_code_retimed": kendall_tau(code, [median[p.candidate] for p in points]),
-            "tau_code_stored": kendall_tau(code, [stored[(r.model, r.dispatch, p.candidate)] for p in points]),
-            "tau_stored_retimed": kendall_tau([stored[(r.model, r.dispatch, p.candidate)] for p in points],
-                                              [median[p.candidate] for p in points]),
+            "candidates": len(names),
+            "tau_code_retimed": {core: kendall_tau(code[core], retimed) for core in cores},
+            "tau_code_stored": {core: kendall_tau(code[core], kept) for core in cores},
+            "tau_stored_retimed": kendall_tau(kept, retimed),
             "tau_split_half": kendall_tau(even, odd),
-            "median_iqr_rel": statistics.median(spread),
+            "median_iqr_rel": statistics.median(summary(samples[c])["iqr_rel"] for c in names),
             "default_us": median[DEFAULT] * 1e6,
-            "code_choice_over_default": median[cheapest] / median[DEFAULT],
-            "best_over_default": min(median.values()) / median[DEFAULT],
-            "points": [{"candidate": p.candidate, "code": p.code, "median_s": median[p.candidate],
-                        "samples_s": samples[p.candidate]} for p in points],
+            "code_choice_over_default": {core: median[cheapest[core]] / median[DEFAULT] for core in cores},
+            "best_over_default": min(retimed) / median[DEFAULT],
+            "points": [{"candidate": c, "code": r.code[c], "median_s": median[c], "samples_s": samples[c]}
+                       for c in names],
         })
     return results
 
 
-def markdown(results: list[dict], hardware: str, rounds: int, cpu: str) -> str:
-    lines = [f"# Host ranking, re-timed interleaved ({hardware}; timed on {cpu})", "",
+def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, machine: _Machine) -> str:
+    timed_on = f"{machine.cpu or 'unknown CPU'}, which LLVM takes for {machine.llvm_host_cpu or 'an unknown core'}"
+    per_core = lambda title: "".join(f" {title.format(core=c)} |" for c in cores)  # noqa: E731
+    lines = [f"# Host ranking, re-timed interleaved ({hardware}; timed on {timed_on})", "",
              "Generated by `bench/host_ranking.py`. Every candidate of the dispatches the code model was "
              f"ranked on (>= {MIN_CANDIDATES} candidates) timed {rounds} rounds interleaved "
-             "(carryover-balanced), medians. Mean Kendall tau over dispatches: *code vs re-timed*: the code "
-             "model's static cycles against the medians; *code vs stored*: against the calibration's single "
-             "measurement (what host.code_cost.md reports); *stored vs re-timed*: the calibration's "
-             "measurement against the medians; *split-half*: even rounds' medians against odd rounds' "
-             "(the measurement against itself). *spread*: median over candidates of the interquartile "
-             "range over the median.", "",
-             "| split | dispatch size | dispatches | code vs re-timed | code vs stored | stored vs re-timed | "
-             "split-half | spread | code choice / default | best / default |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "(carryover-balanced), medians. Mean Kendall tau over dispatches: *code (core) vs re-timed*: the "
+             "code model's static cycles priced on that core against the medians; *vs stored*: against the "
+             "calibration's single measurement (what host.code_cost.md reports; it may have been timed on "
+             "another machine); *stored vs re-timed*: the calibration's measurement against the medians; "
+             "*split-half*: even rounds' medians against odd rounds' (the measurement against itself). "
+             "*spread*: median over candidates of the interquartile range over the median. *choice / "
+             "default*: geomean over dispatches of the re-timed median of the candidate the code model "
+             "prices cheapest over IREE's default's.", "",
+             "| split | dispatch size | dispatches |" + per_core("code ({core}) vs re-timed")
+             + per_core("code ({core}) vs stored") + " stored vs re-timed | split-half | spread |"
+             + per_core("{core} choice / default") + " best / default |",
+             "|---|---|---:|" + "---:|" * (3 * len(cores) + 4)]
     sizes = (("all", 0.0, float("inf")), ("default < 20 us", 0.0, 20.0), ("default >= 20 us", 20.0, float("inf")))
     for split in ("calibration", "held_out"):
         for label, lo, hi in sizes:
@@ -163,19 +246,22 @@ def markdown(results: list[dict], hardware: str, rounds: int, cpu: str) -> str:
             if not sel:
                 continue
             lines.append(
-                f"| {split} | {label} | {len(sel)} | {mean_text([r['tau_code_retimed'] for r in sel])} | "
-                f"{mean_text([r['tau_code_stored'] for r in sel])} | {mean_text([r['tau_stored_retimed'] for r in sel])} | "
-                f"{mean_text([r['tau_split_half'] for r in sel])} | "
-                f"{statistics.median(r['median_iqr_rel'] for r in sel):.2f} | "
-                f"{geomean([r['code_choice_over_default'] for r in sel]):.3f} | "
-                f"{geomean([r['best_over_default'] for r in sel]):.3f} |")
+                f"| {split} | {label} | {len(sel)} |"
+                + "".join(f" {mean_text([r['tau_code_retimed'][c] for r in sel])} |" for c in cores)
+                + "".join(f" {mean_text([r['tau_code_stored'][c] for r in sel])} |" for c in cores)
+                + f" {mean_text([r['tau_stored_retimed'] for r in sel])} |"
+                f" {mean_text([r['tau_split_half'] for r in sel])} |"
+                f" {statistics.median(r['median_iqr_rel'] for r in sel):.2f} |"
+                + "".join(f" {geomean([r['code_choice_over_default'][c] for r in sel]):.3f} |" for c in cores)
+                + f" {geomean([r['best_over_default'] for r in sel]):.3f} |")
     lines += ["", "## Per dispatch", "",
-              "| split | model | dispatch | candidates | default us | code vs re-timed | split-half | spread |",
-              "|---|---|---|---:|---:|---:|---:|---:|"]
+              "| split | model | dispatch | candidates | default us |" + per_core("code ({core}) vs re-timed")
+              + " split-half | spread |",
+              "|---|---|---|---:|---:|" + "---:|" * (len(cores) + 2)]
     for r in sorted(results, key=lambda r: (r["split"], r["model"], r["dispatch"])):
         lines.append(f"| {r['split']} | {r['model']} | {r['dispatch']} | {r['candidates']} | "
-                     f"{r['default_us']:.1f} | {_fmt(r['tau_code_retimed'])} | {_fmt(r['tau_split_half'])} | "
-                     f"{r['median_iqr_rel']:.2f} |")
+                     f"{r['default_us']:.1f} |" + "".join(f" {_fmt(r['tau_code_retimed'][c])} |" for c in cores)
+                     + f" {_fmt(r['tau_split_half'])} | {r['median_iqr_rel']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -185,9 +271,14 @@ def _fmt(x: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--zoo", type=Path, required=True, help="bazel-bin of a built zoo (models/*_host_analysis...)")
+    p.add_argument("--zoo", type=Path, help="bazel-bin of a built zoo (models/*_host_analysis...); "
+                   "not with --timings")
     p.add_argument("--measurements", type=Path, default=Path("analysis/calibration/host.measurements.json"))
-    p.add_argument("--code-cost", type=Path, default=Path("analysis/calibration/host.code_cost.json"))
+    p.add_argument("--code-cost", type=Path, action="append",
+                   help="a bench.code_cost_eval result, once per core priced (default: "
+                   "analysis/calibration/host.code_cost.json); the first chooses the dispatches")
+    p.add_argument("--timings", type=Path, help="rank the samples of this earlier host_ranking JSON "
+                   "instead of building and timing")
     p.add_argument("--target", type=Path, default=Path("common/targets/host.yaml"))
     p.add_argument("--split", choices=("calibration", "held_out"), help="only this split's models")
     p.add_argument("--models", help="comma-separated: only these models")
@@ -195,27 +286,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-json", type=Path, default=Path("analysis/calibration/host.ranking.json"))
     p.add_argument("--out-md", type=Path, default=Path("analysis/calibration/host.ranking.md"))
     a = p.parse_args(argv)
-    # `tools/bazel run` starts in the runfiles tree: the paths are the user's (the defaults the
-    # workspace's, when run from its root).
-    a.zoo, a.measurements, a.code_cost, a.target, a.out_json, a.out_md = (
-        out_path(x) for x in (a.zoo, a.measurements, a.code_cost, a.target, a.out_json, a.out_md))
+    if (a.zoo is None) == (a.timings is None):
+        p.error("give exactly one of --zoo (build and time) and --timings (rank earlier samples)")
     if a.rounds < 2:
         p.error("--rounds must be at least 2 (the split-half tau needs both halves)")
+    # `tools/bazel run` starts in the runfiles tree: the paths are the user's (the defaults the
+    # workspace's, when run from its root).
+    code_costs = [out_path(x) for x in a.code_cost or [Path("analysis/calibration/host.code_cost.json")]]
+    a.measurements, a.target, a.out_json, a.out_md = (
+        out_path(x) for x in (a.measurements, a.target, a.out_json, a.out_md))
     try:
         measurements = load_measurements(a.measurements)
-        ranked = [r for r in load_code_costs(a.code_cost)
-                  if len(r.points) >= MIN_CANDIDATES and (a.split is None or r.split == a.split)
+        cores, priced = load_code_costs(code_costs)
+        ranked = [r for r in priced
+                  if len(r.code) >= MIN_CANDIDATES and (a.split is None or r.split == a.split)
                   and (a.models is None or r.model in a.models.split(","))]
         if not ranked:
-            raise EvalError(f"{a.code_cost}: no dispatch with >= {MIN_CANDIDATES} candidates to rank")
-        with tempfile.TemporaryDirectory(prefix="host_ranking_") as tmp:
-            built = build_candidates(ranked, measurements, a.zoo, a.target, Path(tmp))
-            results = rank(ranked, measurements, time_interleaved(built, a.rounds))
+            raise EvalError(f"{code_costs[0]}: no dispatch with >= {MIN_CANDIDATES} candidates to rank")
+        if a.timings:
+            machine, rounds, times = load_timings(out_path(a.timings))
+        else:
+            machine, rounds = _Machine(cpu=cpu_model(), llvm_host_cpu=llvm_host_cpu()), a.rounds
+            with tempfile.TemporaryDirectory(prefix="host_ranking_") as tmp:
+                built = build_candidates(ranked, measurements, out_path(a.zoo), a.target, Path(tmp))
+                times = time_interleaved(built, rounds)
+        results = rank(ranked, measurements, times)
     except (EvalError, cg.CompileError, RuntimeError) as err:
         print(f"host_ranking: error: {first_line(str(err))}", file=sys.stderr)
         return 1
-    atomic_write(a.out_json, json.dumps(results, indent=1) + "\n")
-    atomic_write(a.out_md, markdown(results, measurements.hardware, a.rounds, cpu_model() or "unknown CPU"))
+    record = {"hardware": measurements.hardware, "timed_on": machine.model_dump(), "rounds": rounds,
+              "cores": cores, "dispatches": results}
+    atomic_write(a.out_json, json.dumps(record, indent=1) + "\n")
+    atomic_write(a.out_md, markdown(results, measurements.hardware, cores, rounds, machine))
     print(f"host_ranking: {len(results)} dispatches; wrote {a.out_md}", file=sys.stderr)
     return 0
 

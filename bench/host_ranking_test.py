@@ -1,5 +1,6 @@
 """host_ranking's per-dispatch figures on hand-made timings (no compiler, no timing)."""
 
+import json
 import sys
 from types import SimpleNamespace
 
@@ -10,9 +11,12 @@ from bench import host_ranking as hr
 CANDIDATES = ["iree-default", "a", "b", "c", "d"]
 
 
-def _ranked(code: list[float]) -> hr._Ranked:
-    return hr._Ranked(model="m", dispatch="d0", kind="matmul", split="held_out",
-                      points=[hr._Point(candidate=c, code=x) for c, x in zip(CANDIDATES, code)])
+def _ranked(code: list[float], other: list[float] | None = None) -> hr.Priced:
+    """The code model's cycles on core "x" (and on core "y" when `other` is given)."""
+    priced = {c: {"x": x} for c, x in zip(CANDIDATES, code)}
+    for c, y in zip(CANDIDATES, other or ()):
+        priced[c]["y"] = y
+    return hr.Priced(model="m", dispatch="d0", kind="matmul", split="held_out", code=priced)
 
 
 def _measurements(stored: list[float]) -> SimpleNamespace:
@@ -29,9 +33,9 @@ def test_a_stable_measurement_agrees_with_itself_and_ranks_the_model():
     times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 6)
     [r] = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
     assert r["tau_split_half"] == pytest.approx(1.0)
-    assert r["tau_code_retimed"] == pytest.approx(1.0)
-    assert r["tau_code_stored"] == pytest.approx(-1.0)  # the stored single measurement disagrees
-    assert r["code_choice_over_default"] == pytest.approx(0.2)
+    assert r["tau_code_retimed"]["x"] == pytest.approx(1.0)
+    assert r["tau_code_stored"]["x"] == pytest.approx(-1.0)  # the stored single measurement disagrees
+    assert r["code_choice_over_default"]["x"] == pytest.approx(0.2)
     assert r["default_us"] == pytest.approx(5.0)
 
 
@@ -51,9 +55,51 @@ def test_a_dispatch_without_its_default_or_enough_candidates_is_left_out():
 def test_markdown_splits_by_dispatch_size():
     times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4)
     results = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
-    text = hr.markdown(results, "host_x", 4, "some CPU")
+    text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="some CPU", llvm_host_cpu="x"))
     assert "| held_out | default < 20 us | 1 | 1.00 | -1.00 | -1.00 | 1.00 |" in text
     assert "default >= 20 us" not in text
+
+
+def test_each_core_priced_is_ranked_on_its_own():
+    times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4)
+    [r] = hr.rank([_ranked([5, 4, 3, 2, 1], [1, 2, 3, 4, 5])], _measurements([1, 2, 3, 4, 5]), times)
+    assert r["tau_code_retimed"] == {"x": pytest.approx(1.0), "y": pytest.approx(-1.0)}
+    assert r["code_choice_over_default"] == {"x": pytest.approx(0.2), "y": pytest.approx(1.0)}
+    text = hr.markdown([r], "host_x", ["x", "y"], 4, hr._Machine(cpu="some CPU", llvm_host_cpu="y"))
+    assert "timed on some CPU, which LLVM takes for y" in text
+    assert "| held_out | all | 1 | 1.00 | -1.00 | -1.00 | 1.00 | -1.00 | 1.00 |" in text
+
+
+def _code_cost_file(tmp_path, name: str, core: str, code: list[float]):
+    path = tmp_path / name
+    path.write_text(json.dumps([{"model": "m", "dispatch": "d0", "kind": "matmul", "split": "held_out",
+                                 "core": core, "points": [{"candidate": c, "code": x}
+                                                          for c, x in zip(CANDIDATES, code)]}]))
+    return path
+
+
+def test_code_costs_of_several_cores_merge_on_the_candidates_all_priced(tmp_path):
+    first = _code_cost_file(tmp_path, "a.json", "x", [5, 4, 3, 2, 1])
+    second = _code_cost_file(tmp_path, "b.json", "y", [1, 2, 3, 4])  # the last candidate not costed
+    cores, [priced] = hr.load_code_costs([first, second])
+    assert cores == ["x", "y"]
+    assert priced.code == {c: {"x": x, "y": y} for c, x, y in zip(CANDIDATES, [5, 4, 3, 2], [1, 2, 3, 4])}
+    with pytest.raises(hr.EvalError, match="core x given twice"):
+        hr.load_code_costs([first, first])
+
+
+def test_timings_of_an_earlier_run_are_ranked_again(tmp_path):
+    times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4)
+    results = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
+    path = tmp_path / "ranking.json"
+    path.write_text(json.dumps({"hardware": "host_x", "timed_on": {"cpu": "c", "llvm_host_cpu": "x"},
+                                "rounds": 4, "cores": ["x"], "dispatches": results}))
+    machine, rounds, again = hr.load_timings(path)
+    assert (machine.llvm_host_cpu, rounds) == ("x", 4)
+    assert again == times
+    path.write_text("[]")  # the list an older host_ranking wrote: no machine recorded
+    with pytest.raises(hr.EvalError, match="not a host_ranking result"):
+        hr.load_timings(path)
 
 
 if __name__ == "__main__":
