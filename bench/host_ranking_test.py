@@ -102,5 +102,22 @@ def test_timings_of_an_earlier_run_are_ranked_again(tmp_path):
         hr.load_timings(path)
 
 
+def test_retest_ranks_an_earlier_runs_medians_against_these(tmp_path):
+    times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4)
+    results = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
+    earlier = [{"model": "m", "dispatch": "d0", "points": [{"candidate": c, "median_s": s}
+                                                           for c, s in zip(CANDIDATES, [1, 2, 3, 4, 5])]}]
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps(earlier))  # the bare list an older host_ranking wrote
+    hr.add_retest(results, hr.load_earlier_medians(path))
+    assert results[0]["tau_retest"] == pytest.approx(-1.0)
+    text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="c", llvm_host_cpu="x"))
+    assert "| held_out | all | 1 | 1.00 | -1.00 | -1.00 | 1.00 | -1.00 |" in text
+    earlier[0]["points"] = earlier[0]["points"][:4]  # too few candidates timed both times
+    path.write_text(json.dumps({"dispatches": earlier}))
+    hr.add_retest(results, hr.load_earlier_medians(path))
+    assert results[0]["tau_retest"] is None
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
