@@ -111,6 +111,7 @@ def load_code_costs(paths: list[Path]) -> tuple[list[str], list[Priced]]:
 class _TimedPoint(BaseModel):
     model_config = ConfigDict(extra="ignore")
     candidate: str
+    median_s: float
     samples_s: list[float]
 
 
@@ -143,25 +144,12 @@ def load_timings(path: Path) -> tuple[_Machine, int, dict[tuple[str, str], dict[
                                   for d in t.dispatches}
 
 
-class _EarlierPoint(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    candidate: str
-    median_s: float
-
-
-class _EarlierDispatch(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    model: str
-    dispatch: str
-    points: list[_EarlierPoint]
-
-
 def load_earlier_medians(path: Path) -> dict[tuple[str, str], dict[str, float]]:
     """(model, dispatch) -> candidate -> median seconds of an earlier host_ranking run (its
     JSON, or the bare list of dispatches host_ranking wrote before it recorded the machine)."""
     try:
         data = json.loads(path.read_text())
-        rows = TypeAdapter(list[_EarlierDispatch]).validate_python(
+        rows = TypeAdapter(list[_TimedDispatch]).validate_python(
             data["dispatches"] if isinstance(data, dict) else data)
     except (OSError, ValueError, KeyError) as err:
         raise EvalError(f"{path}: not a host_ranking result: {first_line(str(err))}") from None

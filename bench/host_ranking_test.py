@@ -105,7 +105,7 @@ def test_timings_of_an_earlier_run_are_ranked_again(tmp_path):
 def test_retest_ranks_an_earlier_runs_medians_against_these(tmp_path):
     times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4)
     results = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
-    earlier = [{"model": "m", "dispatch": "d0", "points": [{"candidate": c, "median_s": s}
+    earlier = [{"model": "m", "dispatch": "d0", "points": [{"candidate": c, "median_s": s, "samples_s": [s, s]}
                                                            for c, s in zip(CANDIDATES, [1, 2, 3, 4, 5])]}]
     path = tmp_path / "earlier.json"
     path.write_text(json.dumps(earlier))  # the bare list an older host_ranking wrote
