@@ -38,6 +38,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from bench import text
 from bench.calibrate import prepare_dispatches
 from bench.code_cost_eval import DEFAULT, MIN_CANDIDATES, EvalError, forced, load_measurements, mean_text
 from bench.core import balanced_orders, cpu_model, llvm_host_cpu, progress, time_dispatch
@@ -288,13 +289,9 @@ def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, 
               "|---|---|---|---:|---:|" + "---:|" * (len(cores) + 2)]
     for r in sorted(results, key=lambda r: (r["split"], r["model"], r["dispatch"])):
         lines.append(f"| {r['split']} | {r['model']} | {r['dispatch']} | {r['candidates']} | "
-                     f"{r['default_us']:.1f} |" + "".join(f" {_fmt(r['tau_code_retimed'][c])} |" for c in cores)
-                     + f" {_fmt(r['tau_split_half'])} | {r['median_iqr_rel']:.2f} |")
+                     f"{r['default_us']:.1f} |" + "".join(f" {text.f(r['tau_code_retimed'][c])} |" for c in cores)
+                     + f" {text.f(r['tau_split_half'])} | {r['median_iqr_rel']:.2f} |")
     return "\n".join(lines) + "\n"
-
-
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
