@@ -173,6 +173,11 @@ class MeasuredChoice(_Strict):
     """How perf/tune.py chose among the candidates: by model cycles, not by prediction."""
     hardware: str  # the accelerator description measured on
     core: str  # its llvm-mca core model
+    # "model-cycles": each shortlisted candidate run under qemu and costed by llvm-mca (riscv);
+    # "code-model": the code model's static cycles alone, nothing run (host: perf/tune.py
+    # choose_tiles_by_code), a candidate taken only when `margin` cheaper than IREE's default.
+    by: Literal["model-cycles", "code-model"] = "model-cycles"
+    margin: float = Field(default=0.0, ge=0, lt=1)
     candidates_per_dispatch: int = Field(ge=2)  # IREE's default and the best ranked others
     # Candidates per dispatch costed by the code model to rank the shortlist (0: the analysis'
     # prediction ranks it).

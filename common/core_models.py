@@ -36,6 +36,9 @@ CORE_MODELS: dict[str, CoreModel] = {
         # closest model) running the host target's x86-64-v3 (AVX2, 256-bit) code.
         CoreModel("sapphirerapids", 256, "Intel Sapphire Rapids (Golden Cove) running AVX2 code",
                   isa="x86_64"),
+        # The AMD EPYC (family 25 model 1, Zen 3; LLVM's Host CPU `znver3`) the host build has
+        # been timed on since 2026-11-25, running the same x86-64-v3 code.
+        CoreModel("znver3", 256, "AMD Zen 3 running AVX2 code", isa="x86_64"),
     )
 }
 

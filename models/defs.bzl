@@ -10,8 +10,9 @@
 
 gives, for each target T in (riscv, host):
     <name>_T_analysis   zigzag_analysis against the T hardware description; for riscv the
-                        measured choice (perf/tune.py) among the candidates of
-                        <name>_riscv_predicted_analysis
+                        measured choice (perf/tune.py, model cycles under qemu) among the
+                        candidates of <name>_riscv_predicted_analysis; for the host with
+                        `host_tiles = "code"` the static code model's (perf:code_choice)
     <name>_T_compiled   iree_compile with the analysis' tiles
     <name>_T            <name>_T.vmfb + <name>_T.manifest.json: the tuned build for riscv
                         (model_pipeline's `strategy`); for the host the build the static
@@ -31,7 +32,7 @@ load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "zigzag_analysis")
 load("//codegen:defs.bzl", "iree_compile")
 load("//frontend:defs.bzl", "mlir_import")
-load("//perf:defs.bzl", "code_strategy_choice", "measured_choice", "riscv_perf", "strategy_choice")
+load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "riscv_perf", "strategy_choice")
 load("//runtime:defs.bzl", "hal_module")
 
 # Pipeline target suffix -> (IREE target, hardware description it is tuned for, cost-model
@@ -58,6 +59,9 @@ STRATEGY_TARGETS = {
 # measured (perf:strategy_choice); host, the fewest cycles by the static code model
 # (perf:code_strategy_choice).
 PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES + ("auto",)
+
+# How the host's tiles are chosen (model_pipeline's `host_tiles`).
+HOST_TILE_CHOICES = ("predicted", "code")
 
 # Which set a model belongs to: the cost model is fitted on "calibration" models only;
 # "held_out" models are measured, never fitted on (bench/report show the two apart).
@@ -162,7 +166,7 @@ RISCV_PERF_HARDWARE = [
     "//analysis:hardware/riscv_rvv512.yaml",
 ]
 
-def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategy = "tuned", host_strategy = "auto"):
+def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategy = "tuned", host_strategy = "auto", host_tiles = "predicted"):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -194,7 +198,15 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         code model on the host description's core model (perf:code_strategy_choice; host time
         is not a deterministic build input, the code is). IREE's defaults are not a separate
         candidate: the tuned build already keeps them wherever nothing is predicted to beat them.
+      host_tiles: how <name>_host_analysis chooses the host's tiles: "predicted" (the default:
+        the analysis' choice, IREE's defaults while the host has no calibration) or "code"
+        (perf:code_choice: the candidate the static code model prices cheapest on host.yaml's
+        core, when HOST_CODE_MARGIN cheaper than IREE's default). "code" is opt-in: on the zoo
+        it ran the calibration models at 0.81x of IREE's codegen (geomean) but one held-out
+        model at 1.10x (README, host tiles by the code model).
     """
+    if host_tiles not in HOST_TILE_CHOICES:
+        fail("model_pipeline(%s): host_tiles must be one of %s, got %r" % (name, ", ".join(HOST_TILE_CHOICES), host_tiles))
     for param, value in (("strategy", strategy), ("host_strategy", host_strategy)):
         if value not in PIPELINE_STRATEGIES:
             fail("model_pipeline(%s): %s must be one of %s, got %r" % (
@@ -232,16 +244,19 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         # the prediction: <name>_riscv_predicted_analysis ranks them, and <name>_riscv_analysis
         # keeps the measured fastest of IREE's default and the best predicted others
         # (perf/tune.py, MEASURED_CANDIDATES in perf/defs.bzl).
-        measured = suffix == "riscv"
+        # On the host, whose time a build cannot measure reproducibly, the code model's static
+        # cycles on host.yaml's core choose when asked (host_tiles = "code"; perf/tune.py
+        # --by code-model, HOST_CODE_MARGIN).
+        choice = {"riscv": measured_choice, "host": code_choice if host_tiles == "code" else None}[suffix]
         zigzag_analysis(
-            name = "%s_%s_predicted_analysis" % (name, suffix) if measured else analysis,
+            name = "%s_%s_predicted_analysis" % (name, suffix) if choice else analysis,
             module = ":" + imported,
             hardware = hardware,
             calibration = calibration,
             target = target,
         )
-        if measured:
-            measured_choice(
+        if choice:
+            choice(
                 name = analysis,
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
             )

@@ -95,11 +95,12 @@ def compile_failure(report: Path) -> str | None:
 
 def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path, hardware: Path,
                    work: Path, code: dict[str, Path] | None = None,
-                   failed: dict[str, str] | None = None) -> tuple[str, dict]:
+                   failed: dict[str, str] | None = None, margin: float = 0.0) -> tuple[str, dict]:
     """(chosen strategy, record) from (strategy, target.yaml, analysis.json or None) triples:
     each build's code costed statically on `hardware`'s core model. `code`: strategy -> the
     build's `codegen.compile --out-code` directory, costed as it is; a strategy without one is
-    compiled again here. `failed`: strategy -> why IREE could not compile it (left out)."""
+    compiled again here. `failed`: strategy -> why IREE could not compile it (left out). The
+    first candidate (the baseline) is kept unless another costs below (1 - margin) x its cycles."""
     from analysis.hardware import HardwareError, load_hardware
     from codegen.compile import TARGETS_IR, CompileError
     from common.core_models import CoreModelError, core_model
@@ -153,7 +154,16 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
         return baseline, {"by": by, "candidates": figures, "chosen": baseline, "excluded": excluded,
                           "reason": f"{baseline} kept: its code cannot be costed ({excluded[baseline]}), "
                                     "so no candidate is known to beat it"}
-    return _pick(figures, [s for s, _, _ in candidates], by, f"code-model cycles on {core.name}", excluded)
+    chosen, record = _pick(figures, [s for s, _, _ in candidates], by, f"code-model cycles on {core.name}",
+                           excluded)
+    record["margin"] = margin
+    ratio = figures[chosen] / figures[baseline] if figures[baseline] else 1.0
+    if chosen != baseline and ratio >= 1 - margin:
+        # A near-tie is no evidence: the code model's error between whole builds exceeds it.
+        record.update(chosen=baseline, reason=f"{baseline} kept: {chosen} at {ratio:.3f}x of its cycles is "
+                      f"not below {1 - margin:.2f}x; " + record["reason"])
+        chosen = baseline
+    return chosen, record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,11 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--code", nargs=2, action="append", default=[], metavar=("STRATEGY", "DIR"),
                    help="code-cycles: that candidate's `codegen.compile --out-code` directory, costed "
                         "without compiling the module again")
+    p.add_argument("--margin", type=float, default=0.0,
+                   help="code-cycles: another strategy replaces the first candidate only below "
+                   "(1 - margin) x its cycles")
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
     if a.by == "code-cycles" and a.hardware is None:
         p.error("--by code-cycles needs --hardware")
+    if not 0 <= a.margin < 1:
+        p.error(f"--margin {a.margin}: a fraction of the first candidate's cycles, in [0, 1)")
     with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError)) as cli:
         by_strategy = {c[0]: [Path(x) for x in c[1:4]] + [None if c[4] == "none" else Path(c[4])]
                        for c in a.candidate}
@@ -189,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise ChoiceError(f"--code {unknown[0]}: not a candidate")
                 failed = {s: why for s, files in by_strategy.items() if (why := compile_failure(files[1]))}
                 chosen, record = choose_by_code([(s, files[2], files[3]) for s, files in by_strategy.items()],
-                                                a.module, a.hardware, Path(tmp), code, failed)
+                                                a.module, a.hardware, Path(tmp), code, failed, a.margin)
             analysis, hardware = by_strategy[chosen][3], a.hardware
         vmfb, report, target, _ = by_strategy[chosen]
         build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,

@@ -1,4 +1,4 @@
-"""RISC-V instruction counts and model cycles of a compiled module (`riscv_perf`), and the choices made by them (`measured_choice`, `strategy_choice`) or by the static code model (`code_strategy_choice`)."""
+"""RISC-V instruction counts and model cycles of a compiled module (`riscv_perf`), and the choices made by them (`measured_choice`, `strategy_choice`) or by the static code model (`code_choice`, `code_strategy_choice`)."""
 
 load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "MlirModuleInfo")
 
@@ -91,46 +91,54 @@ MEASURED_CANDIDATES = 3
 # prediction); 7 loses the same. Chosen for CI time (README, CI).
 CODE_RANKED = 6
 
-def _measured_choice_impl(ctx):
+def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = []):
+    """Runs perf.tune on ctx.attr.analysis with `how` (its choice's own flags) and returns the
+    refined analysis' providers (AnalysisInfo, like the analysis it refines)."""
     analysis = ctx.attr.analysis[AnalysisInfo]
-    target = analysis.target
+    out = ctx.actions.declare_file(ctx.label.name + ".analysis.json")
+    out_md = ctx.actions.declare_file(ctx.label.name + md_suffix)
+    args = ctx.actions.args()
+    args.add("--module", analysis.module.mlir)
+    args.add("--target", analysis.target.file)
+    args.add("--analysis", analysis.analysis_json)
+    args.add("--hardware", analysis.hardware)
+    args.add("--model-name", analysis.module.model_name)
+    args.add_all(how)
+    args.add("--out", out)
+    args.add("--out-md", out_md)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = [analysis.module.mlir, analysis.target.file, analysis.analysis_json, analysis.hardware] + inputs,
+        outputs = [out, out_md],
+        mnemonic = mnemonic,
+        progress_message = progress_message % analysis.module.model_name,
+    )
+    return [
+        AnalysisInfo(analysis_json = out, module = analysis.module, target = analysis.target, hardware = analysis.hardware),
+        DefaultInfo(files = depset([out, out_md]), runfiles = ctx.runfiles(files = [out, out_md])),
+    ]
+
+def _measured_choice_impl(ctx):
+    target = ctx.attr.analysis[AnalysisInfo].target
     if target.hardware == None:
         fail("%s: %s was analysed for %s, which is not derived from an accelerator description (accelerator_target)" % (
             ctx.label,
             ctx.attr.analysis.label,
             target.name,
         ))
-    out = ctx.actions.declare_file(ctx.label.name + ".analysis.json")
-    out_md = ctx.actions.declare_file(ctx.label.name + ".tune.md")
-    args = ctx.actions.args()
-    args.add("--module", analysis.module.mlir)
-    args.add("--target", target.file)
-    args.add("--analysis", analysis.analysis_json)
-    args.add("--hardware", analysis.hardware)
-    args.add("--runner", ctx.file._runner)
-    args.add("--plugin", ctx.file._plugin)
-    args.add("--model-name", analysis.module.model_name)
-    args.add("--candidates", str(ctx.attr.candidates))
-    args.add("--code-ranked", str(ctx.attr.code_ranked))
+    how = ["--runner", ctx.file._runner.path, "--plugin", ctx.file._plugin.path,
+           "--candidates", str(ctx.attr.candidates), "--code-ranked", str(ctx.attr.code_ranked)]
     if ctx.attr.allow_no_core_model:
-        args.add("--allow-no-core-model")
-    args.add("--out", out)
-    args.add("--out-md", out_md)
-    ctx.actions.run(
-        executable = ctx.executable._tool,
-        arguments = [args],
-        inputs = [analysis.module.mlir, target.file, analysis.analysis_json, analysis.hardware, ctx.file._runner, ctx.file._plugin],
-        outputs = [out, out_md],
-        mnemonic = "MeasuredChoice",
-        progress_message = "Choosing %s's tiles by RISC-V model cycles (%d candidates per dispatch)" % (
-            analysis.module.model_name,
-            ctx.attr.candidates,
-        ),
+        how.append("--allow-no-core-model")
+    return _run_tune(
+        ctx,
+        how,
+        ".tune.md",
+        "MeasuredChoice",
+        "Choosing %%s's tiles by RISC-V model cycles (%d candidates per dispatch)" % ctx.attr.candidates,
+        inputs = [ctx.file._runner, ctx.file._plugin],
     )
-    return [
-        AnalysisInfo(analysis_json = out, module = analysis.module, target = target, hardware = analysis.hardware),
-        DefaultInfo(files = depset([out, out_md]), runfiles = ctx.runfiles(files = [out, out_md])),
-    ]
 
 measured_choice = rule(
     implementation = _measured_choice_impl,
@@ -147,6 +155,46 @@ measured_choice = rule(
 dispatch's tiles chosen, among IREE's default and the candidates the code model (perf/code_cost.py)
 costs cheapest among the analysis' best predicted, by measured model cycles on the accelerator's core model (perf/tune.py); never a candidate measured
 slower than IREE's default. Every shortlisted candidate's prediction and measurement is recorded.""",
+)
+
+# With model_pipeline's host_tiles = "code", the host's tiles are chosen by the code model alone
+# (perf/tune.py --by code-model): host time is wall time, which a build cannot measure
+# reproducibly. IREE's default and the 3 best predicted others are costed; all of them were
+# among the candidates the host calibration timed, so the choice could be replayed on those
+# timings.
+HOST_CODE_RANKED = 4
+
+# How much cheaper by the code model a host candidate must be to replace IREE's own choice:
+# a tile candidate IREE's default tiles (code_choice), a strategy the tuned build
+# (code_strategy_choice). Tiles: replayed on the calibration models' 30-round per-dispatch
+# timings (analysis/calibration/host.ranking.json, znver3 prices), 5% chose best of
+# 0/5/10/15/20% (0.737x of IREE's default summed per model, geomean; no model slower).
+# Strategies: the same 5% since 2026-11-26 (before: none), after repricing on znver3 turned
+# near-ties into switches (se_net 0.99x, measured 0.94-1.08x; dilated_grouped_cnn, a held-out
+# model, 1.00x, measured 1.06-1.10x slower); README says so.
+HOST_CODE_MARGIN = "0.05"
+
+def _code_choice_impl(ctx):
+    return _run_tune(
+        ctx,
+        ["--by", "code-model", "--margin", ctx.attr.margin, "--code-ranked", str(ctx.attr.code_ranked)],
+        ".choice.md",
+        "CodeChoice",
+        "Choosing %%s's tiles by code-model cycles (%d candidates per dispatch)" % ctx.attr.code_ranked,
+    )
+
+code_choice = rule(
+    implementation = _code_choice_impl,
+    attrs = {
+        "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis whose hardware names a model_core"),
+        "code_ranked": attr.int(default = HOST_CODE_RANKED, doc = "candidates per dispatch costed: IREE's default and the best predicted others"),
+        "margin": attr.string(default = HOST_CODE_MARGIN, doc = "a candidate replaces IREE's default only below (1 - margin) x its code-model cycles"),
+        "_tool": attr.label(default = "//perf:tune", executable = True, cfg = "exec"),
+    },
+    doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.choice.md: each
+dispatch's tiles chosen by the static code model (perf/code_cost.py) on the description's core
+model among IREE's default and the best predicted others (perf/tune.py --by code-model); IREE's
+default kept unless a candidate is `margin` cheaper. Every costed candidate is recorded.""",
 )
 
 def perf_json_of(label, perf_target):
@@ -227,6 +275,7 @@ def _code_strategy_choice_impl(ctx):
     module = _one_module(ctx, ctx.attr.compiled)
     args = ctx.actions.args()
     args.add("--by", "code-cycles")
+    args.add("--margin", ctx.attr.margin)
     args.add("--hardware", ctx.file.hardware)
     inputs = [ctx.file.hardware]
     for strategy, compiled_target in zip(ctx.attr.strategies, ctx.attr.compiled):
@@ -256,6 +305,7 @@ _code_strategy_choice = rule(
         "strategies": attr.string_list(mandatory = True),
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo, MlirModuleInfo]),
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"]),
+        "margin": attr.string(default = HOST_CODE_MARGIN, doc = "another strategy replaces the first only below (1 - margin) x its code-model cycles"),
         "_tool": attr.label(default = "//perf:choose", executable = True, cfg = "exec"),
     },
 )

@@ -189,7 +189,7 @@ def test_a_missing_tool_fails_with_one_line(tmp_path, missing, words):
 
 
 @pytest.mark.parametrize("target_vlen,hardware,words", [
-    (128, ROOT / "analysis" / "hardware" / "host.yaml", "sapphirerapids is a x86_64 core model"),
+    (128, ROOT / "analysis" / "hardware" / "host.yaml", "znver3 is a x86_64 core model"),
     (128, HW[256], "no model_core: model cycles need a core model of VLEN 256"),
     (512, HW[128], "VLEN 128 is below the 512 bits riscv64_rvv_zvl512 was compiled for"),
 ])

@@ -3,6 +3,9 @@
     python -m perf.tune --module M.mlirbc --target T.target.yaml --analysis M.analysis.json \\
         --hardware riscv_rvv.yaml --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
         --model-name M --candidates 3 --code-ranked 6 --out M_measured.analysis.json --out-md M_measured.md
+    python -m perf.tune --by code-model --margin 0.05 --code-ranked 4 --module M.mlirbc \
+        --target host.yaml --analysis M.analysis.json --hardware host.yaml --model-name M \
+        --out M_chosen.analysis.json --out-md M_chosen.md
 
 The tile-level cost model ranks candidates but does not predict which one wins on RISC-V well
 enough to switch away from IREE's default (its cross-validated Kendall tau is in
@@ -23,6 +26,12 @@ Every costed and shortlisted candidate's predicted, code-model and measured cycl
 recorded in the output analysis (same schema, `measured_choice` set), which codegen compiles
 like any other.
 
+For the host, whose time is not model cycles, `--by code-model --margin F` stops after step 1:
+each dispatch takes its cheapest code-costed candidate when that is below (1 - F) x IREE's
+default's code-model cycles, else keeps IREE's default (choose_tiles_by_code; nothing runs, so the
+choice is as deterministic as the compile). The margin is chosen on the calibration models'
+timings (HOST_CODE_MARGIN in perf/defs.bzl says how).
+
 A candidate that does not compile or run is recorded with its one-line error and not
 chosen. A dispatch whose own IREE-default run fails (qemu 7.2 aborts on some RVV code) keeps
 IREE's default, the error recorded: there is nothing to compare against. When IREE's defaults
@@ -39,7 +48,7 @@ import tempfile
 from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
-from common.analysis_schema import Analysis, MeasuredChoice, Summary
+from common.analysis_schema import Analysis, Candidate, Cost, Dispatch, MeasuredChoice, Summary
 from codegen.compile import CompileError
 from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
@@ -208,6 +217,19 @@ class _Round:
         return {d.name: d.model_cycles for d in report.runs[0].dispatches}
 
 
+def _cost_of_chosen(d: Dispatch, chosen: Candidate) -> Cost | None:
+    """The dispatch's predicted cost, restated for the candidate chosen (its predicted cycles)."""
+    cost = d.cost
+    if cost is None:
+        return None
+    scale = cost.latency_cycles / chosen.predicted_cycles if chosen.predicted_cycles else 0
+    return cost.model_copy(update={
+        "latency_cycles": chosen.predicted_cycles,
+        "mac_utilization": float(f"{min(1.0, cost.mac_utilization * scale):.6g}")
+        if cost.mac_utilization is not None and scale else cost.mac_utilization,
+        "energy_pj": cost.energy_pj if chosen.generator == "zigzag" else None})
+
+
 def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core: str,
          code_ranked: int = 0) -> tuple[Analysis, list[str]]:
     """(the analysis with measured choices, per-round log lines). `measure_round(analysis_dict,
@@ -290,17 +312,10 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                   f"{len(ok)} of {len(names)} shortlisted candidates measured"
                   + (f", {len(names) - len(ok)} failed" if len(ok) < len(names) else "")
                   + f"; analysis: {d.reason}")
-        cost = d.cost
-        if cost is not None:
-            scale = cost.latency_cycles / chosen.predicted_cycles if chosen.predicted_cycles else 0
-            cost = cost.model_copy(update={
-                "latency_cycles": chosen.predicted_cycles,
-                "mac_utilization": float(f"{min(1.0, cost.mac_utilization * scale):.6g}")
-                if cost.mac_utilization is not None and scale else cost.mac_utilization,
-                "energy_pj": cost.energy_pj if chosen.generator == "zigzag" else None})
         dispatches.append(d.model_copy(update={
             "candidates": cands, "chosen": best, "provenance": chosen.generator,
-            "tiles": None if best == DEFAULT else chosen.tiles, "reason": reason, "cost": cost}))
+            "tiles": None if best == DEFAULT else chosen.tiles, "reason": reason,
+            "cost": _cost_of_chosen(d, chosen)}))
     summary = Summary.of(dispatches, distinct_ops=analysis.summary.distinct_ops)
     result = Analysis.model_validate({
         **analysis.model_dump(), "dispatches": [x.model_dump() for x in dispatches],
@@ -309,6 +324,80 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
             hardware=hardware_name, core=core, candidates_per_dispatch=size, code_ranked=code_ranked,
             measured=len(measured), failed=len(failed), dispatches=offered).model_dump()})
     return result, log
+
+
+def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, core: str,
+                   code_ranked: int) -> Analysis:
+    """The analysis (costed by `code_rank`) with each dispatch's cheapest code-costed candidate
+    chosen when its code-model cycles are below (1 - margin) x IREE's default's, else IREE's
+    default. Nothing runs: for a core whose time is what matters (the host), not its model
+    cycles under qemu. A dispatch whose default the code model could not cost keeps it."""
+    dispatches = []
+    costed = failed = offered = 0
+    for d in analysis.dispatches:
+        by_name = {c.name: c for c in d.candidates}
+        tried = [c for c in d.candidates if c.code_model_cycles is not None or c.code_error is not None]
+        if DEFAULT not in by_name or len(tried) < 2:
+            dispatches.append(d)
+            continue
+        offered += 1
+        costed += sum(c.code_model_cycles is not None for c in tried)
+        failed += sum(c.code_model_cycles is None for c in tried)
+        default = by_name[DEFAULT]
+        if default.code_model_cycles is None:
+            dispatches.append(d.model_copy(update={
+                "chosen": DEFAULT, "provenance": default.generator, "tiles": None, "reason": (
+                    f"{d.kind}: code-model choice on {core} ({hardware_name}): IREE's default kept, "
+                    f"the code model could not cost it ({default.code_error}); analysis: {d.reason}")}))
+            continue
+        others = [c for c in tried if c.name != DEFAULT and c.code_model_cycles is not None]
+        # Cheapest; ties go to the better predicted (the analysis lists candidates in that order).
+        best = min(others, key=lambda c: c.code_model_cycles, default=default)
+        ratio = best.code_model_cycles / default.code_model_cycles if default.code_model_cycles else 1.0
+        chosen = best if ratio < 1 - margin else default
+        verdict = ("" if chosen is best else
+                   f"; not {1 - margin:.2f}x or less, so IREE's default kept")
+        reason = (f"{d.kind}: code-model choice on {core} ({hardware_name}): {best.name} at "
+                  f"{best.code_model_cycles:,.0f} code-model cycles vs IREE's default "
+                  f"{default.code_model_cycles:,.0f} ({ratio:.3f}x){verdict}; {len(others) + 1} of "
+                  f"{len(tried)} candidates costed; analysis: {d.reason}")
+        dispatches.append(d.model_copy(update={
+            "chosen": chosen.name, "provenance": chosen.generator,
+            "tiles": None if chosen is default else chosen.tiles, "reason": reason,
+            "cost": _cost_of_chosen(d, chosen)}))
+    summary = Summary.of(dispatches, distinct_ops=analysis.summary.distinct_ops)
+    return Analysis.model_validate({
+        **analysis.model_dump(), "dispatches": [x.model_dump() for x in dispatches],
+        "summary": summary.model_dump(),
+        "measured_choice": MeasuredChoice(
+            hardware=hardware_name, core=core, by="code-model", margin=margin,
+            candidates_per_dispatch=code_ranked, code_ranked=code_ranked,
+            measured=costed, failed=failed, dispatches=offered).model_dump()})
+
+
+def code_choice_markdown(analysis: Analysis) -> str:
+    mc = analysis.measured_choice
+    lines = [f"# Code-model tile choice: {analysis.model} on {mc.hardware} (static cycles on {mc.core})",
+             "", f"IREE's default and the {mc.code_ranked - 1} best predicted other candidates per "
+             "dispatch, each compiled and costed by the code model (perf/code_cost.py: llvm-mca per "
+             "block, trip counts from IREE's LLVM IR; nothing runs). A candidate replaces IREE's "
+             f"default only below {1 - mc.margin:.2f}x its cycles. Code-model cycles ignore caches, "
+             "memory latency and branch misses: they are not time.", "",
+             "| dispatch | kind | chosen | IREE default | chosen | chosen/default | candidates (code model) |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for d in analysis.dispatches:
+        tried = [c for c in d.candidates if c.code_model_cycles is not None or c.code_error is not None]
+        if len(tried) < 2:
+            continue
+        by = {c.name: c for c in tried}
+        cells = ", ".join(f"{c.name}: " + (f"{c.code_model_cycles:,.0f}" if c.code_model_cycles is not None
+                                           else "failed") for c in tried)
+        dc, cc = by[DEFAULT].code_model_cycles, by[d.chosen].code_model_cycles
+        if dc is None:
+            lines.append(f"| {d.name} | {d.kind} | {d.chosen} | failed | failed | - | {cells} |")
+            continue
+        lines.append(f"| {d.name} | {d.kind} | {d.chosen} | {dc:,.0f} | {cc:,.0f} | {cc / dc:.3f} | {cells} |")
+    return "\n".join(lines) + "\n"
 
 
 def to_markdown(analysis: Analysis) -> str:
@@ -352,11 +441,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", required=True, type=Path, help="riscv target derived from --hardware")
     p.add_argument("--analysis", required=True, type=Path, help="analysis.json with candidates")
     p.add_argument("--hardware", required=True, type=Path, help="the accelerator (with a model_core)")
-    p.add_argument("--runner", required=True, type=Path, help="riscv64 hal_runner")
-    p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
+    p.add_argument("--by", choices=("model-cycles", "code-model"), default="model-cycles",
+                   help="model-cycles: run the shortlist under qemu (riscv); code-model: choose by "
+                   "the code model's static cycles alone among the --code-ranked (host)")
+    p.add_argument("--margin", type=float, default=0.0,
+                   help="--by code-model: a candidate replaces IREE's default only below "
+                   "(1 - margin) x its code-model cycles")
+    p.add_argument("--runner", type=Path, help="riscv64 hal_runner (--by model-cycles)")
+    p.add_argument("--plugin", type=Path, help="libinsn_classes.so (--by model-cycles)")
     p.add_argument("--model-name", required=True)
-    p.add_argument("--candidates", type=int, required=True,
-                   help="shortlist size per dispatch, IREE's default included (>= 2)")
+    p.add_argument("--candidates", type=int,
+                   help="--by model-cycles: shortlist size per dispatch, IREE's default included (>= 2)")
     p.add_argument("--code-ranked", type=int, default=0,
                    help="cost IREE's default and the N-1 best predicted candidates per dispatch with "
                    "the code model (perf/code_cost.py) and shortlist the cheapest; 0: shortlist by "
@@ -369,10 +464,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-md", required=True, type=Path)
     a = p.parse_args(argv)
     with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError)) as cli:
-        if a.candidates < 2:
-            raise TuneError(f"--candidates {a.candidates}: a choice needs at least 2 (IREE's default and one more)")
         if a.code_ranked == 1 or a.code_ranked < 0:
             raise TuneError(f"--code-ranked {a.code_ranked}: 0 (off) or at least 2 (IREE's default and one more)")
+        if a.by == "code-model":
+            if not a.code_ranked:
+                raise TuneError("--by code-model needs --code-ranked N (>= 2): the candidates it costs")
+            if not 0 <= a.margin < 1:
+                raise TuneError(f"--margin {a.margin}: a fraction of IREE's default's cycles, in [0, 1)")
+        else:
+            missing = [f for f in ("runner", "plugin", "candidates") if getattr(a, f) is None]
+            if missing:
+                raise TuneError(f"--by model-cycles needs --{missing[0]}")
+            if a.candidates < 2:
+                raise TuneError(f"--candidates {a.candidates}: a choice needs at least 2 (IREE's default and one more)")
         hw = load_hardware(a.hardware)
         try:
             analysis = Analysis.model_validate_json(a.analysis.read_text())
@@ -401,19 +505,24 @@ def main(argv: list[str] | None = None) -> int:
             log = []
             if a.code_ranked:
                 analysis, log = code_rank(analysis, _CodeRound(a, hw.model_core, Path(tmp)), a.code_ranked)
-            result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
-                                    a.code_ranked)
-            log += tune_log
+            if a.by == "code-model":
+                result = choose_tiles_by_code(analysis, a.margin, hw.name, hw.model_core, a.code_ranked)
+            else:
+                result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
+                                        a.code_ranked)
+                log += tune_log
     if cli.failed:
         return 1
     for line in log:
         print(f"perf.tune: {line}", file=sys.stderr)
+    markdown = code_choice_markdown(result) if a.by == "code-model" else to_markdown(result)
     write_together({a.out: json.dumps(result.model_dump(mode="json"), indent=1, sort_keys=True) + "\n",
-                    a.out_md: to_markdown(result)})
+                    a.out_md: markdown})
     switched = sum(d.chosen not in (None, DEFAULT) for d in result.dispatches)
     mc = result.measured_choice
+    how = "costed by the code model" if a.by == "code-model" else "measured"
     print(f"perf.tune {analysis.model}: {mc.measured} candidates of {mc.dispatches} dispatches "
-          f"measured on {hw.model_core}, {mc.failed} failed; "
+          f"{how} on {hw.model_core}, {mc.failed} failed; "
           f"{switched} dispatches switched from IREE's default")
     return 0
 

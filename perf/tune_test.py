@@ -13,7 +13,8 @@ from common.analysis_schema import Analysis
 from perf.measure import PerfError
 from codegen.compile import CompileError
 from perf.code_cost import CallCycles, CodeCostError
-from perf.tune import DEFAULT, TuneError, code_rank, round_assignments, shortlist, to_markdown, tune
+from perf.tune import (DEFAULT, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
+                       round_assignments, shortlist, to_markdown, tune)
 
 LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound": 16, "kind": "parallel"},
          {"name": "d2", "bound": 16, "kind": "reduction"}]
@@ -228,6 +229,52 @@ def test_never_chosen_slower_than_iree_default(cycles, size):
     assert chosen.measured_model_cycles == min(cycles[:size])
 
 
+def test_code_model_choice_takes_the_cheapest_only_past_the_margin():
+    a = _analysis({"x": [DEFAULT, "a", "b", "c"], "y": [DEFAULT, "a", "b"], "z": [DEFAULT, "a"]})
+    code = FakeCode({("x", DEFAULT): 100, ("x", "a"): 90, ("x", "b"): 80, ("x", "c"): 1,
+                     ("y", DEFAULT): 100, ("y", "a"): 96, ("y", "b"): 97,
+                     ("z", DEFAULT): 100, ("z", "a"): 120})
+    ranked, _ = code_rank(a, code, 3)  # "c" is 4th by prediction: not costed, not chosen
+    out = choose_tiles_by_code(ranked, 0.05, "host", "znver3", 3)
+    chosen = {d.name: d.chosen for d in out.dispatches}
+    assert chosen == {"x": "b", "y": DEFAULT, "z": DEFAULT}
+    by = {d.name: d for d in out.dispatches}
+    assert by["x"].tiles == next(c.tiles for c in by["x"].candidates if c.name == "b")
+    assert by["y"].tiles is None and "a at 96" in by["y"].reason and "IREE's default kept" in by["y"].reason
+    mc = out.measured_choice
+    assert (mc.by, mc.margin, mc.core, mc.dispatches, mc.measured, mc.failed) == ("code-model", 0.05, "znver3", 3, 8, 0)
+    assert "| x | matmul | b | 100 | 80 | 0.800 |" in code_choice_markdown(out)
+
+
+def test_code_model_choice_keeps_a_default_it_cannot_cost_and_skips_failed_candidates():
+    a = _analysis({"x": [DEFAULT, "a"], "y": [DEFAULT, "a", "b"]})
+    code = FakeCode({("x", DEFAULT): 100, ("x", "a"): 1, ("y", DEFAULT): 100, ("y", "b"): 50},
+                    broken=[("y", "a")])
+    ranked, _ = code_rank(a, code, 3)
+    # x's default priced as the code model does a dispatch it cannot cost (a run-time trip count).
+    x = ranked.dispatches[0]
+    x = x.model_copy(update={"candidates": [
+        c.model_copy(update={"code_model_cycles": None, "code_error": "run-time trip count"})
+        if c.name == DEFAULT else c for c in x.candidates]})
+    ranked = ranked.model_copy(update={"dispatches": [x, ranked.dispatches[1]]})
+    out = choose_tiles_by_code(ranked, 0.0, "host", "znver3", 3)
+    by = {d.name: d for d in out.dispatches}
+    assert by["x"].chosen == DEFAULT and "could not cost it (run-time trip count)" in by["x"].reason
+    assert by["y"].chosen == "b" and out.measured_choice.failed == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(1, 1e6), min_size=2, max_size=6), st.floats(0, 0.5))
+def test_code_model_choice_is_never_predicted_slower_than_default(cycles, margin):
+    names = [DEFAULT] + [f"c{i}" for i in range(len(cycles) - 1)]
+    ranked, _ = code_rank(_analysis({"x": names}), FakeCode({("x", n): c for n, c in zip(names, cycles)}), 6)
+    d = choose_tiles_by_code(ranked, margin, "host", "znver3", 6).dispatches[0]
+    chosen = next(c for c in d.candidates if c.name == d.chosen)
+    assert chosen.code_model_cycles == cycles[0] or chosen.code_model_cycles < (1 - margin) * cycles[0]
+    if d.chosen != DEFAULT:
+        assert chosen.code_model_cycles == min(cycles)
+
+
 def _cli(tmp_path, hardware: Path, *extra: str) -> tuple[int, Path]:
     from analysis.hardware import load_hardware
     from common.files import sha256_file
@@ -273,6 +320,16 @@ def test_an_analysis_of_other_hardware_is_refused(tmp_path, capsys):
                  "--out-md", str(tmp_path / "o.md")])
     assert code == 1 and "analysed against 'riscv_rvv'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_code_model_choice_needs_its_candidates_and_a_sane_margin(tmp_path, capsys):
+    host = Path(__file__).parents[1] / "analysis" / "hardware" / "host.yaml"
+    for extra, words in ((["--by", "code-model"], "needs --code-ranked"),
+                         (["--by", "code-model", "--code-ranked", "4", "--margin", "1.5"], "--margin 1.5")):
+        code, out = _cli(tmp_path, host, *extra)
+        err = capsys.readouterr().err
+        assert code == 1 and not out.exists()
+        assert err.count("\n") == 1 and words in err, err
 
 
 if __name__ == "__main__":
