@@ -356,7 +356,7 @@ def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, 
         ratio = best.code_model_cycles / default.code_model_cycles if default.code_model_cycles else 1.0
         chosen = best if ratio < 1 - margin else default
         verdict = ("" if chosen is best else
-                   f"; not {1 - margin:.2f}x or less, so IREE's default kept")
+                   f"; not below {1 - margin:.2f}x of it, so IREE's default kept")
         reason = (f"{d.kind}: code-model choice on {core} ({hardware_name}): {best.name} at "
                   f"{best.code_model_cycles:,.0f} code-model cycles vs IREE's default "
                   f"{default.code_model_cycles:,.0f} ({ratio:.3f}x){verdict}; {len(others) + 1} of "
