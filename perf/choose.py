@@ -41,6 +41,13 @@ class ChoiceError(RuntimeError):
     pass
 
 
+def clears_margin(cost: float, baseline: float, margin: float) -> bool:
+    """Whether a candidate costing `cost` replaces the baseline: only below (1 - margin) x its
+    cost (a near-tie is no evidence: the code model's error exceeds it). The one rule of the
+    host's tile (perf.tune --by code-model) and strategy choices."""
+    return cost < (1 - margin) * baseline
+
+
 def _pick(figures: dict[str, float], order: list[str], by: str, unit: str,
           excluded: dict[str, str] | None = None) -> tuple[str, dict]:
     """The cheapest of `figures` (ties to the earlier in `order`) and the record of why."""
@@ -158,8 +165,7 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
                            excluded)
     record["margin"] = margin
     ratio = figures[chosen] / figures[baseline] if figures[baseline] else 1.0
-    if chosen != baseline and ratio >= 1 - margin:
-        # A near-tie is no evidence: the code model's error between whole builds exceeds it.
+    if chosen != baseline and not clears_margin(figures[chosen], figures[baseline], margin):
         record.update(chosen=baseline, reason=f"{baseline} kept: {chosen} at {ratio:.3f}x of its cycles is "
                       f"not below {1 - margin:.2f}x; " + record["reason"])
         chosen = baseline

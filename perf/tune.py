@@ -53,6 +53,7 @@ from codegen.compile import CompileError
 from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
 from common.targets import load_target
+from perf.choose import clears_margin
 from perf.code_cost import CodeCostError, module_call_cycles
 from perf.measure import MEASURE_ERRORS, measure
 
@@ -326,6 +327,11 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
     return result, log
 
 
+def _code_costed(d: Dispatch) -> list[Candidate]:
+    """The dispatch's candidates `code_rank` tried (costed or failed), in predicted order."""
+    return [c for c in d.candidates if c.code_model_cycles is not None or c.code_error is not None]
+
+
 def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, core: str,
                    code_ranked: int) -> Analysis:
     """The analysis (costed by `code_rank`) with each dispatch's cheapest code-costed candidate
@@ -336,7 +342,7 @@ def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, 
     costed = failed = offered = 0
     for d in analysis.dispatches:
         by_name = {c.name: c for c in d.candidates}
-        tried = [c for c in d.candidates if c.code_model_cycles is not None or c.code_error is not None]
+        tried = _code_costed(d)
         if DEFAULT not in by_name or len(tried) < 2:
             dispatches.append(d)
             continue
@@ -354,7 +360,7 @@ def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, 
         # Cheapest; ties go to the better predicted (the analysis lists candidates in that order).
         best = min(others, key=lambda c: c.code_model_cycles, default=default)
         ratio = best.code_model_cycles / default.code_model_cycles if default.code_model_cycles else 1.0
-        chosen = best if ratio < 1 - margin else default
+        chosen = best if clears_margin(best.code_model_cycles, default.code_model_cycles, margin) else default
         verdict = ("" if chosen is best else
                    f"; not below {1 - margin:.2f}x of it, so IREE's default kept")
         reason = (f"{d.kind}: code-model choice on {core} ({hardware_name}): {best.name} at "
@@ -386,7 +392,7 @@ def code_choice_markdown(analysis: Analysis) -> str:
              "| dispatch | kind | chosen | IREE default | chosen | chosen/default | candidates (code model) |",
              "|---|---|---|---:|---:|---:|---|"]
     for d in analysis.dispatches:
-        tried = [c for c in d.candidates if c.code_model_cycles is not None or c.code_error is not None]
+        tried = _code_costed(d)
         if len(tried) < 2:
             continue
         by = {c.name: c for c in tried}
