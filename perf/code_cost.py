@@ -18,7 +18,8 @@ gathers, peeled remainders). This model reads the code instead, without running 
    because that is the unit perf.measure costs; each piece is costed by llvm-mca on the core
    model (`perf.mca.text_cycles`) with the LMUL/SEW of the preceding vsetvli in layout order,
    and counted as often as its innermost loop's header runs per call. A dispatch's cycles
-   are that sum times its workgroup count.
+   are that sum times its workgroup count (the axes it loops over counted inside the call:
+   `one_workgroup_ir`).
 
 The instruction set is the target's (`Isa`, from its triple): RISC-V as above; x86-64 (the
 host) with x86 branches closing loops and each basic block one piece (no qemu), priced on a
@@ -159,6 +160,44 @@ def downgrade_ir(text: str) -> str:
     # Alias-scope domains gained an i1 operand; 19 takes (self, name) only.
     s = re.sub(r"(= distinct !\{!\d+), i1 (?:true|false)(, !\")", r"\1\2", s)
     return _masked_alignment_operands(s)
+
+
+# The workgroup count's fields in IREE's iree_hal_executable_dispatch_state_v0_t, the second
+# parameter of every dispatch function: byte offset -> axis (x, y, z).
+_WORKGROUP_COUNT_OFFSETS = {12: 0, 16: 1, 20: 2}
+_DEFINE = re.compile(r"^define [^@]*@\"?([\w.\-]+)\"?\((.*)\)[^(]*\{\s*$")
+
+
+def one_workgroup_ir(named_ir: str) -> tuple[str, dict[str, set[int]]]:
+    """(`named_ir` with every dispatch function's loads of its workgroup count replaced by 1,
+    function -> the axes whose count it reads).
+
+    IREE reads the workgroup count only to step the loops that distribute tiles over
+    workgroups (`for (i = id * t; i < n; i += count * t)`, where it capped the count). With
+    that axis' count at 1, one call runs every tile of the axis, so scalar evolution counts
+    the whole axis and that call is the dispatch's work along it; an axis whose count is not
+    read runs one tile per workgroup and is multiplied by its count. Work guarded by the
+    workgroup id (`if (id < 16)`, a second, shorter loop fused into the dispatch) is then
+    counted once, not once per workgroup. Only for counting: value and block names are kept,
+    so the code compiled from the unchanged IR maps onto these loops."""
+    out, fields, read = [], {}, {}
+    function, state = None, None
+    for line in named_ir.split("\n"):
+        if m := _DEFINE.match(line):
+            params = re.findall(r"(%[\w.\-]+)(?=\s*(?:,|$))", m.group(2))
+            function = m.group(1) if "_dispatch_" in m.group(1) and len(params) == 3 else None
+            state, fields = (params[1] if function else None), {}
+        elif line.startswith("}"):
+            function = None
+        elif function is not None:
+            if (g := re.match(rf"\s*(%[\w.\-]+) = getelementptr inbounds (?:nuw )?i8, ptr {re.escape(state)}, "
+                              r"i64 (\d+)\b", line)) and int(g.group(2)) in _WORKGROUP_COUNT_OFFSETS:
+                fields[g.group(1)] = _WORKGROUP_COUNT_OFFSETS[int(g.group(2))]
+            elif (ld := re.match(r"(\s*%[\w.\-]+) = load (i\d+), ptr (%[\w.\-]+),", line)) and ld.group(3) in fields:
+                line = f"{ld.group(1)} = add {ld.group(2)} 0, 1"
+                read.setdefault(function, set()).add(fields[ld.group(3)])
+        out.append(line)
+    return "\n".join(out), read
 
 
 # ---- scalar evolution expressions -----------------------------------------------------------
@@ -509,6 +548,8 @@ class CallCycles:
     llc_code: set[str]  # functions costed on llc-19's code: IREE's loops did not line up
     errors: dict[str, str] = field(default_factory=dict)  # functions that cannot be costed, why
     calls: dict[str, int] = field(default_factory=dict)  # dispatch -> calls per call of the model
+    # function -> the workgroup axes it loops over, costed with their count at 1 (one_workgroup_ir)
+    looped_axes: dict[str, set[int]] = field(default_factory=dict)
 
     def model_cycles(self) -> float:
         """One call of the model: each costed dispatch's cycles times its calls (initializers,
@@ -518,7 +559,9 @@ class CallCycles:
 
 def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: list[str], work: Path,
                 functions: set[str] | None = None, isa: Isa = RISCV64, cpu: str = "generic-rv64") -> CallCycles:
-    """Model cycles of one call of each dispatch function (or of `functions`) in the module.
+    """Model cycles of one call of each dispatch function (or of `functions`) in the module,
+    with each workgroup-count axis the function reads at 1 (`one_workgroup_ir`; the axes are
+    in `looped_axes`).
 
     The code costed is IREE's own (`iree_asm`, its .s), when its loops line up with those of
     llc-19's verbose assembly of the same IR (which names each block's IR block, hence each
@@ -531,7 +574,10 @@ def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: lis
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise CodeCostError(f"{OPT} cannot read IREE's IR: {_first_error(proc.stderr)}")
-    forests = loop_forests(named)
+    counted = work / "counted.ll"
+    counted_ir, looped_axes = one_workgroup_ir(named.read_text())
+    counted.write_text(counted_ir)
+    forests = loop_forests(counted)
     proc = subprocess.run([_tool(LLC), "-O3", f"-mtriple={isa.triple}", f"-mcpu={cpu}",
                            f"-mattr={','.join(cpu_features)}", str(named), "-o", str(asm_path)],
                           capture_output=True, text=True)
@@ -549,6 +595,8 @@ def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: lis
             result.errors[function] = str(err)
             continue
         result.cycles[function] = cycles
+        if function in looped_axes:
+            result.looped_axes[function] = looped_axes[function]
         if on_llc:
             result.llc_code.add(function)
     return result
@@ -604,6 +652,12 @@ def module_call_cycles(module: Path, analysis, target, core: str, work: Path) ->
     return code_call_cycles(work / cg.TARGETS_IR, work / "inter", target, core, work / "cost")
 
 
+def workgroups_outside_the_call(workgroup_count: tuple[int, int, int], looped_axes: set[int]) -> int:
+    """How many calls one costed call stands for: the workgroups along the axes the function
+    does not loop over (those it loops over ran in full inside the call)."""
+    return math.prod(n for axis, n in enumerate(workgroup_count) if axis not in looped_axes)
+
+
 def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, work: Path) -> CallCycles:
     """`module_call_cycles` of a module already compiled: its executable-targets IR (the
     workgroup count of each call site) and the directory of IREE's `*.optimized.ll` and `.s`
@@ -630,7 +684,8 @@ def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, w
             if dispatch is None or dispatch.workgroup_count is None:
                 total.errors[name] = f"no workgroup count ({dispatch.error if dispatch else 'not dispatched'})"
                 continue
-            total.cycles[name] = cycles * math.prod(dispatch.workgroup_count)
+            total.cycles[name] = cycles * workgroups_outside_the_call(dispatch.workgroup_count,
+                                                                      costed.looped_axes.get(name, set()))
             total.calls[name] = dispatch.calls
         total.llc_code |= costed.llc_code
         total.errors.update(costed.errors)

@@ -250,6 +250,91 @@ def test_x86_code_is_costed_on_a_named_x86_core(tmp_path):
     assert theirs.cycles["m_dispatch_0"] == pytest.approx(large.cycles["m_dispatch_0"], rel=1e-6)
 
 
+# IREE's dispatch signature (environment, dispatch state, workgroup state) with its workgroup
+# count capped: tiles are distributed by loops stepping by the count read from the dispatch
+# state (offset 12: x). Like a data-tiled dispatch with a pack fused in, a short first loop
+# (4 tiles of 64) runs only on the workgroups whose id is below 4; the second (32 tiles of 8)
+# runs on all.
+_DISTRIBUTED = """
+define i32 @m_dispatch_1(ptr %env, ptr %state, ptr %wg) {
+entry:
+  %count.addr = getelementptr inbounds nuw i8, ptr %state, i64 12
+  %count32 = load i32, ptr %count.addr, align 4
+  %count = zext i32 %count32 to i64
+  %id32 = load i32, ptr %wg, align 16
+  %id = zext i32 %id32 to i64
+  %buf.addr = getelementptr inbounds nuw i8, ptr %state, i64 32
+  %p = load ptr, ptr %buf.addr, align 16
+  %first = icmp ult i64 %id, 4
+  br i1 %first, label %pack, label %second
+pack:
+  %t = phi i64 [ %id, %entry ], [ %t.next, %pack.latch ]
+  br label %pack.inner
+pack.inner:
+  %j = phi i64 [ 0, %pack ], [ %j.next, %pack.inner ]
+  %row = mul nuw nsw i64 %t, 64
+  %idx = add nuw nsw i64 %row, %j
+  %addr = getelementptr float, ptr %p, i64 %idx
+  %v = load float, ptr %addr
+  %w = fmul float %v, %v
+  store float %w, ptr %addr
+  %j.next = add nuw nsw i64 %j, 1
+  %more = icmp ult i64 %j.next, 64
+  br i1 %more, label %pack.inner, label %pack.latch
+pack.latch:
+  %t.next = add nuw nsw i64 %t, %count
+  %again = icmp ult i64 %t.next, 4
+  br i1 %again, label %pack, label %second
+second:
+  %go = icmp ult i64 %id, 32
+  br i1 %go, label %tile, label %exit
+tile:
+  %u = phi i64 [ %id, %second ], [ %u.next, %tile.latch ]
+  br label %tile.inner
+tile.inner:
+  %k = phi i64 [ 0, %tile ], [ %k.next, %tile.inner ]
+  %row2 = mul nuw nsw i64 %u, 8
+  %idx2 = add nuw nsw i64 %row2, %k
+  %addr2 = getelementptr float, ptr %p, i64 %idx2
+  %x = load float, ptr %addr2
+  %y = fadd float %x, 1.0
+  store float %y, ptr %addr2
+  %k.next = add nuw nsw i64 %k, 1
+  %more2 = icmp ult i64 %k.next, 8
+  br i1 %more2, label %tile.inner, label %tile.latch
+tile.latch:
+  %u.next = add nuw nsw i64 %u, %count
+  %again2 = icmp ult i64 %u.next, 32
+  br i1 %again2, label %tile, label %exit
+exit:
+  ret i32 0
+}
+"""
+
+
+def test_loops_over_workgroups_are_counted_as_one_workgroup_running_every_tile(tmp_path):
+    """A dispatch whose tiles are distributed by loops stepping by the workgroup count: with
+    the count read as 1, one call runs every tile of the axis (4 x 64 + 32 x 8 iterations)
+    and is the dispatch's work along it; multiplying it by the workgroup count would count
+    the 4 pack tiles once per workgroup."""
+    path = tmp_path / "plain.ll"
+    path.write_text(_DISTRIBUTED)
+    with pytest.raises(cc.UncostableFunction, match="no trip count"):  # the count unread: a run-time step
+        cc.header_counts(cc.loop_forests(path)["m_dispatch_1"])
+    counted, looped = cc.one_workgroup_ir(_DISTRIBUTED)
+    assert looped == {"m_dispatch_1": {0}}
+    assert "%count32 = add i32 0, 1" in counted and "%id32 = load i32" in counted
+    path.write_text(counted)
+    roots = cc.loop_forests(path)["m_dispatch_1"]
+    counts = {loop.header: n for loop, n in cc.header_counts(roots).items()}
+    assert counts == {"%pack": 4, "%pack.inner": 256, "%tile": 32, "%tile.inner": 256}
+    costed = _x86_cycles(tmp_path, _DISTRIBUTED)
+    assert costed.looped_axes == {"m_dispatch_1": {0}} and costed.cycles["m_dispatch_1"] > 0
+    # Only the axes not looped over multiply one call.
+    assert cc.workgroups_outside_the_call((9, 2, 3), {0}) == 6
+    assert cc.workgroups_outside_the_call((9, 2, 3), set()) == 54
+
+
 def test_an_unknown_architecture_is_refused_in_one_line():
     assert cc.isa_of("x86_64-unknown-linux-gnu") is cc.X86_64
     assert cc.isa_of("riscv64-unknown-linux-gnu") is cc.RISCV64
