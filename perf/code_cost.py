@@ -162,6 +162,12 @@ def downgrade_ir(text: str) -> str:
     return _masked_alignment_operands(s)
 
 
+def is_dispatch_function(name: str) -> bool:
+    """Whether an LLVM function of IREE's executable is a dispatch (not a helper or a libm
+    routine linked beside it): IREE names them `<entry>_dispatch_<n>_<root op>`."""
+    return "_dispatch_" in name
+
+
 # The workgroup count's fields in IREE's iree_hal_executable_dispatch_state_v0_t, the second
 # parameter of every dispatch function: byte offset -> axis (x, y, z).
 _WORKGROUP_COUNT_OFFSETS = {12: 0, 16: 1, 20: 2}
@@ -185,7 +191,7 @@ def one_workgroup_ir(named_ir: str) -> tuple[str, dict[str, set[int]]]:
     for line in named_ir.split("\n"):
         if m := _DEFINE.match(line):
             params = re.findall(r"(%[\w.\-]+)(?=\s*(?:,|$))", m.group(2))
-            function = m.group(1) if "_dispatch_" in m.group(1) and len(params) == 3 else None
+            function = m.group(1) if is_dispatch_function(m.group(1)) and len(params) == 3 else None
             state, fields = (params[1] if function else None), {}
         elif line.startswith("}"):
             function = None
@@ -584,7 +590,7 @@ def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: lis
     if proc.returncode != 0:
         raise CodeCostError(f"{LLC} cannot compile IREE's IR: {_first_error(proc.stderr)}")
     ours_asm = asm_path.read_text()
-    wanted = functions if functions is not None else {f for f in forests if "_dispatch_" in f}
+    wanted = functions if functions is not None else {f for f in forests if is_dispatch_function(f)}
     result = CallCycles({}, set())
     for function in sorted(wanted):
         if function not in forests:
