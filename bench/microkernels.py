@@ -3,15 +3,16 @@
     bazel run //tools:report_microkernels [-- --out DIR]
 
 Reads, per model of the zoo, the perf stage's measurements (`<name>_riscv_<variant>_perf.perf.json`)
-of four builds of the same imported module for the same target: IREE's direct codegen with its
+of five builds of the same imported module for the same target: IREE's direct codegen with its
 defaults ("codegen"), with the analysis' tiles ("tuned"), data tiling with emitted code
-("datatiling") and data tiling with IREE's mmt4d microkernels ("ukernels"). Writes
+("datatiling"), data tiling with IREE's mmt4d microkernels ("ukernels") and IREE's defaults with
+convolutions not rewritten to im2col + matmul ("directconv"). Writes
 `<out>/report.md` and `<out>/strategies.png`: per model and core, model cycles and instructions
 of one call of the model (each dispatch times its call count; initializers, which pack constant
 weights once at load, apart), per op class which strategy wins, and where the instructions go.
 Model cycles are llvm-mca's on a named core model, not time (see the perf stage). On the host,
 where time is the measure, the host modules of each model (IREE's codegen, the one the
-pipeline ships, data tiling, microkernels) are timed end to end, interleaved (`--host-rounds`,
+pipeline ships, data tiling, microkernels, direct convolutions) are timed end to end, interleaved (`--host-rounds`,
 default 30).
 """
 
@@ -33,15 +34,17 @@ VARIANTS = {
     "tuned": "_riscv_perf",
     "datatiling": "_riscv_datatiling_perf",
     "ukernels": "_riscv_ukernels_perf",
+    "directconv": "_riscv_directconv_perf",
 }
 # variant name -> host HAL module of model_pipeline (`<name><suffix>.vmfb`), timed end to end.
 # `<name>_host` is the build its host_strategy chose ("auto": the code model's cheapest of the
-# tuned, data-tiled and microkernel builds), so it is timed as what the pipeline ships.
+# tuned, data-tiled, microkernel and direct-conv builds), so it is timed as what the pipeline ships.
 HOST_VARIANTS = {
     "codegen": "_host_untuned",
     "as built": "_host",
     "datatiling": "_host_datatiling",
     "ukernels": "_host_ukernels",
+    "directconv": "_host_directconv",
 }
 # Where a dispatch's instructions go, from the perf classes (perf/counts.py).
 GROUPS = {
@@ -65,7 +68,7 @@ def _is_layout(d) -> bool:
 
 
 def load(root: Path | None = None) -> dict[str, dict[str, PerfReport]]:
-    """model -> variant -> PerfReport, for every zoo model with all four measurements."""
+    """model -> variant -> PerfReport, for every zoo model with all VARIANTS measured."""
     out: dict[str, dict[str, PerfReport]] = {}
     roots = [root] if root else workspace_roots()
     for info in zoo(root):
@@ -87,7 +90,7 @@ def load(root: Path | None = None) -> dict[str, dict[str, PerfReport]]:
         elif len(found) == len(VARIANTS):
             out[info.name] = found
     if not out:
-        raise ReportError("no model has all four strategy measurements: build "
+        raise ReportError(f"no model has all {len(VARIANTS)} strategy measurements: build "
                           "//tools:report_microkernels (it depends on them)")
     return out
 
@@ -181,25 +184,28 @@ def _ratio(a: float | None, b: float | None) -> str:
 def markdown(rows: list[dict], tools: dict[str, str]) -> str:
     names = list(VARIANTS)
     lines = ["# Microkernels vs direct code emission on RISC-V", "",
-             "Four builds of each model for the same riscv target (VLEN 128, measured on each core "
+             f"{len(names)} builds of each model for the same riscv target (VLEN 128, measured on each core "
              "the perf stage models): IREE's direct codegen with its defaults (`codegen`), with the "
              "analysis' tiles (`tuned`), data tiling with emitted code (`datatiling`), data tiling "
-             "with IREE's mmt4d microkernels (`ukernels`). Figures are one call of the model: each "
+             "with IREE's mmt4d microkernels (`ukernels`), IREE's defaults with convolutions not "
+             "rewritten to im2col + matmul (`directconv`). Figures are one call of the model: each "
              "dispatch's model cycles times its call count; initializers (weights packed once at "
              "load) are listed apart. Model cycles are llvm-mca's steady-state cycles on the named "
              f"core model ({tools.get('llvm-mca', '?')}), which ignore caches, memory latency and "
              "branch misses: not silicon time.", "",
              "## One call of the model", "",
              "| model | core | " + " | ".join(f"{v} cycles" for v in names)
-             + " | ukernels/codegen | datatiling/codegen | ukernels/datatiling | pack/unpack share (ukernels) | init cycles (ukernels) |",
-             "|---|---|" + "---:|" * (len(names) + 5)]
+             + " | ukernels/codegen | datatiling/codegen | ukernels/datatiling | directconv/codegen"
+             " | pack/unpack share (ukernels) | init cycles (ukernels) |",
+             "|---|---|" + "---:|" * (len(names) + 6)]
     for r in rows:
         v = r["variants"]
         c = {n: v[n]["cycles"] for n in names}
         share = v["ukernels"]["layout_cycles"] / c["ukernels"] if c["ukernels"] else 0
         lines.append(f"| {r['model']} | {r['core']} | " + " | ".join(_m(c[n]) for n in names)
                      + f" | {_ratio(c['ukernels'], c['codegen'])} | {_ratio(c['datatiling'], c['codegen'])}"
-                     f" | {_ratio(c['ukernels'], c['datatiling'])} | {share:.1%} | "
+                     f" | {_ratio(c['ukernels'], c['datatiling'])} | {_ratio(c['directconv'], c['codegen'])}"
+                     f" | {share:.1%} | "
                      f"{_m(v['ukernels']['initializer_cycles'])} |")
     lines += ["", "## Per op class: model cycles of one call, and the winner", "",
               "| model | core | op class | " + " | ".join(names) + " | winner |",

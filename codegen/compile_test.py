@@ -226,6 +226,32 @@ def test_strategy_targets_compile_data_tiled(tmp_path, strategy, ukernels):
     assert f'ukernels = "{ukernels}"' in configs and "linalg.mmt4d" in configs
 
 
+def test_directconv_leaves_the_targets_im2col_out(tmp_path):
+    """directconv drops the target's im2col flag (not adds a contradicting one): the NCHW conv of
+    the test module stays a conv dispatch instead of an im2col copy feeding a matmul."""
+    import yaml
+
+    from common.targets import load_target
+
+    host = load_target(TARGET["host"])
+    derived = host.with_strategy("directconv")
+    im2col = "--iree-global-opt-use-im2col-for-convs"
+    assert im2col in host.compile_flags() and not any(f.startswith(im2col) for f in derived.compile_flags())
+    assert [f for f in host.compile_flags() if f != im2col] == derived.compile_flags()
+    names = {}
+    for t in (host, derived):
+        path = tmp_path / f"{t.name}.yaml"
+        path.write_text(yaml.safe_dump(t.model_dump(mode="json")))
+        out = tmp_path / t.name
+        out.mkdir()
+        report = cg.compile_module(MODULE, path, None, **outs(out))
+        names[t.strategy] = " ".join(d["name"] for d in report["dispatches"])
+    assert report["strategy"] == "directconv"
+    # im2col: the 8-channel 3x3 conv is a copy into 72-deep columns and a 16x256x72 matmul.
+    assert "matmul_16x256x72" in names["codegen"] and "conv_16x16x16x8x3x3" not in names["codegen"]
+    assert "matmul_16x256x72" not in names["directconv"] and "conv_16x16x16x8x3x3" in names["directconv"]
+
+
 def test_unknown_or_doubled_strategy_is_refused():
     from common.targets import TargetError, load_target
 

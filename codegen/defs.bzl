@@ -2,6 +2,10 @@
 
 load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "IreeTargetInfo", "MlirModuleInfo")
 
+# The lowering strategies other than IREE's direct code emission (common/targets.py
+# STRATEGY_FLAGS), each derived from a pipeline target by `strategy_target`.
+STRATEGIES = ("datatiling", "ukernels", "directconv")
+
 def _iree_compile_impl(ctx):
     module = ctx.attr.module[MlirModuleInfo]
     target = ctx.attr.target[IreeTargetInfo]
@@ -124,10 +128,11 @@ strategy_target = rule(
     implementation = _strategy_target_impl,
     attrs = {
         "base": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "the target to derive from"),
-        "strategy": attr.string(mandatory = True, values = ["codegen", "datatiling", "ukernels"]),
+        "strategy": attr.string(mandatory = True, values = ["codegen"] + list(STRATEGIES)),
         "_tool": attr.label(default = "//codegen:strategy_target", executable = True, cfg = "exec"),
     },
     doc = """`base` compiled with one lowering strategy (common/targets.py STRATEGY_FLAGS):
-IREE's direct code emission, data tiling with emitted code, or data tiling with IREE's mmt4d
-microkernels. Codegen, the dispatch tests and perf all read the derived file.""",
+IREE's direct code emission, data tiling with emitted code, data tiling with IREE's mmt4d
+microkernels, or direct code emission with convolutions not rewritten to im2col + matmul.
+Codegen, the dispatch tests and perf all read the derived file.""",
 )

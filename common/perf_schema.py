@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from common.targets import Strategy
+
 SCHEMA_VERSION = 2
 CLASS_NAMES = (
     "scalar_int", "branch", "scalar_mem", "scalar_fp", "vset", "vector_load", "vector_store",
@@ -75,7 +77,7 @@ class PerfReport(_Strict):
     module_sha256: str
     target: str
     target_vector_bits: int
-    strategy: Literal["codegen", "datatiling", "ukernels"]  # common/targets.py STRATEGY_FLAGS
+    strategy: Strategy  # common/targets.py STRATEGY_FLAGS
     variant: Literal["tuned", "iree-default"]
     analysis_sha256: str | None
     tools: dict[str, str]

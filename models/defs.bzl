@@ -16,7 +16,7 @@ gives, for each target T in (riscv, host):
     <name>_T_compiled   iree_compile with the analysis' tiles
     <name>_T            <name>_T.vmfb + <name>_T.manifest.json: the tuned build for riscv
                         (model_pipeline's `strategy`); for the host the build the static
-                        code model prices cheapest of tuned, data-tiled and microkernels
+                        code model prices cheapest of tuned and the STRATEGIES builds
                         (`host_strategy = "auto"`), its manifest saying which and why
 plus <name>_host_untuned (IREE's defaults, same target flags) for comparison,
 <name>_riscv_perf and <name>_riscv_untuned_perf (riscv_perf: per-dispatch instruction
@@ -30,7 +30,7 @@ configs landed, riscv HAL executables are RVV code) and
 load("@rules_python//python:defs.bzl", "py_test")
 load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "zigzag_analysis")
-load("//codegen:defs.bzl", "iree_compile")
+load("//codegen:defs.bzl", "STRATEGIES", "iree_compile")
 load("//frontend:defs.bzl", "mlir_import")
 load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "riscv_perf", "strategy_choice")
 load("//runtime:defs.bzl", "hal_module")
@@ -44,14 +44,13 @@ PIPELINE_TARGETS = {
     "host": ("//common:host", "//analysis:hardware/host.yaml", None),
 }
 
-# Lowering strategies other than the tuned direct codegen (common/targets.py STRATEGY_FLAGS),
-# each with its derived target per pipeline target (//codegen:<base>_<strategy>).
-STRATEGIES = ("datatiling", "ukernels")
+# Lowering strategies other than the tuned direct codegen (codegen/defs.bzl STRATEGIES), each
+# with its derived target per pipeline target (//codegen:<base>_<strategy>).
+_STRATEGY_TARGET_BASES = {"riscv": "riscv_rvv", "host": "host"}
 STRATEGY_TARGETS = {
-    ("riscv", "datatiling"): "//codegen:riscv_rvv_datatiling",
-    ("riscv", "ukernels"): "//codegen:riscv_rvv_ukernels",
-    ("host", "datatiling"): "//codegen:host_datatiling",
-    ("host", "ukernels"): "//codegen:host_ukernels",
+    (pipeline, strategy): "//codegen:%s_%s" % (base, strategy)
+    for pipeline, base in _STRATEGY_TARGET_BASES.items()
+    for strategy in STRATEGIES
 }
 
 # What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy` and
@@ -190,11 +189,11 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         cold `//...`) and no test reads them; the measured choice already measured the
         chosen candidates. `[]` builds them with `//...`.
       strategy: what <name>_riscv packages: "tuned" (IREE's code emission with the analysis'
-        tiles), "codegen" (IREE's defaults), "datatiling", "ukernels", or "auto" (of tuned,
-        codegen, datatiling and ukernels the build with the fewest model cycles per call,
-        measured under qemu, recorded in its manifest).
+        tiles), "codegen" (IREE's defaults), one of STRATEGIES ("datatiling", "ukernels",
+        "directconv"), or "auto" (of tuned, codegen and STRATEGIES the build with the fewest
+        model cycles per call, measured under qemu, recorded in its manifest).
       host_strategy: what <name>_host packages, the same choices; "auto" (the default): of
-        tuned, datatiling and ukernels the build with the fewest cycles per call by the static
+        tuned and STRATEGIES the build with the fewest cycles per call by the static
         code model on the host description's core model (perf:code_strategy_choice; host time
         is not a deterministic build input, the code is). IREE's defaults are not a separate
         candidate: the tuned build already keeps them wherever nothing is predicted to beat them.

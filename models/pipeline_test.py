@@ -118,7 +118,7 @@ def test_host_strategy_is_the_one_chosen():
         return
     assert choice is not None, "host_strategy auto: the manifest records no strategy_choice"
     figures, excluded = choice["candidates"], choice.get("excluded", {})
-    assert set(figures) | set(excluded) >= {"tuned", "datatiling", "ukernels"}, choice
+    assert set(figures) | set(excluded) >= {"tuned", "datatiling", "ukernels", "directconv"}, choice
     if choice["chosen"] in figures:
         cheapest = min(figures.values())
         # The tuned build is kept unless another is the choice's margin cheaper.
