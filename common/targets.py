@@ -24,6 +24,13 @@ class TargetError(ValueError):
 
 _ZVL = re.compile(r"\+zvl\d+b")
 
+
+class StrategyFlags(NamedTuple):
+    """What a strategy adds to a target's flags, and which of its global_flags (by name) it drops."""
+    adds: tuple[str, ...] = ()
+    leaves_out: tuple[str, ...] = ()
+
+
 # How IREE lowers matmul-like ops and convolutions, one entry per strategy (what it adds to the
 # target's flags, and which of the target's global flags it leaves out):
 #   codegen     IREE emits code for each dispatch directly (its default; "tuned" is this plus
@@ -35,11 +42,6 @@ _ZVL = re.compile(r"\+zvl\d+b")
 #               im2col rewrite (conv -> im2col copy + matmul) is left out, as in IREE's own
 #               default. im2col pays off for NCHW convs (ResNet-18 on x86 about 6x faster with
 #               it) and costs NHWC depthwise-separable nets (Keras) about 2x.
-class StrategyFlags(NamedTuple):
-    adds: tuple[str, ...] = ()
-    leaves_out: tuple[str, ...] = ()  # flag names of the target's global_flags it drops
-
-
 STRATEGY_FLAGS: dict[str, StrategyFlags] = {
     "codegen": StrategyFlags(),
     "datatiling": StrategyFlags(adds=("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=none")),
