@@ -209,18 +209,23 @@ def test_landed_check_covers_every_configured_op(tmp_path):
         cg.check_landed(ts.entries, dump)
 
 
+def _target_file(tmp: Path, target) -> Path:
+    """`target` (an IreeTarget, e.g. derived with a strategy) written as a target file."""
+    import yaml
+
+    path = tmp / f"{target.name}.target.yaml"
+    path.write_text(yaml.safe_dump(target.model_dump(mode="json")))
+    return path
+
+
 @pytest.mark.parametrize("strategy,ukernels", [("datatiling", "none"), ("ukernels", "mmt4d")])
 def test_strategy_targets_compile_data_tiled(tmp_path, strategy, ukernels):
     """A strategy is part of the target file: its flags reach every phase, the report says it."""
-    import yaml
-
     from common.targets import load_target
 
     derived = load_target(TARGET["host"]).with_strategy(strategy)
     assert derived.name == f"host_{strategy}" and "--iree-opt-data-tiling" in derived.compile_flags()
-    path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump(derived.model_dump(mode="json")))
-    report = cg.compile_module(MODULE, path, None, **outs(tmp_path))
+    report = cg.compile_module(MODULE, _target_file(tmp_path, derived), None, **outs(tmp_path))
     assert report["strategy"] == strategy
     configs = (tmp_path / "c.mlir").read_text()
     assert f'ukernels = "{ukernels}"' in configs and "linalg.mmt4d" in configs
@@ -229,8 +234,6 @@ def test_strategy_targets_compile_data_tiled(tmp_path, strategy, ukernels):
 def test_directconv_leaves_the_targets_im2col_out(tmp_path):
     """directconv drops the target's im2col flag (not adds a contradicting one): the NCHW conv of
     the test module stays a conv dispatch instead of an im2col copy feeding a matmul."""
-    import yaml
-
     from common.targets import load_target
 
     host = load_target(TARGET["host"])
@@ -240,11 +243,9 @@ def test_directconv_leaves_the_targets_im2col_out(tmp_path):
     assert [f for f in host.compile_flags() if f != im2col] == derived.compile_flags()
     names = {}
     for t in (host, derived):
-        path = tmp_path / f"{t.name}.yaml"
-        path.write_text(yaml.safe_dump(t.model_dump(mode="json")))
         out = tmp_path / t.name
         out.mkdir()
-        report = cg.compile_module(MODULE, path, None, **outs(out))
+        report = cg.compile_module(MODULE, _target_file(out, t), None, **outs(out))
         names[t.strategy] = " ".join(d["name"] for d in report["dispatches"])
     assert report["strategy"] == "directconv"
     # im2col: the 8-channel 3x3 conv is a copy into 72-deep columns and a 16x256x72 matmul.

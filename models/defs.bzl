@@ -45,11 +45,10 @@ PIPELINE_TARGETS = {
 }
 
 # Lowering strategies other than the tuned direct codegen (codegen/defs.bzl STRATEGIES), each
-# with its derived target per pipeline target (//codegen:<base>_<strategy>).
-_STRATEGY_TARGET_BASES = {"riscv": "riscv_rvv", "host": "host"}
+# with its derived target per pipeline target, named after it (//codegen:<target name>_<strategy>).
 STRATEGY_TARGETS = {
-    (pipeline, strategy): "//codegen:%s_%s" % (base, strategy)
-    for pipeline, base in _STRATEGY_TARGET_BASES.items()
+    (pipeline, strategy): "//codegen:%s_%s" % (target.split(":")[1], strategy)
+    for pipeline, (target, _hardware, _calibration) in PIPELINE_TARGETS.items()
     for strategy in STRATEGIES
 }
 
