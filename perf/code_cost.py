@@ -38,6 +38,7 @@ import re
 import struct
 import subprocess
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -457,15 +458,33 @@ class Isa:
     # block there) and its LMUL/SEW instrument the pieces after it. None: no such instruction.
     vset: re.Pattern | None
     max_piece: int | None  # instructions per piece (qemu's TB limit); None: whole blocks
+    # Instructions after which control does not fall through to the next block (unconditional
+    # jumps, returns, tail calls).
+    ends_flow: re.Pattern
+    # How llvm-mca must read an instruction it has no scheduling class for: (pattern, its
+    # replacement), the spelling the measurement's disassembly gives the same encoding.
+    mca_spellings: tuple[tuple[re.Pattern, Callable[[re.Match], str]], ...] = ()
+
+    def for_mca(self, line: str) -> str:
+        for pattern, spelling in self.mca_spellings:
+            line = pattern.sub(spelling, line)
+        return line
 
 
 RISCV64 = Isa("riscv64", "riscv64-unknown-linux-gnu", "riscv64",
               re.compile(r"^(?:j|beqz|bnez|blez|bgez|bltz|bgtz|beq|bne|blt|bge|bltu|bgeu|bgt|ble|bgtu|bleu)"
                          r"\s.*?(\.LBB\d+_\d+)\s*$"),
-              re.compile(r"vset(?:i)?vli\s+\w+,\s*\w+,\s*(e\d+),\s*(mf?\d)"), QEMU_MAX_TB_INSNS)
+              re.compile(r"vset(?:i)?vli\s+\w+,\s*\w+,\s*(e\d+),\s*(mf?\d)"), QEMU_MAX_TB_INSNS,
+              re.compile(r"^(?:(?:j|jr|tail)\s|ret\b)"),
+              # Zicbop's prefetches (IREE's microkernels) are ORI hints to x0: the accelerator's
+              # ISA string has no zicbop, so the perf stage's disassembly reads them as `ori`,
+              # and llvm-mca-19's sifive-p670 has no scheduling class for `prefetch.*`.
+              ((re.compile(r"^prefetch\.([irw])\s+(-?\d+)\((\w+)\)"),
+                lambda m: f"ori zero, {m[3]}, {int(m[2]) + {'i': 0, 'r': 1, 'w': 3}[m[1]]}"),))
 # Natively run code has no translation blocks: a basic block is one piece.
 X86_64 = Isa("x86_64", "x86_64-unknown-linux-gnu", "x86_64",
-             re.compile(r"^j[a-z]+\s+(\.LBB\d+_\d+)\s*$"), None, None)
+             re.compile(r"^j[a-z]+\s+(\.LBB\d+_\d+)\s*$"), None, None,
+             re.compile(r"^(?:jmp[a-z]*|ret[a-z]*|ud2)\b"))
 ISAS = (RISCV64, X86_64)
 
 
@@ -500,16 +519,42 @@ def machine_blocks(asm: str, function: str, isa: Isa = RISCV64) -> list[MachineB
     return [b for b in blocks if b.lines or b.label]
 
 
+def _successors(blocks: list[MachineBlock], isa: Isa) -> list[set[int]]:
+    at = {b.label: i for i, b in enumerate(blocks) if b.label}
+    out = []
+    for i, block in enumerate(blocks):
+        succ = {at[m.group(1)] for line in block.lines if (m := isa.branch.match(line)) and m.group(1) in at}
+        if i + 1 < len(blocks) and not (block.lines and isa.ends_flow.match(block.lines[-1])):
+            succ.add(i + 1)
+        out.append(succ)
+    return out
+
+
+def _reaches(successors: list[set[int]], start: int, goal: int) -> bool:
+    seen, todo = {start}, [start]
+    while todo:
+        k = todo.pop()
+        if k == goal:
+            return True
+        for n in successors[k] - seen:
+            seen.add(n)
+            todo.append(n)
+    return False
+
+
 def layout_loops(blocks: list[MachineBlock], isa: Isa = RISCV64) -> list[tuple[int, int]]:
     """Loops as (first, last) block index, outer before inner: a branch back to an earlier
-    label closes a loop (the block placement keeps loops contiguous)."""
+    label closes a loop (the block placement keeps loops contiguous) when that label leads
+    back to the branch; a branch back to an exit (a block that returns, placed earlier) does not."""
     at = {b.label: i for i, b in enumerate(blocks) if b.label}
+    successors = _successors(blocks, isa)
     last: dict[int, int] = {}
     for i, block in enumerate(blocks):
         for line in block.lines:
             if (m := isa.branch.match(line)) and m.group(1) in at and at[m.group(1)] <= i:
                 first = at[m.group(1)]
-                last[first] = max(last.get(first, i), i)
+                if _reaches(successors, first, i):
+                    last[first] = max(last.get(first, i), i)
     return sorted(last.items(), key=lambda span: (span[0], -span[1]))
 
 
@@ -530,7 +575,7 @@ def block_cycles(blocks: list[MachineBlock], counts: list[float], core: str, isa
     for block, count in zip(blocks, counts):
         piece: list[str] = []
         for line in block.lines:
-            piece.append(line)
+            piece.append(isa.for_mca(line))
             vset = isa.vset.search(line) if isa.vset else None
             if vset or (isa.max_piece and len(piece) >= isa.max_piece):
                 regions.append((piece, vtype))

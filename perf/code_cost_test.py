@@ -192,6 +192,49 @@ def test_blocks_are_costed_as_qemu_translates_them(monkeypatch):
     assert [len(lines) for lines, _ in seen] == [600]
 
 
+# The layout llc gives a guarded function (ResNet-18's riscv slow_memcpy dispatch): the early
+# return is placed before the block that branches to it, and the real loop comes after.
+_EXIT_PLACED_FIRST = """
+f:
+\tli a0, 3
+\tbge a2, a0, .LBB0_3
+\tbgeu a0, a3, .LBB0_4
+.LBB0_2:
+\tli a0, 0
+\tret
+.LBB0_3:
+\tli a0, 3
+\tbltu a0, a3, .LBB0_2
+.LBB0_4:
+\taddi a5, a5, -1
+\tbnez a5, .LBB0_4
+\tj .LBB0_2
+.Lfunc_end0:
+"""
+
+
+def test_a_branch_back_to_an_exit_is_no_loop():
+    """Only a backward branch whose target leads back to it closes a loop: one back to a
+    return placed earlier is an exit, and costing it as a loop found no IR loop for it."""
+    blocks = cc.machine_blocks(_EXIT_PLACED_FIRST, "f")
+    loops = cc.layout_loops(blocks)
+    assert [(blocks[a].label, blocks[b].label) for a, b in loops] == [(".LBB0_4", ".LBB0_4")]
+    # x86: a return ends the flow too
+    x86 = cc.machine_blocks("\nf:\n\tjmp .LBB0_2\n.LBB0_1:\n\tretq\n.LBB0_2:\n\tjne .LBB0_1\n.Lfunc_end0:\n",
+                            "f", cc.X86_64)
+    assert cc.layout_loops(x86, cc.X86_64) == []
+
+
+def test_zicbop_prefetches_are_priced_as_the_measurement_disassembles_them():
+    """IREE's RVV microkernels prefetch; llvm-mca-19 has no sifive-p670 scheduling class for
+    `prefetch.r`, and without zicbop in the target the perf stage disassembles the same
+    encoding as an `ori` to x0, so the code model prices it as that."""
+    block = cc.MachineBlock(None, None, ["prefetch.r 64(a2)", "prefetch.w -32(sp)", "addi a0, a0, 1"])
+    assert [cc.RISCV64.for_mca(line) for line in block.lines] == [
+        "ori zero, a2, 65", "ori zero, sp, -29", "addi a0, a0, 1"]
+    assert cc.block_cycles([block], [1.0], CORE) > 0
+
+
 def test_llvm_mca_prices_each_region_once_per_process(monkeypatch):
     """The measured choice prices mostly the same code every round: a region priced before
     is not sent to llvm-mca again, and keeps the cycles llvm-mca gave it."""
