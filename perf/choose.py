@@ -10,17 +10,23 @@
         --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml none ... \\
         [--code tuned M_tuned.code --code ukernels M_uk.code ...]
 
-`model_pipeline(strategy = "auto")`: each candidate is a complete build of the same module for
+    [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME]
+
+`model_pipeline(strategy = "measured" | "auto")`: each candidate is a complete build of the same module for
 the same target under one lowering strategy. The chosen one has the fewest model cycles for
 one call of the model (each dispatch's cycles times its calls), ties to the earlier candidate:
 - `--by model-cycles` (riscv): the perf stage's measurement (the last field of a candidate
   is its perf.json), on the first core measured (the module's own accelerator);
-- `--by code-cycles` (host): the static code model (perf/code_cost.py) on the hardware
+- `--by code-cycles` (host and riscv "auto"): the static code model (perf/code_cost.py) on the hardware
   description's `model_core` (the last field is the analysis the build applied, or `none`).
   A candidate the code model cannot cost whole (a loop whose count is a run-time value, IR
   LLVM 19 cannot read) or IREE could not compile is left out, never compared on a partial
   total; when the first candidate (the baseline) is left out, the baseline is kept: nothing
-  is known to beat it.
+  is known to beat it. With `--confirm` (riscv "auto"), a choice other than the first
+  candidate is kept only if it also runs in fewer model cycles than the first, both measured
+  by perf.measure on the description's core model: the code model proposes (it misprices some
+  guarded loop nests, ResNet-18's data-tiled and microkernel builds among them), and one
+  measurement of two builds decides; a model the code model keeps at the first runs nothing.
 Every candidate's figure, every exclusion and the reason are recorded in the manifest
 (`strategy_choice`). Deterministic: the measurements and the code are.
 """
@@ -172,6 +178,53 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
     return chosen, record
 
 
+class Measure:
+    """How `confirm_by_measurement` runs a build: perf.measure on the module's own accelerator."""
+
+    def __init__(self, module: Path, hardware: Path, runner: Path, plugin: Path, model_name: str):
+        self.module, self.hardware, self.runner, self.plugin = module, hardware, runner, plugin
+        self.model_name = model_name
+
+    def __call__(self, target: Path, analysis: Path | None) -> float:
+        """Model cycles of one call of the build on the description's core model."""
+        from perf.measure import MEASURE_ERRORS, measure
+
+        try:
+            report = measure(self.module, target, analysis, [self.hardware], self.runner, self.plugin,
+                             self.model_name)
+        except MEASURE_ERRORS as err:
+            raise ChoiceError(first_line(err)) from None
+        cycles = report.runs[0].inference_model_cycles
+        if cycles is None:
+            raise ChoiceError(f"{self.hardware}: no core model: no model cycles to confirm by")
+        return cycles
+
+
+def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Path, Path | None]],
+                           measure) -> str:
+    """The code model's choice, kept only if measured faster than the baseline (the first
+    candidate): the code model proposes, the model cycles of both builds decide. `builds`:
+    strategy -> (target, analysis or None), the baseline first; `measure(target, analysis)` ->
+    model cycles of one call. Adds what was measured to `record`; returns what is chosen."""
+    baseline = next(iter(builds))
+    if chosen == baseline:
+        return chosen
+    try:
+        measured = {s: measure(*builds[s]) for s in (baseline, chosen)}
+    except ChoiceError as err:
+        record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, could not be "
+                      f"measured against it ({err}); " + record["reason"])
+        return baseline
+    record["measured"] = {s: round(c) for s, c in measured.items()}
+    ratio = measured[chosen] / measured[baseline] if measured[baseline] else 1.0
+    if measured[chosen] < measured[baseline]:
+        record["reason"] += f"; measured {ratio:.3f}x of {baseline}'s model cycles"
+        return chosen
+    record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, measured {ratio:.3f}x "
+                  f"of its model cycles; " + record["reason"])
+    return baseline
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.choose", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
@@ -185,11 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--margin", type=float, default=0.0,
                    help="code-cycles: another strategy replaces the first candidate only below "
                    "(1 - margin) x its cycles")
+    p.add_argument("--confirm", nargs=4, metavar=("HARDWARE", "RUNNER", "PLUGIN", "MODEL_NAME"),
+                   help="code-cycles on riscv: measure the code model's choice and the first candidate "
+                        "(perf.measure on HARDWARE's core model) and keep the choice only if faster")
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
     if a.by == "code-cycles" and a.hardware is None:
         p.error("--by code-cycles needs --hardware")
+    if a.confirm and a.by != "code-cycles":
+        p.error("--confirm confirms a code-cycles choice")
     if not 0 <= a.margin < 1:
         p.error(f"--margin {a.margin}: a fraction of the first candidate's cycles, in [0, 1)")
     with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError)) as cli:
@@ -211,6 +269,11 @@ def main(argv: list[str] | None = None) -> int:
                 failed = {s: why for s, files in by_strategy.items() if (why := compile_failure(files[1]))}
                 chosen, record = choose_by_code([(s, files[2], files[3]) for s, files in by_strategy.items()],
                                                 a.module, a.hardware, Path(tmp), code, failed, a.margin)
+            if a.confirm:
+                hw, runner, plugin, model_name = a.confirm
+                chosen = confirm_by_measurement(
+                    chosen, record, {s: (files[2], files[3]) for s, files in by_strategy.items()},
+                    Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name))
             analysis, hardware = by_strategy[chosen][3], a.hardware
         vmfb, report, target, _ = by_strategy[chosen]
         build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,

@@ -15,7 +15,7 @@ import yaml
 
 from common.perf_schema import CLASS_NAMES, CoreRun, DispatchPerf, PerfReport
 from perf import code_cost
-from perf.choose import ChoiceError, choose, choose_by_code
+from perf.choose import ChoiceError, choose, choose_by_code, confirm_by_measurement
 
 # Runfiles (args of the Bazel test): the host description, the host target and its
 # microkernel variant, a riscv target, the matmul module.
@@ -196,6 +196,48 @@ def test_code_choice_on_real_code(tmp_path):
     (code["ukernels"] / "targets.mlir").unlink()
     with pytest.raises(ChoiceError, match="ukernels: .*targets.mlir: not found"):
         choose_by_code([("ukernels", HOST_UKERNELS, None)], MATMUL, HOST_HW, tmp_path / "gone", code)
+
+
+_BUILDS = {"tuned": (Path("t.yaml"), Path("a.json")), "ukernels": (Path("t_uk.yaml"), None)}
+
+
+def _priced(chosen):
+    return {"by": "code", "candidates": {"tuned": 100, "ukernels": 60}, "chosen": chosen, "reason": "priced"}
+
+
+@pytest.mark.parametrize("measured, kept", [({"tuned": 100, "ukernels": 90}, "ukernels"),
+                                            ({"tuned": 100, "ukernels": 110}, "tuned"),
+                                            ({"tuned": 100, "ukernels": 100}, "tuned")])
+def test_a_priced_choice_is_kept_only_if_measured_faster_than_the_baseline(measured, kept):
+    """riscv "auto": the code model proposes, the measurement of the two builds decides (ResNet-18's
+    microkernel build priced 0.66x of tuned measured 1.10x)."""
+    runs = []
+    by_target = {target: s for s, (target, _) in _BUILDS.items()}
+    record = _priced("ukernels")
+
+    def measure(target, analysis):
+        runs.append(by_target[target])
+        assert analysis == _BUILDS[by_target[target]][1]
+        return measured[by_target[target]]
+
+    assert confirm_by_measurement("ukernels", record, _BUILDS, measure) == kept
+    assert runs == ["tuned", "ukernels"] and record["measured"] == measured
+    assert record["chosen"] == kept and (kept == "ukernels") == (not record["reason"].startswith("tuned kept"))
+
+
+def test_the_baseline_kept_by_the_code_model_runs_nothing():
+    record = _priced("tuned")
+    assert confirm_by_measurement("tuned", record, _BUILDS, lambda *_: pytest.fail("measured")) == "tuned"
+    assert "measured" not in record
+
+
+def test_a_choice_that_cannot_be_measured_keeps_the_baseline():
+    def measure(target, analysis):
+        raise ChoiceError("qemu-riscv64 aborted")
+
+    record = _priced("ukernels")
+    assert confirm_by_measurement("ukernels", record, _BUILDS, measure) == "tuned"
+    assert record["chosen"] == "tuned" and "qemu-riscv64 aborted" in record["reason"]
 
 
 if __name__ == "__main__":
