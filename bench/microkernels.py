@@ -19,6 +19,7 @@ default 30).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections import defaultdict
@@ -102,6 +103,56 @@ def _find(name: str, roots: list[Path]) -> Path | None:
             if path.is_file():
                 return path
     return None
+
+
+def shipped_strategy(manifest: dict) -> str:
+    """The strategy of the build a `<name>_riscv.manifest.json` packages, chosen or fixed: with
+    the analysis' tiles, tuned; else its target's."""
+    return "tuned" if manifest["tuned"] else manifest["target"]["strategy"]
+
+
+def shipped(models: list[str], root: Path | None = None) -> dict[str, dict]:
+    """model -> its `<name>_riscv` manifest, for the models whose manifest is built."""
+    roots = [root] if root else workspace_roots()
+    found = {m: _find(f"{m}_riscv.manifest.json", roots) for m in models}
+    return {m: json.loads(path.read_text()) for m, path in found.items() if path is not None}
+
+
+def shipped_markdown(rows: list[dict], manifests: dict[str, dict], splits: dict[str, str]) -> list[str]:
+    """What each `<name>_riscv` packages, against every strategy measured: how far the shipped
+    build is from IREE's codegen, from the tuned build and from the best measured strategy."""
+    lines = ["", "## What `<name>_riscv` ships", "",
+             "The strategy each model's `<name>_riscv` packages (its manifest) and how it was "
+             "chosen (`auto`: priced by the code model, `measured`: model cycles under qemu), "
+             "its price over the tuned build's where the code model priced both, and its "
+             "measured model cycles of one call over IREE's codegen, over the tuned build and "
+             "over the best of the measured strategies (1.00x: the choice was the best).", "",
+             "| model | split | core | ships | chosen by | priced / tuned | as built / codegen "
+             "| as built / tuned | best measured | as built / best |",
+             "|---|---|---|---|---|---:|---:|---:|---|---:|"]
+    ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        manifest = manifests.get(r["model"])
+        if manifest is None:
+            continue
+        strategy = shipped_strategy(manifest)
+        choice = manifest.get("strategy_choice") or {}
+        by = ("measured" if choice.get("by", "").startswith("one call of the model, model cycles")
+              else "auto" if choice else "fixed")
+        priced = choice.get("candidates", {})
+        cycles = {n: v["cycles"] for n, v in r["variants"].items()}
+        best = min(cycles, key=lambda n: (cycles[n] or float("inf")))
+        split = splits.get(r["model"], "?")
+        if cycles[strategy] and cycles["codegen"]:
+            ratios[(split, r["core"])].append(cycles[strategy] / cycles["codegen"])
+        lines.append(f"| {r['model']} | {split} | {r['core']} | {strategy} | {by} | "
+                     + (_ratio(priced.get(strategy), priced.get("tuned")) if by == "auto" else "-")
+                     + f" | {_ratio(cycles[strategy], cycles['codegen'])} | {_ratio(cycles[strategy], cycles['tuned'])}"
+                     f" | {best} | {_ratio(cycles[strategy], cycles[best])} |")
+    lines += ["", "| split | core | models | as built / codegen, geomean | worst |", "|---|---|---:|---:|---:|"]
+    for (split, core), xs in sorted(ratios.items()):
+        lines.append(f"| {split} | {core} | {len(xs)} | {stats.geomean(xs):.3f}x | {max(xs):.2f}x |")
+    return lines
 
 
 def host_times(models: list[str], rounds: int, warmup: int = 3, root: Path | None = None) -> dict:
@@ -270,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = summarize(reports)
         tools = next(iter(next(iter(reports.values())).values())).tools
         text = markdown(rows, tools)
+        splits = {info.name: info.split for info in zoo(a.root)}
+        text += "\n".join(shipped_markdown(rows, shipped(sorted(reports), a.root), splits)) + "\n"
         if a.host_rounds > 0:
             text += "\n".join(host_markdown(host_times(sorted(reports), a.host_rounds, root=a.root),
                                              a.host_rounds)) + "\n"

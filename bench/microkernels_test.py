@@ -53,6 +53,40 @@ def test_one_call_weights_calls_and_keeps_initializers_apart():
     assert "| 0.23x | 0.25x | 0.92x | 1.50x | 21.7% |" in text  # ukernels 690, datatiling 750, directconv 4500 / 3000
 
 
+def _rows():
+    """One model whose five builds cost, per call: codegen 3000, tuned 2700, datatiling 750,
+    ukernels 690, directconv 4500 model cycles."""
+    codegen = _report("codegen", "iree-default", [_dispatch("d_matmul", "matmul", 1000, calls=3)])
+    tuned = _report("codegen", "tuned", [_dispatch("d_matmul", "matmul", 900, calls=3)])
+    datatiling = _report("datatiling", "iree-default", [_dispatch("d_matmul", "matmul", 250, calls=3)])
+    ukernels = _report("ukernels", "iree-default", [_dispatch("d_matmul", "matmul", 230, calls=3)])
+    directconv = _report("directconv", "iree-default", [_dispatch("d_conv", "conv", 1500, calls=3)])
+    return mk.summarize({"m": {"codegen": codegen, "tuned": tuned, "datatiling": datatiling,
+                               "ukernels": ukernels, "directconv": directconv}})
+
+
+@pytest.mark.parametrize("manifest, row", [
+    # priced by the code model: datatiling shipped, ukernels measured 0.92x of it
+    ({"tuned": False, "target": {"strategy": "datatiling"},
+      "strategy_choice": {"by": "one call of the model, code-model cycles on sifive-p670 (riscv_rvv)",
+                          "chosen": "datatiling", "candidates": {"tuned": 1000, "datatiling": 400}}},
+     "| m | held_out | sifive-p670 | datatiling | auto | 0.40x | 0.25x | 0.28x | ukernels | 1.09x |"),
+    # measured under qemu: no price, and the choice is the best measured
+    ({"tuned": False, "target": {"strategy": "ukernels"},
+      "strategy_choice": {"by": "one call of the model, model cycles on sifive-p670 (riscv_rvv)",
+                          "chosen": "ukernels", "candidates": {"ukernels": 690}}},
+     "| m | held_out | sifive-p670 | ukernels | measured | - | 0.23x | 0.26x | ukernels | 1.00x |"),
+    # a fixed strategy: the build's own
+    ({"tuned": True, "target": {"strategy": "codegen"}},
+     "| m | held_out | sifive-p670 | tuned | fixed | - | 0.90x | 1.00x | ukernels | 3.91x |"),
+])
+def test_shipped_build_against_every_measured_strategy(manifest, row):
+    text = "\n".join(mk.shipped_markdown(_rows(), {"m": manifest}, {"m": "held_out"}))
+    assert row in text, text
+    ships = mk.shipped_strategy(manifest)
+    assert f"| held_out | sifive-p670 | 1 | {_rows()[0]['variants'][ships]['cycles'] / 3000:.3f}x |" in text
+
+
 @pytest.mark.parametrize("n", range(1, 8))
 def test_each_variant_goes_first_and_follows_each_other_equally_often(n):
     """What ran just before a variant must not favour one of them (a plain rotation always ran

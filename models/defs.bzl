@@ -14,10 +14,10 @@ gives, for each target T in (riscv, host):
                         candidates of <name>_riscv_predicted_analysis; for the host with
                         `host_tiles = "code"` the static code model's (perf:code_choice)
     <name>_T_compiled   iree_compile with the analysis' tiles
-    <name>_T            <name>_T.vmfb + <name>_T.manifest.json: the tuned build for riscv
-                        (model_pipeline's `strategy`); for the host the build the static
-                        code model prices cheapest of tuned and the STRATEGIES builds
-                        (`host_strategy = "auto"`), its manifest saying which and why
+    <name>_T            <name>_T.vmfb + <name>_T.manifest.json: the build the static code
+                        model prices cheapest on T's core model of tuned and the STRATEGIES
+                        builds (`strategy` / `host_strategy` = "auto", the default), its
+                        manifest saying which and why
 plus <name>_host_untuned (IREE's defaults, same target flags) for comparison,
 <name>_riscv_perf and <name>_riscv_untuned_perf (riscv_perf: per-dispatch instruction
 counts and model cycles of the tuned and the IREE-default riscv modules; `manual` by
@@ -53,10 +53,14 @@ STRATEGY_TARGETS = {
 }
 
 # What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy` and
-# `host_strategy`); "auto": riscv, the build with the fewest RISC-V model cycles per call,
-# measured (perf:strategy_choice); host, the fewest cycles by the static code model
-# (perf:code_strategy_choice).
-PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES + ("auto",)
+# `host_strategy`): one strategy, or a choice among builds of the module under each:
+# "auto", of tuned and STRATEGIES the fewest cycles per call by the static code model on the
+# pipeline target's core model (perf:code_strategy_choice; on riscv another build than tuned is
+# kept only if also measured faster than tuned); "measured" (riscv only), of tuned,
+# codegen and STRATEGIES the fewest RISC-V model cycles per call, measured under qemu
+# (perf:strategy_choice; every candidate runs whole under qemu, so it costs several builds'
+# measurements).
+PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES + ("auto", "measured")
 
 # How the host's tiles are chosen (model_pipeline's `host_tiles`).
 HOST_TILE_CHOICES = ("predicted", "code")
@@ -136,6 +140,10 @@ def model_zoo(name):
             ":%s_host%s" % (r["pipeline"], variant)
             for r in infos
             for variant in ["", "_untuned"] + ["_" + s for s in STRATEGIES]
+        ] + [
+            # and what each pipeline ships (its manifest says which strategy)
+            ":%s_riscv" % r["pipeline"]
+            for r in infos
         ] + [":%s_import" % r["model_name"] for r in infos],
         # The strategy measurements are not part of `//...` (//tools:report_microkernels).
         tags = ["manual"],
@@ -164,7 +172,7 @@ RISCV_PERF_HARDWARE = [
     "//analysis:hardware/riscv_rvv512.yaml",
 ]
 
-def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategy = "tuned", host_strategy = "auto", host_tiles = "predicted"):
+def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategy = "auto", host_strategy = "auto", host_tiles = "predicted"):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -183,19 +191,22 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
       perf_tags: tags for <name>_riscv_perf, <name>_riscv_untuned_perf and the IREE-default
-        riscv compile only the latter reads (built anyway when strategy = "auto"). `manual` by
+        riscv compile only the latter reads (built anyway when strategy = "measured"). `manual` by
         default: they measure (each runs every dispatch under qemu on two cores, ~20% of a
         cold `//...`) and no test reads them; the measured choice already measured the
         chosen candidates. `[]` builds them with `//...`.
       strategy: what <name>_riscv packages: "tuned" (IREE's code emission with the analysis'
         tiles), "codegen" (IREE's defaults), one of STRATEGIES ("datatiling", "ukernels",
-        "directconv"), or "auto" (of tuned, codegen and STRATEGIES the build with the fewest
-        model cycles per call, measured under qemu, recorded in its manifest).
-      host_strategy: what <name>_host packages, the same choices; "auto" (the default): of
-        tuned and STRATEGIES the build with the fewest cycles per call by the static
-        code model on the host description's core model (perf:code_strategy_choice; host time
-        is not a deterministic build input, the code is). IREE's defaults are not a separate
-        candidate: the tuned build already keeps them wherever nothing is predicted to beat them.
+        "directconv"), "auto" (the default: of tuned and STRATEGIES the build with the fewest
+        cycles per call by the static code model on the accelerator description's core
+        model, perf:code_strategy_choice, kept only if also measured faster than tuned under
+        qemu; tuned when the code model prefers it) or "measured" (of tuned, codegen and STRATEGIES the
+        build with the fewest model cycles per call, measured under qemu). The choice and
+        every candidate's figure are recorded in the manifest.
+      host_strategy: what <name>_host packages, the same choices but "measured"; "auto" (the
+        default) prices the builds on the host description's core model (host time is not a
+        deterministic build input, the code is). IREE's defaults are not a candidate of
+        "auto": the tuned build already keeps them wherever nothing is predicted to beat them.
       host_tiles: how <name>_host_analysis chooses the host's tiles: "predicted" (the default:
         the analysis' choice, IREE's defaults while the host has no calibration) or "code"
         (perf:code_choice: the candidate the static code model prices cheapest on host.yaml's
@@ -213,6 +224,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 ", ".join(PIPELINE_STRATEGIES),
                 value,
             ))
+    if host_strategy == "measured":
+        fail("model_pipeline(%s): host_strategy cannot be \"measured\": host time is not a reproducible build input (\"auto\" prices the code)" % name)
     if not name or "/" in name:
         fail("model_pipeline: bad name %r" % name)
     if split not in SPLITS:
@@ -259,7 +272,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
             )
         chosen = {"riscv": strategy, "host": host_strategy}[suffix]
-        by_code = chosen == "auto" and suffix == "host"  # code_strategy_choice costs the builds' code
+        by_code = chosen == "auto"  # code_strategy_choice costs the builds' code
         iree_compile(
             name = "%s_%s_compiled" % (name, suffix),
             module = ":" + imported,
@@ -276,7 +289,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 code = by_code,
                 # One candidate of a choice: IREE refusing it (data tiling fails on some attention
                 # transposes) leaves it out instead of failing <name>_host or <name>_riscv.
-                record_failure = chosen == "auto",
+                record_failure = chosen in ("auto", "measured"),
                 tags = ["manual"],
             )
         builds = {
@@ -285,7 +298,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         }
         for other in STRATEGIES:
             builds[other] = "%s_%s_%s_compiled" % (name, suffix, other)
-        if chosen == "auto" and suffix == "riscv":
+        if chosen == "measured":
             candidates = ["tuned", "codegen"] + list(STRATEGIES)
             strategy_choice(
                 name = "%s_%s" % (name, suffix),
@@ -300,6 +313,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 strategies = candidates,
                 compiled = [":" + builds[s] for s in candidates],
                 hardware = hardware,
+                # On the accelerator a choice other than tuned is measured against it first.
+                confirm = suffix == "riscv",
             )
         else:
             hal_module(
@@ -312,7 +327,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         module = ":" + imported,
         target = riscv_target,
         untuned = True,
-        tags = perf_tags,  # only the perf report (and strategy = "auto") reads it
+        tags = perf_tags,  # only the perf report (and strategy = "measured") reads it
     )
     riscv_perf(
         name = name + "_riscv_perf",
@@ -359,6 +374,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             "--package=" + native.package_name(),
             "--name=" + name,
             "--model-name=" + model_name,
+            "--riscv-strategy=" + strategy,
             "--host-strategy=" + host_strategy,
         ],
         data = [

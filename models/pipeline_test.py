@@ -110,25 +110,40 @@ def test_manifests_record_target_and_provenance():
         assert all(d.get("reason") for d in manifest["dispatches"] if d["provenance"] == "iree-default")
 
 
-def test_host_strategy_is_the_one_chosen():
-    manifest = json.loads(_file("host.manifest.json").read_text())
+# What a choice's candidates are (model_pipeline): "auto" prices tuned and every other
+# strategy by the code model; "measured" also runs IREE's defaults (codegen) under qemu.
+_CHOICE_CANDIDATES = {
+    "auto": {"tuned", "datatiling", "ukernels", "directconv"},
+    "measured": {"tuned", "codegen", "datatiling", "ukernels", "directconv"},
+}
+
+
+@pytest.mark.parametrize("suffix", ["host", "riscv"])
+def test_strategy_is_the_one_chosen(suffix):
+    manifest = json.loads(_file(f"{suffix}.manifest.json").read_text())
     choice = manifest.get("strategy_choice")
-    if _arg("host_strategy") != "auto":
-        assert choice is None, "a fixed host strategy records no choice"
+    strategy = _arg(f"{suffix}_strategy")
+    if strategy not in _CHOICE_CANDIDATES:
+        assert choice is None, f"a fixed {suffix} strategy records no choice"
         return
-    assert choice is not None, "host_strategy auto: the manifest records no strategy_choice"
+    assert choice is not None, f"{suffix} strategy {strategy}: the manifest records no strategy_choice"
     figures, excluded = choice["candidates"], choice.get("excluded", {})
-    assert set(figures) | set(excluded) >= {"tuned", "datatiling", "ukernels", "directconv"}, choice
+    assert set(figures) | set(excluded) == _CHOICE_CANDIDATES[strategy], choice
+    measured = choice.get("measured", {})  # riscv "auto": the priced choice measured against tuned
     if choice["chosen"] in figures:
         cheapest = min(figures.values())
-        # The tuned build is kept unless another is the choice's margin cheaper.
-        kept = choice["chosen"] == "tuned" and cheapest >= (1 - choice["margin"]) * figures["tuned"]
-        assert figures[choice["chosen"]] == cheapest or kept, choice
+        # The tuned build is kept unless another is the choice's margin cheaper ...
+        kept = choice["chosen"] == "tuned" and cheapest >= (1 - choice.get("margin", 0.0)) * figures["tuned"]
+        # ... and, when confirmed by measurement, also measured faster.
+        refuted = choice["chosen"] == "tuned" and len(measured) == 2 and min(measured, key=measured.get) == "tuned"
+        assert figures[choice["chosen"]] == cheapest or kept or refuted, choice
+        if measured and choice["chosen"] != "tuned":
+            assert measured[choice["chosen"]] < measured["tuned"], choice
     else:
         assert choice["chosen"] == "tuned" and "tuned" in excluded, choice
     if choice["chosen"] == "tuned":
         # The packaged module is the tuned build whose configs the test above checked.
-        assert manifest["inputs_sha256"]["vmfb"] == sha256_file(_file("host_compiled.vmfb"))
+        assert manifest["inputs_sha256"]["vmfb"] == sha256_file(_file(f"{suffix}_compiled.vmfb"))
 
 
 if __name__ == "__main__":
@@ -136,6 +151,7 @@ if __name__ == "__main__":
     parser.add_argument("--package", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--model-name", required=True)
+    parser.add_argument("--riscv-strategy", required=True)
     parser.add_argument("--host-strategy", required=True)
     args, rest = parser.parse_known_args()
     for key, value in vars(args).items():

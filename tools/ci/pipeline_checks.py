@@ -14,7 +14,8 @@ the clones' repositories link to the one this workspace already created):
    and is uploaded).
    - `pipeline:server`: the server came up.
    - `pipeline:cold_build`: MlirImport, ZigZagAnalysis, MeasuredChoice,
-     IreeCompile and HalModule all ran in A.
+     IreeCompile and CodeStrategyChoice (which packages a model_pipeline's
+     `<name>_riscv` by default) all ran in A.
    - `pipeline:reproducible` (evaluated last, so this workspace's build,
      which may have to wait for its Bazel server, has all the time): every
      file the pipeline spawns wrote in A (MLIR bytecode, analysis JSON,
@@ -26,7 +27,7 @@ the clones' repositories link to the one this workspace already created):
      then did not see the same inputs.
 3. B (another path, another length, empty output base) builds the target with
    the remote cache.
-   - `pipeline:remote_cache_hits`: every spawn in B, the four pipeline ones
+   - `pipeline:remote_cache_hits`: every spawn in B, the pipeline's five
      among them, is a remote cache hit (B's execution log and Bazel's own
      `N remote cache hit` summary).
    - `pipeline:identical_outputs`: B's outputs are byte-identical to A's.
@@ -80,7 +81,7 @@ import time
 from pathlib import Path
 
 WORKSPACE = Path(__file__).resolve().parents[2]
-PIPELINE_MNEMONICS = ("MlirImport", "ZigZagAnalysis", "MeasuredChoice", "IreeCompile", "HalModule")
+PIPELINE_MNEMONICS = ("MlirImport", "ZigZagAnalysis", "MeasuredChoice", "IreeCompile", "CodeStrategyChoice")
 IMPORT_MNEMONIC = "MlirImport"
 RERUN_MNEMONICS = ("ZigZagAnalysis", "MeasuredChoice", "IreeCompile")
 CHECKS = ("server", "cold_build", "reproducible", "remote_cache_hits", "identical_outputs",
