@@ -197,12 +197,12 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         chosen candidates. `[]` builds them with `//...`.
       strategy: what <name>_riscv packages: "tuned" (IREE's code emission with the analysis'
         tiles), "codegen" (IREE's defaults), one of STRATEGIES ("datatiling", "ukernels",
-        "directconv"), "auto" (the default: of tuned and STRATEGIES the build with the fewest
-        cycles per call by the static code model on the accelerator description's core
-        model, perf:code_strategy_choice, kept only if also measured faster than tuned under
-        qemu; tuned when the code model prefers it) or "measured" (of tuned, codegen and STRATEGIES the
-        build with the fewest model cycles per call, measured under qemu). The choice and
-        every candidate's figure are recorded in the manifest.
+        "directconv"), "auto" (the default: of tuned and STRATEGIES the build with the
+        fewest cycles per call by the static code model on the accelerator description's
+        core model, perf:code_strategy_choice, kept only if also measured faster than tuned
+        under qemu) or "measured" (of tuned, codegen and STRATEGIES the build with the fewest
+        model cycles per call, all measured under qemu). The manifest records the choice and
+        every candidate's figure.
       host_strategy: what <name>_host packages, the same choices but "measured"; "auto" (the
         default) prices the builds on the host description's core model (host time is not a
         deterministic build input, the code is). IREE's defaults are not a candidate of
