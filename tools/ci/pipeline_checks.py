@@ -199,14 +199,23 @@ def sha256(path: Path) -> str:
 
 
 def package_outputs(target: str) -> dict[str, str]:
-    """sha256 of the files in this workspace's bin directory of `target`'s package, by execroot path."""
+    """sha256 of the files in this workspace's bin directory of `target`'s package, by execroot
+    path, including those inside directory outputs (`iree_compile(code = True)`'s `.code/`);
+    tests' runfiles trees (links to other outputs) are left out."""
     package = target.lstrip("/").split(":", 1)[0]
     bin_dir = (WORKSPACE / "bazel-bin").resolve()
     prefix = "bazel-out/" + str(bin_dir).split("/bazel-out/", 1)[1]
     folder = bin_dir / package
     if not folder.is_dir():
         return {}
-    return {f"{prefix}/{package}/{p.name}": sha256(p) for p in folder.iterdir() if p.is_file()}
+    out = {}
+    for root, dirs, files in os.walk(folder):  # does not follow links to directories
+        dirs[:] = [d for d in dirs if not d.endswith(".runfiles")]
+        for name in files:
+            path = Path(root) / name
+            if path.is_file() and not path.is_symlink():
+                out[f"{prefix}/{package}/{path.relative_to(folder)}"] = sha256(path)
+    return out
 
 
 class Clone:
