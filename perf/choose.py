@@ -205,12 +205,15 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     """The code model's choice, kept only if measured faster than the baseline (the first
     candidate): the code model proposes, the model cycles of both builds decide. `builds`:
     strategy -> (target, analysis or None), the baseline first; `measure(target, analysis)` ->
-    model cycles of one call. Adds what was measured to `record`; returns what is chosen."""
+    model cycles of one call. Adds what was measured to `record`; returns what is chosen.
+    The baseline is measured first: when that fails (no qemu, a broken runner) the error stands;
+    when only the other build fails to run, the baseline is kept and the manifest says why."""
     baseline = next(iter(builds))
     if chosen == baseline:
         return chosen
+    measured = {baseline: measure(*builds[baseline])}
     try:
-        measured = {s: measure(*builds[s]) for s in (baseline, chosen)}
+        measured[chosen] = measure(*builds[chosen])
     except ChoiceError as err:
         record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, could not be "
                       f"measured against it ({err}); " + record["reason"])

@@ -233,11 +233,22 @@ def test_the_baseline_kept_by_the_code_model_runs_nothing():
 
 def test_a_choice_that_cannot_be_measured_keeps_the_baseline():
     def measure(target, analysis):
-        raise ChoiceError("qemu-riscv64 aborted")
+        if target == _BUILDS["ukernels"][0]:
+            raise ChoiceError("qemu-riscv64 aborted")
+        return 100
 
     record = _priced("ukernels")
     assert confirm_by_measurement("ukernels", record, _BUILDS, measure) == "tuned"
     assert record["chosen"] == "tuned" and "qemu-riscv64 aborted" in record["reason"]
+
+
+def test_a_baseline_that_cannot_be_measured_is_an_error():
+    """No qemu or a broken runner fails the baseline's run too: an error, not a silent keep."""
+    def measure(target, analysis):
+        raise ChoiceError("qemu-riscv64 not found")
+
+    with pytest.raises(ChoiceError, match="qemu-riscv64 not found"):
+        confirm_by_measurement("ukernels", _priced("ukernels"), _BUILDS, measure)
 
 
 if __name__ == "__main__":
