@@ -519,8 +519,9 @@ def machine_blocks(asm: str, function: str, isa: Isa = RISCV64) -> list[MachineB
     return [b for b in blocks if b.lines or b.label]
 
 
-def _successors(blocks: list[MachineBlock], isa: Isa) -> list[set[int]]:
-    at = {b.label: i for i, b in enumerate(blocks) if b.label}
+def _successors(blocks: list[MachineBlock], at: dict[str, int], isa: Isa) -> list[set[int]]:
+    """Each block's successors: its branch targets (`at`: label -> block index) and, unless it
+    ends the flow, the next block."""
     out = []
     for i, block in enumerate(blocks):
         succ = {at[m.group(1)] for line in block.lines if (m := isa.branch.match(line)) and m.group(1) in at}
@@ -547,7 +548,7 @@ def layout_loops(blocks: list[MachineBlock], isa: Isa = RISCV64) -> list[tuple[i
     label closes a loop (the block placement keeps loops contiguous) when that label leads
     back to the branch; a branch back to an exit (a block that returns, placed earlier) does not."""
     at = {b.label: i for i, b in enumerate(blocks) if b.label}
-    successors = _successors(blocks, isa)
+    successors = _successors(blocks, at, isa)
     last: dict[int, int] = {}
     for i, block in enumerate(blocks):
         for line in block.lines:
