@@ -8,8 +8,11 @@ gathers, peeled remainders). This model reads the code instead, without running 
    is rewritten into the syntax of Debian's LLVM 19 (`downgrade_ir`; IREE's LLVM is newer).
 2. `opt-19` names every block and prints each loop's backedge-taken count (scalar
    evolution). Counts that depend on an enclosing loop's induction variable (peeled
-   remainders) are evaluated per iteration of that loop; counts that depend on run-time
-   values (the workgroup id) take their constant maximum.
+   remainders) are evaluated per iteration of that loop. The workgroup id is made a constant
+   in a copy of the function per workgroup (`call_header_counts`): instsimplify then folds
+   what it decides, a ragged last tile's trip counts and the guards that choose between a
+   full-tile nest and a remainder nest, and a loop behind a branch never taken is not
+   counted. Other counts that depend on run-time values take their constant maximum.
 3. `llc-19` compiles the same IR with verbose assembly, which names the IR block each
    machine block starts, so each of its loops gets the trip count of its IR loop. IREE's own
    assembly (its .s dump) is costed when its loops, found from backward branches in layout
@@ -25,10 +28,11 @@ The instruction set is the target's (`Isa`, from its triple): RISC-V as above; x
 host) with x86 branches closing loops and each basic block one piece (no qemu), priced on a
 named x86 core model (e.g. sapphirerapids, znver2).
 
-What it ignores, beyond `common.core_models.MODEL_IGNORES`: branches inside a loop body (every
-block of a loop is counted at its header's count), a vtype set on another path than the
-layout-preceding one, and, where IREE's loops do not line up, LLVM 19's code generation
-differing from IREE's (more spills in IREE's code, typically).
+What it ignores, beyond `common.core_models.MODEL_IGNORES`: branches inside a loop body that
+no constant decides (every block of a loop is counted at its header's count, each arm of such
+a branch too), a vtype set on another path than the layout-preceding one, and, where IREE's
+loops do not line up, LLVM 19's code generation differing from IREE's (more spills in IREE's
+code, typically).
 """
 
 from __future__ import annotations
@@ -270,6 +274,8 @@ class _ScevParser:
             return self.atom()
         if re.fullmatch(r"-?\d+", tok):
             return ("const", int(tok))
+        if tok in ("true", "false"):  # an i1 count (`i1 false`: no backedge taken)
+            return ("const", int(tok == "true"))
         if tok == "(":
             if self.peek() in ("zext", "sext", "trunc"):
                 self.take()
@@ -362,10 +368,15 @@ def loop_forests(named_ll: Path) -> dict[str, list[Loop]]:
                            str(named_ll)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise CodeCostError(f"{OPT} cannot read {named_ll.name}: {_first_error(proc.stderr)}")
+    return _parse_loops(proc.stderr)
+
+
+def _parse_loops(printed: str) -> dict[str, list[Loop]]:
+    """The loop forests of opt's `print<loops>,print<scalar-evolution>` output."""
     forests: dict[str, list[Loop]] = {}
     headers: dict[tuple[str, str], Loop] = {}
     function, stack, counted = None, [], None
-    for line in proc.stderr.splitlines():
+    for line in printed.splitlines():
         if m := re.match(r"Loop info for function '(.+)':", line):
             function, stack = m.group(1), []
             forests[function] = []
@@ -386,9 +397,10 @@ def loop_forests(named_ll: Path) -> dict[str, list[Loop]]:
                 headers[(counted, m.group(1))].backedges = parse_scev(m.group(2))
             except UnknownTripCount:
                 pass
-        elif (m := re.match(r"Loop (%\S+): constant max backedge-taken count is i\d+ (-?\d+)", line)) \
+        elif (m := re.match(r"Loop (%\S+): constant max backedge-taken count is i(\d+) (-?\d+)", line)) \
                 and (counted, m.group(1)) in headers:
-            headers[(counted, m.group(1))].max_backedges = int(m.group(2))
+            # SCEV's maximum is unsigned; opt prints it signed (-1: the type's maximum).
+            headers[(counted, m.group(1))].max_backedges = int(m.group(3)) % (1 << int(m.group(2)))
     return forests
 
 
@@ -431,6 +443,181 @@ def header_counts(roots: list[Loop]) -> dict[Loop, float]:
     for root in roots:
         visit(root, {}, 1.0)
     return counts
+
+
+def live_header_counts(roots: list[Loop], live: set[str]) -> dict[str, float]:
+    """`header_counts` by header, of the loops whose header can be reached (`live`): a loop
+    behind a branch that is never taken does not run, nor do the loops inside it."""
+    def prune(loops: list[Loop]) -> list[Loop]:
+        return [Loop(l.header, l.depth, l.blocks, prune(l.children), l.backedges, l.max_backedges)
+                for l in loops if l.header in live]
+    return {loop.header: n for loop, n in header_counts(prune(roots)).items()}
+
+
+def reachable_blocks(ir: str) -> dict[str, set[str]]:
+    """Function -> the blocks reachable from its entry, where a branch on a constant
+    (`br i1 false, label %a, label %b`, as instsimplify leaves a guard it decided) takes only
+    the target it names; every other branch may take each of its targets."""
+    successors: dict[str, dict[str, set[str]]] = {}
+    function, block = None, None
+    for line in ir.split("\n"):
+        if m := _DEFINE.match(line):
+            function, block = m.group(1), None
+            successors[function] = {}
+        elif function is None:
+            continue
+        elif line.startswith("}"):
+            function = None
+        elif m := re.match(r"^([\w.\-]+):", line):
+            block = "%" + m.group(1)
+            successors[function][block] = set()
+        elif block is not None:
+            if m := re.match(r"\s*br i1 (true|false), label (%[\w.\-]+), label (%[\w.\-]+)", line):
+                successors[function][block].add(m.group(2) if m.group(1) == "true" else m.group(3))
+            else:
+                successors[function][block].update(re.findall(r"\blabel (%[\w.\-]+)", line))
+    reachable = {}
+    for function, succ in successors.items():
+        entry = next(iter(succ), None)
+        seen, todo = ({entry}, [entry]) if entry else (set(), [])
+        while todo:
+            for target in succ.get(todo.pop(), ()) - seen:
+                seen.add(target)
+                todo.append(target)
+        reachable[function] = seen
+    return reachable
+
+
+# ---- workgroups one by one ------------------------------------------------------------------
+# The workgroup id's fields in IREE's iree_hal_executable_workgroup_state_v0_t, the third
+# parameter of every dispatch function: byte offset -> axis (x, y: 32 bits; z: 16 bits).
+_WORKGROUP_ID_OFFSETS = {0: 0, 4: 1, 8: 2}
+# A dispatch whose workgroups differ (a ragged last tile, a guard on the id) is costed one
+# workgroup at a time up to this many; beyond, as its first workgroup for all but one and its
+# last for the last (IREE's distribution leaves only the last tile of an axis ragged).
+MAX_ENUMERATED_WORKGROUPS = 256
+_DEBUG_ATTACHMENT = re.compile(r",? !dbg !\d+")
+
+
+def function_definitions(ir: str) -> dict[str, str]:
+    """Function -> the text of its definition (`define` to its closing brace)."""
+    out = {}
+    for m in re.finditer(r"^define [^\n]*$", ir, re.M):
+        if d := _DEFINE.match(m.group(0)):
+            out[d.group(1)] = ir[m.start():ir.index("\n}", m.start()) + 2]
+    return out
+
+
+def workgroup_copy_name(function: str, ids: tuple[int, int, int]) -> str:
+    return f"{function}.wg.{ids[0]}_{ids[1]}_{ids[2]}"
+
+
+def workgroup_copy(definition: str, function: str, ids: tuple[int, int, int]) -> str:
+    """The function renamed `workgroup_copy_name(function, ids)`, its loads of the workgroup id
+    replaced by `ids` (so instsimplify folds what the id decides: a ragged tile's bounds, a
+    guard) and its debug info dropped (a subprogram belongs to one function)."""
+    lines = definition.split("\n")
+    params = re.findall(r"(%[\w.\-]+)(?=\s*(?:,|$))", _DEFINE.match(lines[0]).group(2))
+    if len(params) != 3:
+        raise CodeCostError(f"{function}: not a dispatch function (its parameters: {', '.join(params)})")
+    state, fields = params[2], {}
+    out = [re.sub(rf'@"?{re.escape(function)}"?\(', f"@{workgroup_copy_name(function, ids)}(",
+                  _DEBUG_ATTACHMENT.sub("", lines[0]), count=1)]
+    for line in lines[1:]:
+        if "#dbg_" in line or "@llvm.dbg." in line:
+            continue
+        line = _DEBUG_ATTACHMENT.sub("", line)
+        if (g := re.match(rf"\s*(%[\w.\-]+) = getelementptr inbounds (?:nuw )?i8, ptr {re.escape(state)}, "
+                          r"i64 (\d+)\b", line)) and int(g.group(2)) in _WORKGROUP_ID_OFFSETS:
+            fields[g.group(1)] = _WORKGROUP_ID_OFFSETS[int(g.group(2))]
+        elif (ld := re.match(r"(\s*%[\w.\-]+) = load (i\d+), ptr (%[\w.\-]+),", line)) \
+                and (ld.group(3) == state or ld.group(3) in fields):
+            line = f"{ld.group(1)} = add {ld.group(2)} 0, {ids[fields.get(ld.group(3), 0)]}"
+        out.append(line)
+    return "\n".join(out)
+
+
+def _counted_loops(ir: str, path: Path) -> tuple[dict[str, list[Loop]], dict[str, set[str]]]:
+    """(loop forests, reachable blocks) of every function of `ir` once instsimplify has folded
+    what is constant in it (written to `path`, simplified beside it). instsimplify changes no
+    block: names and loops stay those of the code compiled."""
+    path.write_text(ir)
+    simplified = path.with_name(path.stem + ".simplified.ll")
+    proc = subprocess.run([_tool(OPT), "-passes=instsimplify,print<loops>,print<scalar-evolution>", "-S",
+                           str(path), "-o", str(simplified)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CodeCostError(f"{OPT} cannot read {path.name}: {_first_error(proc.stderr)}")
+    return _parse_loops(proc.stderr), reachable_blocks(simplified.read_text())
+
+
+def _summed(counts: list[tuple[dict[str, float], float]]) -> dict[str, float]:
+    """Σ weight x count, per header, of (header counts, weight) pairs."""
+    total: dict[str, float] = defaultdict(float)
+    for headers, weight in counts:
+        for header, n in headers.items():
+            total[header] += weight * n
+    return dict(total)
+
+
+def _stubbed(ir: str, definitions: dict[str, str], functions) -> str:
+    """`ir` with each of `functions` defined as an empty stub: its copies stand for it, and a
+    stub keeps what refers to it (the executable's table of dispatches) valid."""
+    for f in functions:
+        ir = ir.replace(definitions[f], f"define internal i32 @{f}() {{\n  ret i32 0\n}}", 1)
+    return ir
+
+
+def call_header_counts(counted_ir: str, functions: set[str], grids: dict[str, tuple[int, int, int]],
+                       work: Path) -> tuple[dict[str, list[Loop]], dict[str, tuple[dict[str, float], int] | UncostableFunction]]:
+    """(function -> its loop forest, function -> (how often each loop header runs, summed over
+    the workgroups counted; how many workgroups that is), or why it cannot be counted).
+
+    A function of `grids` (function -> workgroups per axis to count one by one; an axis the
+    function loops over is 1) is counted as its first and its last workgroup (copies with the
+    id a constant, `workgroup_copy`); when the two agree every workgroup is taken to run the
+    same loops, else each workgroup is counted (up to MAX_ENUMERATED_WORKGROUPS). Any other
+    function is counted as one call with the id unknown. The copies have the function's
+    blocks and loops (instsimplify changes no block), so the first one's forest is its."""
+    definitions = function_definitions(counted_ir)
+
+    def analysed(copies: dict[str, list[tuple[int, int, int]]], name: str):
+        text = _stubbed(counted_ir, definitions, grids) + "".join(
+            "\n" + workgroup_copy(definitions[f], f, ids) for f, all_ids in copies.items() for ids in all_ids)
+        return _counted_loops(text, work / name)
+
+    probes = {f: sorted({(0, 0, 0), tuple(n - 1 for n in grid)}) for f, grid in grids.items()}
+    forests, live = analysed(probes, "counted.ll")
+    structure = {f: forests[workgroup_copy_name(f, probes[f][0]) if f in grids else f] for f in functions}
+
+    result: dict[str, tuple[dict[str, float], int] | UncostableFunction] = {}
+    ragged: dict[str, list[tuple[int, int, int]]] = {}
+    for f in sorted(functions):
+        try:
+            if f not in grids:
+                result[f] = (live_header_counts(forests[f], live[f]), 1)
+                continue
+            first, last = (live_header_counts(forests[name], live[name])
+                           for name in (workgroup_copy_name(f, probes[f][0]), workgroup_copy_name(f, probes[f][-1])))
+        except UncostableFunction as err:
+            result[f] = err
+            continue
+        workgroups = math.prod(grids[f])
+        if first == last:
+            result[f] = (_summed([(first, workgroups)]), workgroups)
+        elif workgroups > MAX_ENUMERATED_WORKGROUPS:
+            result[f] = (_summed([(first, workgroups - 1), (last, 1)]), workgroups)
+        else:
+            grid = grids[f]
+            ragged[f] = [(x, y, z) for x in range(grid[0]) for y in range(grid[1]) for z in range(grid[2])]
+    if ragged:
+        forests, live = analysed(ragged, "workgroups.ll")
+        for f, all_ids in ragged.items():
+            try:
+                result[f] = (_summed([(live_header_counts(forests[name], live[name]), 1)
+                                      for name in (workgroup_copy_name(f, ids) for ids in all_ids)]), len(all_ids))
+            except UncostableFunction as err:
+                result[f] = err
+    return structure, result
 
 
 # ---- machine code ---------------------------------------------------------------------------
@@ -602,6 +789,8 @@ class CallCycles:
     calls: dict[str, int] = field(default_factory=dict)  # dispatch -> calls per call of the model
     # function -> the workgroup axes it loops over, costed with their count at 1 (one_workgroup_ir)
     looped_axes: dict[str, set[int]] = field(default_factory=dict)
+    # functions whose cycles are of all their workgroups (call_cycles' workgroup_counts)
+    all_workgroups: set[str] = field(default_factory=set)
 
     def model_cycles(self) -> float:
         """One call of the model: each costed dispatch's cycles times its calls (initializers,
@@ -610,10 +799,13 @@ class CallCycles:
 
 
 def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: list[str], work: Path,
-                functions: set[str] | None = None, isa: Isa = RISCV64, cpu: str = "generic-rv64") -> CallCycles:
-    """Model cycles of one call of each dispatch function (or of `functions`) in the module,
-    with each workgroup-count axis the function reads at 1 (`one_workgroup_ir`; the axes are
-    in `looped_axes`).
+                functions: set[str] | None = None, isa: Isa = RISCV64, cpu: str = "generic-rv64",
+                workgroup_counts: dict[str, tuple[int, int, int]] | None = None) -> CallCycles:
+    """Model cycles of each dispatch function (or of `functions`) in the module, with each
+    workgroup-count axis the function reads at 1 (`one_workgroup_ir`; the axes are in
+    `looped_axes`): of every workgroup of a function given its count in `workgroup_counts`
+    (such functions are in `all_workgroups`; see `call_header_counts`), else of one call with
+    the workgroup id unknown.
 
     The code costed is IREE's own (`iree_asm`, its .s), when its loops line up with those of
     llc-19's verbose assembly of the same IR (which names each block's IR block, hence each
@@ -626,27 +818,34 @@ def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: lis
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise CodeCostError(f"{OPT} cannot read IREE's IR: {_first_error(proc.stderr)}")
-    counted = work / "counted.ll"
     counted_ir, looped_axes = one_workgroup_ir(named.read_text())
-    counted.write_text(counted_ir)
-    forests = loop_forests(counted)
+    defined = set(function_definitions(counted_ir))
+    wanted = functions if functions is not None else {f for f in defined if is_dispatch_function(f)}
+    for function in sorted(wanted - defined):
+        raise CodeCostError(f"{function}: not in the module's IR")
+    grids = {f: workgroup_grid(count, looped_axes.get(f, set()))
+             for f, count in (workgroup_counts or {}).items() if f in wanted}
+    forests, counted = call_header_counts(counted_ir, wanted, grids, work)
     proc = subprocess.run([_tool(LLC), "-O3", f"-mtriple={isa.triple}", f"-mcpu={cpu}",
                            f"-mattr={','.join(cpu_features)}", str(named), "-o", str(asm_path)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise CodeCostError(f"{LLC} cannot compile IREE's IR: {_first_error(proc.stderr)}")
     ours_asm = asm_path.read_text()
-    wanted = functions if functions is not None else {f for f in forests if is_dispatch_function(f)}
     result = CallCycles({}, set())
     for function in sorted(wanted):
-        if function not in forests:
-            raise CodeCostError(f"{function}: not in the module's IR")
-        try:
-            cycles, on_llc = _function_cycles(function, forests[function], ours_asm, iree_asm, core, isa)
-        except UncostableFunction as err:  # one function's code, not the module's: the others stand
+        try:  # one function's code, not the module's: the others stand
+            if isinstance(counted[function], UncostableFunction):
+                raise counted[function]
+            headers, workgroups = counted[function]
+            cycles, on_llc = _function_cycles(function, forests[function], headers, workgroups, ours_asm,
+                                              iree_asm, core, isa)
+        except UncostableFunction as err:
             result.errors[function] = str(err)
             continue
         result.cycles[function] = cycles
+        if function in grids:
+            result.all_workgroups.add(function)
         if function in looped_axes:
             result.looped_axes[function] = looped_axes[function]
         if on_llc:
@@ -654,10 +853,10 @@ def call_cycles(ir_text: str, iree_asm: str | None, core: str, cpu_features: lis
     return result
 
 
-def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: str | None,
-                     core: str, isa: Isa) -> tuple[float, bool]:
-    """(model cycles of one call, whether llc-19's code was costed instead of IREE's)."""
-    headers = header_counts(roots)
+def _function_cycles(function: str, roots: list[Loop], headers: dict[str, float], workgroups: int,
+                     ours_asm: str, iree_asm: str | None, core: str, isa: Isa) -> tuple[float, bool]:
+    """(model cycles of `workgroups` workgroups whose loop headers run `headers` times in all,
+    whether llc-19's code was costed instead of IREE's)."""
     innermost_ir: dict[str, Loop] = {}
     for loop in sorted((l for r in roots for l in r.walk()), key=lambda l: l.depth):
         for block in loop.blocks:
@@ -668,11 +867,11 @@ def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: 
     for first, last in our_loops:
         # The IR loop of a machine loop: the outermost of its named blocks' innermost IR loops
         # (a block codegen added has no IR block of its own: it takes its predecessor's
-        # name, which may lie outside the loop).
+        # name, which may lie outside the loop). A loop behind a branch never taken runs 0 times.
         inside = [innermost_ir[b.ir_block] for b in ours[first:last + 1] if b.named and b.ir_block in innermost_ir]
         if not inside:  # e.g. a memcpy llc expanded into a loop: no trip count to take
             raise UncostableFunction(f"machine loop at {ours[first].label} is in no IR loop")
-        loop_counts.append(headers[min(inside, key=lambda loop: loop.depth)])
+        loop_counts.append(headers.get(min(inside, key=lambda loop: loop.depth).header, 0.0))
     code, loops, on_llc = ours, our_loops, False
     if iree_asm is not None:
         theirs = machine_blocks(iree_asm, function, isa)
@@ -684,7 +883,7 @@ def _function_cycles(function: str, roots: list[Loop], ours_asm: str, iree_asm: 
     counts = []
     for i in range(len(code)):
         k = _innermost(loops, i)
-        counts.append(1.0 if k is None else loop_counts[k])
+        counts.append(float(workgroups) if k is None else loop_counts[k])
     return block_cycles(code, counts, core, isa), on_llc
 
 
@@ -704,10 +903,10 @@ def module_call_cycles(module: Path, analysis, target, core: str, work: Path) ->
     return code_call_cycles(work / cg.TARGETS_IR, work / "inter", target, core, work / "cost")
 
 
-def workgroups_outside_the_call(workgroup_count: tuple[int, int, int], looped_axes: set[int]) -> int:
-    """How many calls one costed call stands for: the workgroups along the axes the function
-    does not loop over (those it loops over ran in full inside the call)."""
-    return math.prod(n for axis, n in enumerate(workgroup_count) if axis not in looped_axes)
+def workgroup_grid(workgroup_count: tuple[int, int, int], looped_axes: set[int]) -> tuple[int, int, int]:
+    """The workgroups to count along each axis: its count, or 1 along an axis the function
+    loops over (one workgroup runs all its tiles: `one_workgroup_ir`)."""
+    return tuple(1 if axis in looped_axes else n for axis, n in enumerate(workgroup_count))
 
 
 def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, work: Path) -> CallCycles:
@@ -729,15 +928,15 @@ def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, w
         asm = ll.with_name(ll.name.removesuffix(cg.CODE_LLVM_IR) + ".s")
         if not asm.exists():
             raise MissingCode(f"IREE wrote no assembly beside {ll.name}")
+        counts = {name: d.workgroup_count for name, d in compiled.dispatches.items() if d.workgroup_count is not None}
         costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work,
-                             isa=isa, cpu=target.cpu)
+                             isa=isa, cpu=target.cpu, workgroup_counts=counts)
         for name, cycles in costed.cycles.items():
             dispatch = compiled.dispatches.get(name)
-            if dispatch is None or dispatch.workgroup_count is None:
+            if name not in costed.all_workgroups:
                 total.errors[name] = f"no workgroup count ({dispatch.error if dispatch else 'not dispatched'})"
                 continue
-            total.cycles[name] = cycles * workgroups_outside_the_call(dispatch.workgroup_count,
-                                                                      costed.looped_axes.get(name, set()))
+            total.cycles[name] = cycles
             total.calls[name] = dispatch.calls
         total.llc_code |= costed.llc_code
         total.errors.update(costed.errors)

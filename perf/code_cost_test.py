@@ -151,6 +151,37 @@ def test_a_run_time_trip_count_is_not_costed_at_its_index_types_maximum():
         cc.header_counts([loop])
 
 
+def test_a_maximum_printed_as_minus_one_is_the_types_maximum(tmp_path):
+    """`smin(7 - 2 * x, 2)` iterations may wrap, so SCEV's unsigned maximum is 2^64 - 1, which
+    opt prints as -1: a run-time count, not a loop that never runs (or runs -1 times)."""
+    ir = """
+define void @m_dispatch_0(ptr %p, i32 %x) {
+entry:
+  %x64 = zext i32 %x to i64
+  %twice = shl nuw nsw i64 %x64, 1
+  %left = sub nsw i64 7, %twice
+  %n = call i64 @llvm.smin.i64(i64 %left, i64 2)
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]
+  %addr = getelementptr float, ptr %p, i64 %i
+  store float 0.0, ptr %addr
+  %i.next = add nuw nsw i64 %i, 1
+  %done = icmp eq i64 %i.next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}
+declare i64 @llvm.smin.i64(i64, i64)
+"""
+    path = tmp_path / "wraps.ll"
+    path.write_text(ir)
+    [loop] = cc.loop_forests(path)["m_dispatch_0"]
+    assert loop.max_backedges == (1 << 64) - 1
+    with pytest.raises(cc.UncostableFunction, match="run-time value"):
+        cc.header_counts([loop])
+
+
 def test_cycles_grow_with_the_trip_counts(tmp_path):
     small = _cycles(tmp_path, _nest(4, 8)).cycles["m_dispatch_0"]
     large = _cycles(tmp_path, _nest(4, 64)).cycles["m_dispatch_0"]
@@ -373,9 +404,103 @@ def test_loops_over_workgroups_are_counted_as_one_workgroup_running_every_tile(t
     assert counts == {"%pack": 4, "%pack.inner": 256, "%tile": 32, "%tile.inner": 256}
     costed = _x86_cycles(tmp_path, _DISTRIBUTED)
     assert costed.looped_axes == {"m_dispatch_1": {0}} and costed.cycles["m_dispatch_1"] > 0
-    # Only the axes not looped over multiply one call.
-    assert cc.workgroups_outside_the_call((9, 2, 3), {0}) == 6
-    assert cc.workgroups_outside_the_call((9, 2, 3), set()) == 54
+    # Only the axes not looped over are counted workgroup by workgroup.
+    assert cc.workgroup_grid((9, 2, 3), {0}) == (1, 2, 3)
+    assert cc.workgroup_grid((9, 2, 3), set()) == (9, 2, 3)
+
+
+# Two workgroups share 12 columns, 8 each (`umin(12 - 8 * id, 8)`, as IREE distributes a
+# ragged dimension): the first runs the full-tile nest (100 steps), the last only the guarded
+# remainder loop over its 4 columns. The workgroup id is the first field of the workgroup
+# state, the third parameter.
+_RAGGED_WORKGROUPS = """
+define i32 @m_dispatch_0(ptr %env, ptr %state, ptr %wg) {
+entry:
+  %id = load i32, ptr %wg, align 16
+  %id64 = zext i32 %id to i64
+  %start = mul nuw nsw i64 %id64, 8
+  %left = sub nuw nsw i64 12, %start
+  %cols = call i64 @llvm.umin.i64(i64 %left, i64 8)
+  %full = icmp eq i64 %cols, 8
+  br i1 %full, label %body, label %tail.pre
+body:
+  %j = phi i64 [ 0, %entry ], [ %j.next, %body ]
+  %addr = getelementptr float, ptr %env, i64 %j
+  %v = load float, ptr %addr
+  %w = fmul float %v, %v
+  store float %w, ptr %addr
+  %j.next = add nuw nsw i64 %j, 1
+  %more = icmp ult i64 %j.next, 100
+  br i1 %more, label %body, label %exit
+tail.pre:
+  br label %tail
+tail:
+  %t = phi i64 [ 0, %tail.pre ], [ %t.next, %tail ]
+  %taddr = getelementptr float, ptr %env, i64 %t
+  %tv = load float, ptr %taddr
+  %tw = fadd float %tv, 1.0
+  store float %tw, ptr %taddr
+  %t.next = add nuw nsw i64 %t, 1
+  %tmore = icmp ult i64 %t.next, %cols
+  br i1 %tmore, label %tail, label %exit
+exit:
+  ret i32 0
+}
+declare i64 @llvm.umin.i64(i64, i64)
+"""
+
+
+def test_workgroups_are_counted_one_by_one_when_the_id_decides_their_loops(tmp_path):
+    """With the id unknown, the remainder loop takes its maximum (8) and both arms of the guard
+    are counted; with each workgroup's id a constant, the first runs only the full nest and
+    the last only its 4 remainder columns."""
+    functions = {"m_dispatch_0"}
+    _, unknown = cc.call_header_counts(_RAGGED_WORKGROUPS, functions, {}, tmp_path)
+    assert unknown["m_dispatch_0"] == ({"%body": 100, "%tail": 8}, 1)
+    structure, counted = cc.call_header_counts(_RAGGED_WORKGROUPS, functions, {"m_dispatch_0": (2, 1, 1)}, tmp_path)
+    assert counted["m_dispatch_0"] == ({"%body": 100, "%tail": 4}, 2)
+    assert [loop.header for loop in structure["m_dispatch_0"]] == ["%body", "%tail"]
+    # Beyond the cap: the first workgroup for all but one, the last for the last.
+    cc.MAX_ENUMERATED_WORKGROUPS, cap = 1, cc.MAX_ENUMERATED_WORKGROUPS
+    try:
+        _, capped = cc.call_header_counts(_RAGGED_WORKGROUPS, functions, {"m_dispatch_0": (2, 1, 1)}, tmp_path)
+    finally:
+        cc.MAX_ENUMERATED_WORKGROUPS = cap
+    assert capped == counted
+    # Workgroups alike (the id does not reach a branch) are counted once and multiplied.
+    nest = _nest(3, 8).replace("@m_dispatch_0(ptr %p)", "@m_dispatch_0(ptr %p, ptr %state, ptr %wg)")
+    _, alike = cc.call_header_counts(nest, functions, {"m_dispatch_0": (5, 1, 1)}, tmp_path)
+    assert alike["m_dispatch_0"] == ({"%outer": 15, "%inner": 120}, 5)
+    # Through call_cycles: the summed workgroups cost less than twice the unknown-id call.
+    one_call = _cycles(tmp_path, _RAGGED_WORKGROUPS)
+    both = cc.call_cycles(_RAGGED_WORKGROUPS, None, CORE, FEATURES, tmp_path / "wg",
+                          workgroup_counts={"m_dispatch_0": (2, 1, 1)})
+    assert both.all_workgroups == {"m_dispatch_0"} and one_call.all_workgroups == set()
+    assert both.cycles["m_dispatch_0"] < 2 * one_call.cycles["m_dispatch_0"]
+
+
+def test_a_workgroup_copy_has_its_id_as_a_constant_and_no_debug_info():
+    ir = ("define i32 @m_dispatch_0(ptr %a, ptr %b, ptr %c) #0 !dbg !7 {\n"
+          "  %x = load i32, ptr %c, align 16, !dbg !9\n"
+          "  %py = getelementptr inbounds nuw i8, ptr %c, i64 4\n"
+          "  %y = load i32, ptr %py, align 4\n"
+          "  %pz = getelementptr inbounds i8, ptr %c, i64 8\n"
+          "  %z = load i16, ptr %pz, align 8\n"
+          "    #dbg_value(i32 %x, !10, !DIExpression(), !9)\n"
+          "  ret i32 0\n}")
+    [(name, definition)] = cc.function_definitions(ir).items()
+    copy = cc.workgroup_copy(definition, name, (3, 1, 2))
+    assert copy.startswith("define i32 @m_dispatch_0.wg.3_1_2(ptr %a, ptr %b, ptr %c) #0 {")
+    assert "%x = add i32 0, 3" in copy and "%y = add i32 0, 1" in copy and "%z = add i16 0, 2" in copy
+    assert "dbg" not in copy
+
+
+def test_a_branch_on_a_constant_takes_only_its_target():
+    ir = ("define i32 @f() {\nbb:\n  br i1 false, label %dead, label %live\ndead:\n  br label %live\n"
+          "live:\n  switch i32 %x, label %out [\n    i32 0, label %case\n  ]\ncase:\n  br label %out\n"
+          "out:\n  ret i32 0\n}")
+    assert cc.reachable_blocks(ir) == {"f": {"%bb", "%live", "%case", "%out"}}
+    assert cc.parse_scev("i1 false").value({}) == 0
 
 
 def test_an_unknown_architecture_is_refused_in_one_line():
