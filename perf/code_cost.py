@@ -924,11 +924,11 @@ def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, w
     lls = sorted(Path(intermediates).glob(f"*{cg.CODE_LLVM_IR}"))
     if not lls:
         raise MissingCode(f"{intermediates}: no {cg.CODE_LLVM_IR} of IREE's")
+    counts = {name: d.workgroup_count for name, d in compiled.dispatches.items() if d.workgroup_count is not None}
     for ll in lls:
         asm = ll.with_name(ll.name.removesuffix(cg.CODE_LLVM_IR) + ".s")
         if not asm.exists():
             raise MissingCode(f"IREE wrote no assembly beside {ll.name}")
-        counts = {name: d.workgroup_count for name, d in compiled.dispatches.items() if d.workgroup_count is not None}
         costed = call_cycles(ll.read_text(), asm.read_text(), core, list(target.cpu_features), work,
                              isa=isa, cpu=target.cpu, workgroup_counts=counts)
         for name, cycles in costed.cycles.items():
