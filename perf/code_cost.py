@@ -471,7 +471,10 @@ def reachable_blocks(ir: str) -> dict[str, set[str]]:
         elif m := re.match(r"^([\w.\-]+):", line):
             block = "%" + m.group(1)
             successors[function][block] = set()
-        elif block is not None:
+        elif line.strip() and not line.lstrip().startswith(";"):
+            if block is None:  # an entry block without a label
+                block = "%<entry>"
+                successors[function][block] = set()
             if m := re.match(r"\s*br i1 (true|false), label (%[\w.\-]+), label (%[\w.\-]+)", line):
                 successors[function][block].add(m.group(2) if m.group(1) == "true" else m.group(3))
             else:

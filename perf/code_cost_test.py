@@ -500,6 +500,9 @@ def test_a_branch_on_a_constant_takes_only_its_target():
           "live:\n  switch i32 %x, label %out [\n    i32 0, label %case\n  ]\ncase:\n  br label %out\n"
           "out:\n  ret i32 0\n}")
     assert cc.reachable_blocks(ir) == {"f": {"%bb", "%live", "%case", "%out"}}
+    # An entry block without a label is still where the walk starts.
+    unlabeled = ir.replace("bb:\n", "")
+    assert cc.reachable_blocks(unlabeled) == {"f": {"%<entry>", "%live", "%case", "%out"}}
     assert cc.parse_scev("i1 false").value({}) == 0
 
 
