@@ -179,6 +179,20 @@ _WORKGROUP_COUNT_OFFSETS = {12: 0, 16: 1, 20: 2}
 _DEFINE = re.compile(r"^define [^@]*@\"?([\w.\-]+)\"?\((.*)\)[^(]*\{\s*$")
 
 
+def _field_load(line: str, pointer: str, offsets: dict[int, int], fields: dict[str, int]) -> tuple[str, str, int] | None:
+    """(result, type, axis) when `line` loads a field of the struct `pointer` points at
+    (`offsets`: byte offset -> axis; offset 0 is `pointer` itself); a getelementptr to such a
+    field is remembered in `fields` (value -> axis)."""
+    if (g := re.match(rf"\s*(%[\w.\-]+) = getelementptr inbounds (?:nuw )?i8, ptr {re.escape(pointer)}, "
+                      r"i64 (\d+)\b", line)) and int(g.group(2)) in offsets:
+        fields[g.group(1)] = offsets[int(g.group(2))]
+    elif ld := re.match(r"(\s*%[\w.\-]+) = load (i\d+), ptr (%[\w.\-]+),", line):
+        axis = offsets.get(0) if ld.group(3) == pointer else fields.get(ld.group(3))
+        if axis is not None:
+            return ld.group(1), ld.group(2), axis
+    return None
+
+
 def one_workgroup_ir(named_ir: str) -> tuple[str, dict[str, set[int]]]:
     """(`named_ir` with every dispatch function's loads of its workgroup count replaced by 1,
     function -> the axes whose count it reads).
@@ -200,13 +214,10 @@ def one_workgroup_ir(named_ir: str) -> tuple[str, dict[str, set[int]]]:
             state, fields = (params[1] if function else None), {}
         elif line.startswith("}"):
             function = None
-        elif function is not None:
-            if (g := re.match(rf"\s*(%[\w.\-]+) = getelementptr inbounds (?:nuw )?i8, ptr {re.escape(state)}, "
-                              r"i64 (\d+)\b", line)) and int(g.group(2)) in _WORKGROUP_COUNT_OFFSETS:
-                fields[g.group(1)] = _WORKGROUP_COUNT_OFFSETS[int(g.group(2))]
-            elif (ld := re.match(r"(\s*%[\w.\-]+) = load (i\d+), ptr (%[\w.\-]+),", line)) and ld.group(3) in fields:
-                line = f"{ld.group(1)} = add {ld.group(2)} 0, 1"
-                read.setdefault(function, set()).add(fields[ld.group(3)])
+        elif function is not None and (load := _field_load(line, state, _WORKGROUP_COUNT_OFFSETS, fields)):
+            result, type_, axis = load
+            line = f"{result} = add {type_} 0, 1"
+            read.setdefault(function, set()).add(axis)
         out.append(line)
     return "\n".join(out), read
 
@@ -530,12 +541,9 @@ def workgroup_copy(definition: str, function: str, ids: tuple[int, int, int]) ->
         if "#dbg_" in line or "@llvm.dbg." in line:
             continue
         line = _DEBUG_ATTACHMENT.sub("", line)
-        if (g := re.match(rf"\s*(%[\w.\-]+) = getelementptr inbounds (?:nuw )?i8, ptr {re.escape(state)}, "
-                          r"i64 (\d+)\b", line)) and int(g.group(2)) in _WORKGROUP_ID_OFFSETS:
-            fields[g.group(1)] = _WORKGROUP_ID_OFFSETS[int(g.group(2))]
-        elif (ld := re.match(r"(\s*%[\w.\-]+) = load (i\d+), ptr (%[\w.\-]+),", line)) \
-                and (ld.group(3) == state or ld.group(3) in fields):
-            line = f"{ld.group(1)} = add {ld.group(2)} 0, {ids[fields.get(ld.group(3), 0)]}"
+        if load := _field_load(line, state, _WORKGROUP_ID_OFFSETS, fields):
+            result, type_, axis = load
+            line = f"{result} = add {type_} 0, {ids[axis]}"
         out.append(line)
     return "\n".join(out)
 
@@ -582,9 +590,10 @@ def call_header_counts(counted_ir: str, functions: set[str], grids: dict[str, tu
     function is counted as one call with the id unknown. The copies have the function's
     blocks and loops (instsimplify changes no block), so the first one's forest is its."""
     definitions = function_definitions(counted_ir)
+    stubbed = _stubbed(counted_ir, definitions, grids)
 
     def analysed(copies: dict[str, list[tuple[int, int, int]]], name: str):
-        text = _stubbed(counted_ir, definitions, grids) + "".join(
+        text = stubbed + "".join(
             "\n" + workgroup_copy(definitions[f], f, ids) for f, all_ids in copies.items() for ids in all_ids)
         return _counted_loops(text, work / name)
 
