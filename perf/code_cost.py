@@ -373,10 +373,15 @@ class Loop:
             yield from child.walk()
 
 
+# opt prints only the loops' counts, not every instruction's expression: _parse_loops reads no
+# more, and printing them all (with their values at each loop exit) was most of opt's time.
+_COUNTS_ONLY = "--scalar-evolution-classify-expressions=false"
+
+
 def loop_forests(named_ll: Path) -> dict[str, list[Loop]]:
     """Function -> its outermost loops, with blocks and backedge-taken counts (opt-19)."""
-    proc = subprocess.run([_tool(OPT), "-passes=print<loops>,print<scalar-evolution>", "-disable-output",
-                           str(named_ll)], capture_output=True, text=True)
+    proc = subprocess.run([_tool(OPT), "-passes=print<loops>,print<scalar-evolution>", _COUNTS_ONLY,
+                           "-disable-output", str(named_ll)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise CodeCostError(f"{OPT} cannot read {named_ll.name}: {_first_error(proc.stderr)}")
     return _parse_loops(proc.stderr)
@@ -554,8 +559,8 @@ def _counted_loops(ir: str, path: Path) -> tuple[dict[str, list[Loop]], dict[str
     block: names and loops stay those of the code compiled."""
     path.write_text(ir)
     simplified = path.with_name(path.stem + ".simplified.ll")
-    proc = subprocess.run([_tool(OPT), "-passes=instsimplify,print<loops>,print<scalar-evolution>", "-S",
-                           str(path), "-o", str(simplified)], capture_output=True, text=True)
+    proc = subprocess.run([_tool(OPT), "-passes=instsimplify,print<loops>,print<scalar-evolution>", _COUNTS_ONLY,
+                           "-S", str(path), "-o", str(simplified)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise CodeCostError(f"{OPT} cannot read {path.name}: {_first_error(proc.stderr)}")
     return _parse_loops(proc.stderr), reachable_blocks(simplified.read_text())
