@@ -378,13 +378,19 @@ class Loop:
 _COUNTS_ONLY = "--scalar-evolution-classify-expressions=false"
 
 
+def _printed_loops(ll: Path, first_passes: str, output: list[str]) -> dict[str, list[Loop]]:
+    """The loop forests opt-19 prints for `ll` after `first_passes` ("" or "a,b,"), writing
+    the module as `output` says (opt's own arguments)."""
+    proc = subprocess.run([_tool(OPT), f"-passes={first_passes}print<loops>,print<scalar-evolution>",
+                           _COUNTS_ONLY, *output, str(ll)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CodeCostError(f"{OPT} cannot read {ll.name}: {_first_error(proc.stderr)}")
+    return _parse_loops(proc.stderr)
+
+
 def loop_forests(named_ll: Path) -> dict[str, list[Loop]]:
     """Function -> its outermost loops, with blocks and backedge-taken counts (opt-19)."""
-    proc = subprocess.run([_tool(OPT), "-passes=print<loops>,print<scalar-evolution>", _COUNTS_ONLY,
-                           "-disable-output", str(named_ll)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise CodeCostError(f"{OPT} cannot read {named_ll.name}: {_first_error(proc.stderr)}")
-    return _parse_loops(proc.stderr)
+    return _printed_loops(named_ll, "", ["-disable-output"])
 
 
 def _parse_loops(printed: str) -> dict[str, list[Loop]]:
@@ -559,11 +565,8 @@ def _counted_loops(ir: str, path: Path) -> tuple[dict[str, list[Loop]], dict[str
     block: names and loops stay those of the code compiled."""
     path.write_text(ir)
     simplified = path.with_name(path.stem + ".simplified.ll")
-    proc = subprocess.run([_tool(OPT), "-passes=instsimplify,print<loops>,print<scalar-evolution>", _COUNTS_ONLY,
-                           "-S", str(path), "-o", str(simplified)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise CodeCostError(f"{OPT} cannot read {path.name}: {_first_error(proc.stderr)}")
-    return _parse_loops(proc.stderr), reachable_blocks(simplified.read_text())
+    forests = _printed_loops(path, "instsimplify,", ["-S", "-o", str(simplified)])
+    return forests, reachable_blocks(simplified.read_text())
 
 
 def _summed(counts: list[tuple[dict[str, float], float]]) -> dict[str, float]:
