@@ -16,12 +16,17 @@ round's forced analysis), times them interleaved (a carryover-balanced order per
   ranking the measurement reproduces of itself. No model can be confirmed above it.
 Nothing is fitted; the code model has no coefficients.
 
+`--device local-sync` times every workgroup inline on one thread: the summed work of all
+workgroups, which is what the code model prices (it has no term for the 2 worker threads of
+`local-task`, the default and what a deployed module runs), without the thread pool's wake-ups,
+which on 5-50 us dispatches are much of local-task's spread.
+
 The code model prices a named core (`bench.code_cost_eval --core`), and the timings are of
 whatever machine runs this: `--code-cost` may be given once per core priced (the first file
 chooses the dispatches), and the report names the machine timed with the core LLVM takes it
 for, so a ranking can be read against the core that actually ran. `--timings` re-ranks the
 samples of an earlier run's JSON (same machine, no rebuild, no timing) against other code
-costs. `--retest` ranks an earlier run's medians against these: the test-retest tau, how far
+costs; given several times, the runs (one machine and device) are pooled. `--retest` ranks an earlier run's medians against these: the test-retest tau, how far
 one run of the measurement reproduces the next.
 """
 
@@ -133,16 +138,31 @@ class _Timings(BaseModel):
     model_config = ConfigDict(extra="ignore")
     timed_on: _Machine
     rounds: int
+    # Runs before the option was added all timed local-task.
+    device: str = "local-task"
     dispatches: list[_TimedDispatch]
 
 
-def load_timings(path: Path) -> tuple[_Machine, int, dict[tuple[str, str], dict[str, list[float]]]]:
-    try:
-        t = _Timings.model_validate_json(path.read_text())
-    except (OSError, ValueError) as err:
-        raise EvalError(f"{path}: not a host_ranking result: {first_line(str(err))}") from None
-    return t.timed_on, t.rounds, {(d.model, d.dispatch): {p.candidate: p.samples_s for p in d.points}
-                                  for d in t.dispatches}
+def load_timings(paths: list[Path]) -> tuple[_Machine, int, str, dict[tuple[str, str], dict[str, list[float]]]]:
+    """(machine, rounds, device, (model, dispatch) -> candidate -> samples) of earlier runs'
+    JSON; several runs of one machine and device pool their samples (rounds add up)."""
+    runs = []
+    for path in paths:
+        try:
+            runs.append((path, _Timings.model_validate_json(path.read_text())))
+        except (OSError, ValueError) as err:
+            raise EvalError(f"{path}: not a host_ranking result: {first_line(str(err))}") from None
+    first_path, first = runs[0]
+    times: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for path, t in runs:
+        if (t.timed_on, t.device) != (first.timed_on, first.device):
+            raise EvalError(f"{path}: timed on {t.timed_on.cpu} ({t.timed_on.llvm_host_cpu}), {t.device}; "
+                            f"{first_path} on {first.timed_on.cpu} ({first.timed_on.llvm_host_cpu}), "
+                            f"{first.device}: samples of different machines or devices are not pooled")
+        for d in t.dispatches:
+            for p in d.points:
+                times.setdefault((d.model, d.dispatch), {}).setdefault(p.candidate, []).extend(p.samples_s)
+    return first.timed_on, sum(t.rounds for _, t in runs), first.device, times
 
 
 def load_earlier_medians(path: Path) -> dict[tuple[str, str], dict[str, float]]:
@@ -193,10 +213,10 @@ def build_candidates(ranked: list[Priced], measurements, zoo: Path, target: Path
     return built
 
 
-def time_interleaved(built: dict[tuple[str, str], dict[str, dict]], rounds: int
+def time_interleaved(built: dict[tuple[str, str], dict[str, dict]], rounds: int, device: str
                      ) -> dict[tuple[str, str], dict[str, list[float]]]:
-    """Seconds per dispatch of every candidate, `rounds` samples each; per round each dispatch's
-    candidates run back to back in a carryover-balanced order."""
+    """Seconds per dispatch of every candidate on HAL `device`, `rounds` samples each; per round
+    each dispatch's candidates run back to back in a carryover-balanced order."""
     times = {key: {c: [] for c in cands} for key, cands in built.items()}
     bar = progress(total=rounds * sum(len(c) for c in built.values()), desc="candidate timings")
     for r in range(rounds):
@@ -205,8 +225,8 @@ def time_interleaved(built: dict[tuple[str, str], dict[str, dict]], rounds: int
             orders = balanced_orders(len(names))
             for k in orders[r % len(orders)]:
                 entry = cands[names[k]]
-                times[key][names[k]].append(time_dispatch(entry["vmfb"], entry["function"], "local-task",
-                                                          10, MIN_TIME_S))
+                times[key][names[k]].append(time_dispatch(entry["vmfb"], entry["function"], device, 10,
+                                                          MIN_TIME_S))
                 bar.update(1)
     bar.close()
     return times
@@ -246,8 +266,10 @@ def rank(ranked: list[Priced], measurements, times: dict[tuple[str, str], dict[s
     return results
 
 
-def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, machine: _Machine) -> str:
-    timed_on = f"{machine.cpu or 'unknown CPU'}, which LLVM takes for {machine.llvm_host_cpu or 'an unknown core'}"
+def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, machine: _Machine,
+             device: str) -> str:
+    timed_on = (f"{machine.cpu or 'unknown CPU'}, which LLVM takes for {machine.llvm_host_cpu or 'an unknown core'}"
+                f", HAL device {device}")
     per_core = lambda title: "".join(f" {title.format(core=c)} |" for c in cores)  # noqa: E731
     retest = any("tau_retest" in r for r in results)
     lines = [f"# Host ranking, re-timed interleaved ({hardware}; timed on {timed_on})", "",
@@ -302,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--code-cost", type=Path, action="append",
                    help="a bench.code_cost_eval result, once per core priced (default: "
                    "analysis/calibration/host.code_cost.json); the first chooses the dispatches")
-    p.add_argument("--timings", type=Path, help="rank the samples of this earlier host_ranking JSON "
+    p.add_argument("--timings", type=Path, action="append", help="rank the samples of this earlier host_ranking JSON "
+                   "(repeatable: runs of one machine and device pooled) "
                    "instead of building and timing")
     p.add_argument("--retest", type=Path, help="an earlier host_ranking JSON: rank its medians against "
                    "these (the test-retest tau)")
@@ -310,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", choices=("calibration", "held_out"), help="only this split's models")
     p.add_argument("--models", help="comma-separated: only these models")
     p.add_argument("--rounds", type=int, default=ROUNDS)
+    p.add_argument("--device", choices=("local-task", "local-sync"), default="local-task",
+                   help="HAL device timed: local-task (the runtime's worker threads, as deployed) or "
+                   "local-sync (every workgroup inline on one thread: the summed work the code model "
+                   "prices, without the thread pool's wake-ups)")
     p.add_argument("--out-json", type=Path, default=Path("analysis/calibration/host.ranking.json"))
     p.add_argument("--out-md", type=Path, default=Path("analysis/calibration/host.ranking.md"))
     a = p.parse_args(argv)
@@ -331,12 +358,12 @@ def main(argv: list[str] | None = None) -> int:
         if not ranked:
             raise EvalError(f"{code_costs[0]}: no dispatch with >= {MIN_CANDIDATES} candidates to rank")
         if a.timings:
-            machine, rounds, times = load_timings(out_path(a.timings))
+            machine, rounds, device, times = load_timings([out_path(x) for x in a.timings])
         else:
-            machine, rounds = _Machine(cpu=cpu_model(), llvm_host_cpu=llvm_host_cpu()), a.rounds
+            machine, rounds, device = _Machine(cpu=cpu_model(), llvm_host_cpu=llvm_host_cpu()), a.rounds, a.device
             with tempfile.TemporaryDirectory(prefix="host_ranking_") as tmp:
                 built = build_candidates(ranked, measurements, out_path(a.zoo), a.target, Path(tmp))
-                times = time_interleaved(built, rounds)
+                times = time_interleaved(built, rounds, device)
         results = rank(ranked, measurements, times)
         if a.retest:
             add_retest(results, load_earlier_medians(out_path(a.retest)))
@@ -344,9 +371,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"host_ranking: error: {first_line(str(err))}", file=sys.stderr)
         return 1
     record = {"hardware": measurements.hardware, "timed_on": machine.model_dump(), "rounds": rounds,
-              "cores": cores, "dispatches": results}
+              "device": device, "cores": cores, "dispatches": results}
     atomic_write(a.out_json, json.dumps(record, indent=1) + "\n")
-    atomic_write(a.out_md, markdown(results, measurements.hardware, cores, rounds, machine))
+    atomic_write(a.out_md, markdown(results, measurements.hardware, cores, rounds, machine, device))
     print(f"host_ranking: {len(results)} dispatches; wrote {a.out_md}", file=sys.stderr)
     return 0
 

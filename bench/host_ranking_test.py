@@ -55,7 +55,8 @@ def test_a_dispatch_without_its_default_or_enough_candidates_is_left_out():
 def test_markdown_splits_by_dispatch_size():
     times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4)
     results = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
-    text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="some CPU", llvm_host_cpu="x"))
+    text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="some CPU", llvm_host_cpu="x"),
+                       "local-task")
     assert "| held_out | default < 20 us | 1 | 1.00 | -1.00 | -1.00 | 1.00 |" in text
     assert "default >= 20 us" not in text
 
@@ -65,8 +66,9 @@ def test_each_core_priced_is_ranked_on_its_own():
     [r] = hr.rank([_ranked([5, 4, 3, 2, 1], [1, 2, 3, 4, 5])], _measurements([1, 2, 3, 4, 5]), times)
     assert r["tau_code_retimed"] == {"x": pytest.approx(1.0), "y": pytest.approx(-1.0)}
     assert r["code_choice_over_default"] == {"x": pytest.approx(0.2), "y": pytest.approx(1.0)}
-    text = hr.markdown([r], "host_x", ["x", "y"], 4, hr._Machine(cpu="some CPU", llvm_host_cpu="y"))
-    assert "timed on some CPU, which LLVM takes for y" in text
+    text = hr.markdown([r], "host_x", ["x", "y"], 4, hr._Machine(cpu="some CPU", llvm_host_cpu="y"),
+                       "local-sync")
+    assert "timed on some CPU, which LLVM takes for y, HAL device local-sync" in text
     assert "| held_out | all | 1 | 1.00 | -1.00 | -1.00 | 1.00 | -1.00 | 1.00 |" in text
 
 
@@ -94,12 +96,33 @@ def test_timings_of_an_earlier_run_are_ranked_again(tmp_path):
     path = tmp_path / "ranking.json"
     path.write_text(json.dumps({"hardware": "host_x", "timed_on": {"cpu": "c", "llvm_host_cpu": "x"},
                                 "rounds": 4, "cores": ["x"], "dispatches": results}))
-    machine, rounds, again = hr.load_timings(path)
-    assert (machine.llvm_host_cpu, rounds) == ("x", 4)
+    machine, rounds, device, again = hr.load_timings([path])
+    assert (machine.llvm_host_cpu, rounds, device) == ("x", 4, "local-task")  # before --device: local-task
     assert again == times
+    path.write_text(json.dumps({"hardware": "host_x", "timed_on": {"cpu": "c", "llvm_host_cpu": "x"},
+                                "rounds": 4, "device": "local-sync", "cores": ["x"], "dispatches": results}))
+    assert hr.load_timings([path])[2] == "local-sync"
     path.write_text("[]")  # the list an older host_ranking wrote: no machine recorded
     with pytest.raises(hr.EvalError, match="not a host_ranking result"):
-        hr.load_timings(path)
+        hr.load_timings([path])
+
+
+def test_runs_of_one_machine_and_device_pool_their_samples(tmp_path):
+    def run(name: str, samples: list[float], device: str = "local-sync", cpu: str = "c"):
+        path = tmp_path / name
+        path.write_text(json.dumps({
+            "timed_on": {"cpu": cpu, "llvm_host_cpu": "x"}, "rounds": len(samples), "device": device,
+            "dispatches": [{"model": "m", "dispatch": "d0", "points": [
+                {"candidate": "a", "median_s": 0, "samples_s": samples}]}]}))
+        return path
+
+    first, second = run("1.json", [1.0, 2.0]), run("2.json", [3.0, 4.0, 5.0])
+    machine, rounds, device, times = hr.load_timings([first, second])
+    assert (rounds, device, times) == (5, "local-sync", {("m", "d0"): {"a": [1.0, 2.0, 3.0, 4.0, 5.0]}})
+    with pytest.raises(hr.EvalError, match="task.json: .* not pooled"):
+        hr.load_timings([first, run("task.json", [1.0], device="local-task")])
+    with pytest.raises(hr.EvalError, match="other.json: timed on other"):
+        hr.load_timings([first, run("other.json", [1.0], cpu="other")])
 
 
 def test_retest_ranks_an_earlier_runs_medians_against_these(tmp_path):
@@ -111,7 +134,7 @@ def test_retest_ranks_an_earlier_runs_medians_against_these(tmp_path):
     path.write_text(json.dumps(earlier))  # the bare list an older host_ranking wrote
     hr.add_retest(results, hr.load_earlier_medians(path))
     assert results[0]["tau_retest"] == pytest.approx(-1.0)
-    text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="c", llvm_host_cpu="x"))
+    text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="c", llvm_host_cpu="x"), "local-task")
     assert "| held_out | all | 1 | 1.00 | -1.00 | -1.00 | 1.00 | -1.00 |" in text
     earlier[0]["points"] = earlier[0]["points"][:4]  # too few candidates timed both times
     path.write_text(json.dumps({"dispatches": earlier}))
