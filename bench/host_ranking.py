@@ -13,7 +13,9 @@ round's forced analysis), times them interleaved (a carryover-balanced order per
 - tau between the code model's static cycles (read from `<hardware>.code_cost.json`, not
   recomputed) and the re-timed medians, and against the calibration's own single measurement;
 - the split-half tau: the medians of the even rounds against those of the odd rounds, the
-  ranking the measurement reproduces of itself. No model can be confirmed above it.
+  ranking the measurement reproduces of itself. No model can be confirmed above it;
+- the same taus on paired ratios: each candidate's time over IREE's default's in the same
+  round, median over rounds, which cancels a drift of the machine's speed between rounds.
 Nothing is fitted; the code model has no coefficients.
 
 `--device local-sync` times every workgroup inline on one thread: the summed work of all
@@ -165,26 +167,34 @@ def load_timings(paths: list[Path]) -> tuple[_Machine, int, str, dict[tuple[str,
     return first.timed_on, sum(t.rounds for _, t in runs), first.device, times
 
 
-def load_earlier_medians(path: Path) -> dict[tuple[str, str], dict[str, float]]:
-    """(model, dispatch) -> candidate -> median seconds of an earlier host_ranking run (its
-    JSON, or the bare list of dispatches host_ranking wrote before it recorded the machine)."""
+def load_earlier_medians(path: Path) -> tuple[dict[tuple[str, str], dict[str, float]],
+                                               dict[tuple[str, str], dict[str, float]]]:
+    """(medians, paired ratios): (model, dispatch) -> candidate -> median seconds, and ->
+    `paired_ratios` where its samples allow, of an earlier host_ranking run (its JSON, or the
+    bare list of dispatches host_ranking wrote before it recorded the machine)."""
     try:
         data = json.loads(path.read_text())
         rows = TypeAdapter(list[_TimedDispatch]).validate_python(
             data["dispatches"] if isinstance(data, dict) else data)
     except (OSError, ValueError, KeyError) as err:
         raise EvalError(f"{path}: not a host_ranking result: {first_line(str(err))}") from None
-    return {(d.model, d.dispatch): {p.candidate: p.median_s for p in d.points} for d in rows}
+    medians = {(d.model, d.dispatch): {p.candidate: p.median_s for p in d.points} for d in rows}
+    paired = {(d.model, d.dispatch): ratios for d in rows
+              if (ratios := paired_ratios({p.candidate: p.samples_s for p in d.points})) is not None}
+    return medians, paired
 
 
-def add_retest(results: list[dict], earlier: dict[tuple[str, str], dict[str, float]]) -> None:
-    """Sets each result's `tau_retest`: its medians against the earlier run's, over the
-    candidates both timed (None below MIN_CANDIDATES of them)."""
-    for r in results:
-        before = earlier.get((r["model"], r["dispatch"]), {})
-        both = [p for p in r["points"] if p["candidate"] in before]
-        r["tau_retest"] = kendall_tau([before[p["candidate"]] for p in both], [p["median_s"] for p in both]
-                                      ) if len(both) >= MIN_CANDIDATES else None
+def add_retest(results: list[dict], earlier: tuple[dict[tuple[str, str], dict[str, float]],
+                                                  dict[tuple[str, str], dict[str, float]]]) -> None:
+    """Sets each result's `tau_retest` and `tau_retest_paired`: its medians (paired ratios)
+    against the earlier run's, over the candidates both timed (None below MIN_CANDIDATES)."""
+    for field, value, by_dispatch in (("tau_retest", "median_s", earlier[0]),
+                                      ("tau_retest_paired", "paired_ratio", earlier[1])):
+        for r in results:
+            before = by_dispatch.get((r["model"], r["dispatch"]), {})
+            both = [p for p in r["points"] if p["candidate"] in before and p.get(value) is not None]
+            r[field] = kendall_tau([before[p["candidate"]] for p in both], [p[value] for p in both]
+                                   ) if len(both) >= MIN_CANDIDATES else None
 
 
 def build_candidates(ranked: list[Priced], measurements, zoo: Path, target: Path, work: Path
@@ -232,6 +242,19 @@ def time_interleaved(built: dict[tuple[str, str], dict[str, dict]], rounds: int,
     return times
 
 
+def paired_ratios(samples: dict[str, list[float]], rounds: range | None = None) -> dict[str, float] | None:
+    """Candidate -> median over rounds of its time over IREE's default's in the same round, or
+    None when the candidates' samples are not one per round alike. The candidates of a dispatch
+    run back to back within a round, while rounds are a minute apart: a machine whose speed
+    drifts (a VM's neighbours) moves a whole round, which the ratio cancels and a plain median
+    does not."""
+    base = samples.get(DEFAULT, [])
+    if not base or any(len(v) != len(base) for v in samples.values()):
+        return None
+    picked = rounds if rounds is not None else range(len(base))
+    return {c: statistics.median(v[r] / base[r] for r in picked) for c, v in samples.items()}
+
+
 def rank(ranked: list[Priced], measurements, times: dict[tuple[str, str], dict[str, list[float]]]
          ) -> list[dict]:
     stored = {(r.model, r.dispatch, r.candidate): r.measured_cycles for r in measurements.rows}
@@ -249,6 +272,10 @@ def rank(ranked: list[Priced], measurements, times: dict[tuple[str, str], dict[s
         odd = [statistics.median(samples[c][1::2]) for c in names]
         code = {core: [r.code[c][core] for c in names] for core in cores}
         cheapest = {core: min(names, key=lambda c: r.code[c][core]) for core in cores}
+        chosen = {c: samples[c] for c in names}
+        paired = paired_ratios(chosen)
+        rounds = len(chosen[DEFAULT])
+        halves = (paired_ratios(chosen, range(0, rounds, 2)), paired_ratios(chosen, range(1, rounds, 2)))
         results.append({
             "model": r.model, "dispatch": r.dispatch, "kind": r.kind, "split": r.split,
             "candidates": len(names),
@@ -256,11 +283,16 @@ def rank(ranked: list[Priced], measurements, times: dict[tuple[str, str], dict[s
             "tau_code_stored": {core: kendall_tau(code[core], kept) for core in cores},
             "tau_stored_retimed": kendall_tau(kept, retimed),
             "tau_split_half": kendall_tau(even, odd),
+            "tau_code_paired": {core: kendall_tau(code[core], [paired[c] for c in names]) if paired else None
+                                for core in cores},
+            "tau_split_half_paired": kendall_tau([halves[0][c] for c in names], [halves[1][c] for c in names])
+            if paired and rounds >= 2 else None,
             "median_iqr_rel": statistics.median(summary(samples[c])["iqr_rel"] for c in names),
             "default_us": median[DEFAULT] * 1e6,
             "code_choice_over_default": {core: median[cheapest[core]] / median[DEFAULT] for core in cores},
             "best_over_default": min(retimed) / median[DEFAULT],
-            "points": [{"candidate": c, "code": r.code[c], "median_s": median[c], "samples_s": samples[c]}
+            "points": [{"candidate": c, "code": r.code[c], "median_s": median[c],
+                        "paired_ratio": paired[c] if paired else None, "samples_s": samples[c]}
                        for c in names],
         })
     return results
@@ -305,14 +337,34 @@ def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, 
                 + f" {statistics.median(r['median_iqr_rel'] for r in sel):.2f} |"
                 + "".join(f" {geomean([r['code_choice_over_default'][c] for r in sel]):.3f} |" for c in cores)
                 + f" {geomean([r['best_over_default'] for r in sel]):.3f} |")
+    lines += ["", "## Paired with IREE's default", "",
+              "Each candidate's time over IREE's default's in the same round, median over rounds (a "
+              "dispatch's candidates run back to back in a round; rounds are about a minute apart, and "
+              "a drift of the machine's speed between them moves every candidate of a round alike, which "
+              "the ratio cancels). Mean Kendall tau over dispatches, as above.", "",
+              "| split | dispatch size | dispatches |" + per_core("code ({core}) vs paired")
+              + " split-half, paired |" + (" test-retest, paired |" if retest else ""),
+              "|---|---|---:|" + "---:|" * (len(cores) + 1 + retest)]
+    for split in ("calibration", "held_out"):
+        for label, lo, hi in sizes:
+            sel = [r for r in results if r["split"] == split and lo <= r["default_us"] < hi]
+            if not sel:
+                continue
+            lines.append(
+                f"| {split} | {label} | {len(sel)} |"
+                + "".join(f" {mean_text([r['tau_code_paired'][c] for r in sel])} |" for c in cores)
+                + f" {mean_text([r['tau_split_half_paired'] for r in sel])} |"
+                + (f" {mean_text([r.get('tau_retest_paired') for r in sel])} |" if retest else ""))
     lines += ["", "## Per dispatch", "",
               "| split | model | dispatch | candidates | default us |" + per_core("code ({core}) vs re-timed")
-              + " split-half | spread |",
-              "|---|---|---|---:|---:|" + "---:|" * (len(cores) + 2)]
+              + " split-half | spread |" + per_core("code ({core}) vs paired") + " split-half, paired |",
+              "|---|---|---|---:|---:|" + "---:|" * (2 * len(cores) + 3)]
     for r in sorted(results, key=lambda r: (r["split"], r["model"], r["dispatch"])):
         lines.append(f"| {r['split']} | {r['model']} | {r['dispatch']} | {r['candidates']} | "
                      f"{r['default_us']:.1f} |" + "".join(f" {text.f(r['tau_code_retimed'][c])} |" for c in cores)
-                     + f" {text.f(r['tau_split_half'])} | {r['median_iqr_rel']:.2f} |")
+                     + f" {text.f(r['tau_split_half'])} | {r['median_iqr_rel']:.2f} |"
+                     + "".join(f" {text.f(r['tau_code_paired'][c])} |" for c in cores)
+                     + f" {text.f(r['tau_split_half_paired'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -327,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timings", type=Path, action="append", help="rank the samples of this earlier host_ranking JSON "
                    "(repeatable: runs of one machine and device pooled) "
                    "instead of building and timing")
-    p.add_argument("--retest", type=Path, help="an earlier host_ranking JSON: rank its medians against "
-                   "these (the test-retest tau)")
+    p.add_argument("--retest", type=Path, help="an earlier host_ranking JSON: rank its medians (and "
+                   "paired ratios) against these (the test-retest tau)")
     p.add_argument("--target", type=Path, default=Path("common/targets/host.yaml"))
     p.add_argument("--split", choices=("calibration", "held_out"), help="only this split's models")
     p.add_argument("--models", help="comma-separated: only these models")

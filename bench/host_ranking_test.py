@@ -52,6 +52,31 @@ def test_a_dispatch_without_its_default_or_enough_candidates_is_left_out():
     assert hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1] * 5), times) == []
 
 
+def test_paired_ratios_cancel_a_drift_between_rounds():
+    # In every round default > a > b > c > d by 5% steps, but the machine runs round 1 2x and
+    # round 2 4x slower than round 0, and d has one hiccup (1.5x) in round 1. The plain median
+    # is robust to one outlier only when the rounds are alike: here it ranks d slowest. The
+    # ratios to the default of the same round are [0.8, 1.2, 0.8]: d stays the fastest.
+    speed = [1.0, 2.0, 4.0]
+    ratio = [1.0, 0.95, 0.9, 0.85, 0.8]
+    times = _times([[k * q * 1e-6 for q in ratio] for k in speed])
+    times[("m", "d0")]["d"][1] *= 1.5
+    [r] = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
+    assert [p["paired_ratio"] for p in r["points"]] == pytest.approx(ratio)
+    assert r["tau_code_paired"]["x"] == pytest.approx(1.0)
+    assert r["tau_code_retimed"]["x"] == pytest.approx(0.2)  # d's median, 2.4 us, the slowest
+    text = hr.markdown([r], "host_x", ["x"], 3, hr._Machine(cpu="c", llvm_host_cpu="x"), "local-sync")
+    # split-half: round 1 alone (the hiccup) against rounds 0 and 2
+    assert "| held_out | all | 1 | 1.00 | 0.20 |" in text.split("## Paired")[1]
+
+
+def test_paired_ratios_need_one_sample_per_round_alike():
+    assert hr.paired_ratios({"iree-default": [1.0, 2.0], "a": [1.0]}) is None
+    assert hr.paired_ratios({"a": [1.0]}) is None  # nothing to pair with
+    assert hr.paired_ratios({"iree-default": [1.0, 2.0, 4.0], "a": [2.0, 2.0, 2.0]}, range(0, 3, 2)) == {
+        "iree-default": 1.0, "a": 1.25}
+
+
 def test_markdown_splits_by_dispatch_size():
     times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4)
     results = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
@@ -134,12 +159,14 @@ def test_retest_ranks_an_earlier_runs_medians_against_these(tmp_path):
     path.write_text(json.dumps(earlier))  # the bare list an older host_ranking wrote
     hr.add_retest(results, hr.load_earlier_medians(path))
     assert results[0]["tau_retest"] == pytest.approx(-1.0)
+    assert results[0]["tau_retest_paired"] == pytest.approx(-1.0)  # earlier ratios 1..5 to the default
     text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="c", llvm_host_cpu="x"), "local-task")
     assert "| held_out | all | 1 | 1.00 | -1.00 | -1.00 | 1.00 | -1.00 |" in text
+    assert "| held_out | all | 1 | 1.00 | 1.00 | -1.00 |" in text.split("## Paired")[1]
     earlier[0]["points"] = earlier[0]["points"][:4]  # too few candidates timed both times
     path.write_text(json.dumps({"dispatches": earlier}))
     hr.add_retest(results, hr.load_earlier_medians(path))
-    assert results[0]["tau_retest"] is None
+    assert results[0]["tau_retest"] is None and results[0]["tau_retest_paired"] is None
 
 
 if __name__ == "__main__":
