@@ -53,6 +53,7 @@ class _Row(BaseModel):
     tiles: dict[str, list[int]] | None
     measured_cycles: float | None
     predicted_cycles: float | None = None  # the calibrated tile-level prediction, once fitted
+    features: dict[str, float] = {}  # the tile model's features of the candidate (analysis.cost_model)
 
 
 class _Measurements(BaseModel):

@@ -50,6 +50,7 @@ from bench.calibrate import prepare_dispatches
 from bench.code_cost_eval import DEFAULT, MIN_CANDIDATES, EvalError, forced, load_measurements, mean_text
 from bench.core import balanced_orders, cpu_model, llvm_host_cpu, progress, time_dispatch
 from bench.run_bench import out_path
+from analysis.cost_model import FEATURES
 from bench.stats import geomean, kendall_tau, summary
 from codegen import compile as cg
 from common.errors import first_line
@@ -298,8 +299,63 @@ def rank(ranked: list[Priced], measurements, times: dict[tuple[str, str], dict[s
     return results
 
 
+# The weights --fit tries, in cycles per unit of the feature (a vector load, ...); 0: none.
+FIT_WEIGHTS = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return statistics.mean(kept) if kept else None
+
+
+def fit_feature(results: list[dict], features: dict[tuple[str, str, str], dict[str, float]], feature: str,
+                cores: list[str]) -> dict[str, dict]:
+    """Per core priced: the weight w of FIT_WEIGHTS for which `code + w x feature` (a tile-model
+    feature of the candidate) ranks the calibration split's paired ratios best, mean tau over its
+    dispatches (ties: the smaller w), and the mean tau of each split at that w and at w = 0. The
+    held-out split never takes part in choosing w."""
+    def taus(core: str, weight: float, split: str) -> list[float | None]:
+        out = []
+        for r in results:
+            if r["split"] != split:
+                continue
+            points = [p for p in r["points"] if p.get("paired_ratio") is not None
+                      and feature in features.get((r["model"], r["dispatch"], p["candidate"]), {})]
+            if len(points) < MIN_CANDIDATES:
+                continue
+            out.append(kendall_tau(
+                [p["code"][core] + weight * features[(r["model"], r["dispatch"], p["candidate"])][feature]
+                 for p in points], [p["paired_ratio"] for p in points]))
+        return out
+
+    fitted = {}
+    for core in cores:
+        score = {w: _mean(taus(core, w, "calibration")) for w in FIT_WEIGHTS}
+        if all(v is None for v in score.values()):
+            raise EvalError(f"--fit {feature}: no calibration dispatch has {MIN_CANDIDATES} candidates "
+                            "with that feature and paired timings")
+        best = max(FIT_WEIGHTS, key=lambda w: (score[w] if score[w] is not None else -2.0, -w))
+        fitted[core] = {"feature": feature, "weight": best, **{
+            f"tau_{split}{suffix}": _mean(taus(core, w, split))
+            for split in ("calibration", "held_out") for suffix, w in (("", best), ("_unweighted", 0.0))}}
+    return fitted
+
+
+def fit_markdown(fitted: dict[str, dict]) -> list[str]:
+    lines = ["", "## Calibrated: code + w x one tile-model feature", "",
+             f"The weight w of {', '.join(f'{w:g}' for w in FIT_WEIGHTS)} whose prices rank the calibration "
+             "split's paired ratios best (mean Kendall tau); the held-out split is only evaluated at it.", "",
+             "| core | feature | w | calibration: code / calibrated | held-out: code / calibrated |",
+             "|---|---|---:|---:|---:|"]
+    for core, f in fitted.items():
+        lines.append(f"| {core} | {f['feature']} | {f['weight']:g} | {text.f(f['tau_calibration_unweighted'])} / "
+                     f"{text.f(f['tau_calibration'])} | {text.f(f['tau_held_out_unweighted'])} / "
+                     f"{text.f(f['tau_held_out'])} |")
+    return lines
+
+
 def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, machine: _Machine,
-             device: str) -> str:
+             device: str, fitted: dict[str, dict] | None = None) -> str:
     timed_on = (f"{machine.cpu or 'unknown CPU'}, which LLVM takes for {machine.llvm_host_cpu or 'an unknown core'}"
                 f", HAL device {device}")
     per_core = lambda title: "".join(f" {title.format(core=c)} |" for c in cores)  # noqa: E731
@@ -365,6 +421,9 @@ def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, 
                      + f" {text.f(r['tau_split_half'])} | {r['median_iqr_rel']:.2f} |"
                      + "".join(f" {text.f(r['tau_code_paired'][c])} |" for c in cores)
                      + f" {text.f(r['tau_split_half_paired'])} |")
+    if fitted:
+        at = lines.index("## Per dispatch") - 1
+        lines[at:at] = fit_markdown(fitted)
     return "\n".join(lines) + "\n"
 
 
@@ -381,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
                    "instead of building and timing")
     p.add_argument("--retest", type=Path, help="an earlier host_ranking JSON: rank its medians (and "
                    "paired ratios) against these (the test-retest tau)")
+    p.add_argument("--fit", choices=FEATURES, help="calibrate: the weight of this tile-model feature "
+                   "(from --measurements) added to the code model's cycles that best ranks the calibration "
+                   "split's paired ratios, and both splits' tau at it")
     p.add_argument("--target", type=Path, default=Path("common/targets/host.yaml"))
     p.add_argument("--split", choices=("calibration", "held_out"), help="only this split's models")
     p.add_argument("--models", help="comma-separated: only these models")
@@ -419,13 +481,18 @@ def main(argv: list[str] | None = None) -> int:
         results = rank(ranked, measurements, times)
         if a.retest:
             add_retest(results, load_earlier_medians(out_path(a.retest)))
+        fitted = None
+        if a.fit:
+            features = {(r.model, r.dispatch, r.candidate): r.features for r in measurements.rows}
+            fitted = fit_feature(results, features, a.fit, cores)
     except (EvalError, cg.CompileError, RuntimeError) as err:
         print(f"host_ranking: error: {first_line(str(err))}", file=sys.stderr)
         return 1
     record = {"hardware": measurements.hardware, "timed_on": machine.model_dump(), "rounds": rounds,
-              "device": device, "cores": cores, "dispatches": results}
+              "device": device, "cores": cores, **({"fit": fitted} if fitted else {}),
+              "dispatches": results}
     atomic_write(a.out_json, json.dumps(record, indent=1) + "\n")
-    atomic_write(a.out_md, markdown(results, measurements.hardware, cores, rounds, machine, device))
+    atomic_write(a.out_md, markdown(results, measurements.hardware, cores, rounds, machine, device, fitted))
     print(f"host_ranking: {len(results)} dispatches; wrote {a.out_md}", file=sys.stderr)
     return 0
 

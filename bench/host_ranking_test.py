@@ -77,6 +77,33 @@ def test_paired_ratios_need_one_sample_per_round_alike():
         "iree-default": 1.0, "a": 1.25}
 
 
+def test_fit_chooses_the_feature_weight_on_the_calibration_split_alone():
+    # Measured (paired) the default is slowest and d fastest; the code model prices them the
+    # other way round, and a feature (say loads) falls by 10 a candidate: code + w x feature
+    # ranks them right once w > 0.1, so the fit takes 0.3. The held-out dispatch, which
+    # a smaller weight would rank better, is only evaluated.
+    per_round = [[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4
+    calibration = hr.Priced(model="m", dispatch="d0", kind="matmul", split="calibration",
+                            code={c: {"x": x} for c, x in zip(CANDIDATES, [1, 2, 3, 4, 5])})
+    held_out = hr.Priced(model="m", dispatch="d1", kind="matmul", split="held_out",
+                         code={c: {"x": x} for c, x in zip(CANDIDATES, [5, 4, 3, 2, 1])})
+    times = {("m", "d0"): _times(per_round)[("m", "d0")], ("m", "d1"): _times(per_round)[("m", "d0")]}
+    rows = [SimpleNamespace(model="m", dispatch=d, candidate=c, measured_cycles=1.0)
+            for d in ("d0", "d1") for c in CANDIDATES]
+    results = hr.rank([calibration, held_out], SimpleNamespace(rows=rows), times)
+    features = {("m", "d0", c): {"vector_loads": f} for c, f in zip(CANDIDATES, [50, 40, 30, 20, 10])}
+    features |= {("m", "d1", c): {"vector_loads": f} for c, f in zip(CANDIDATES, [10, 20, 30, 40, 50])}
+    fitted = hr.fit_feature(results, features, "vector_loads", ["x"])
+    assert fitted["x"] == pytest.approx({
+        "feature": "vector_loads", "weight": 0.3,
+        "tau_calibration": 1.0, "tau_calibration_unweighted": -1.0,
+        "tau_held_out": -1.0, "tau_held_out_unweighted": 1.0})
+    text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="c", llvm_host_cpu="x"), "local-sync", fitted)
+    assert "| x | vector_loads | 0.3 | -1.00 / 1.00 | 1.00 / -1.00 |" in text
+    with pytest.raises(hr.EvalError, match="--fit spilled_vectors: no calibration dispatch"):
+        hr.fit_feature(results, features, "spilled_vectors", ["x"])
+
+
 def test_markdown_splits_by_dispatch_size():
     times = _times([[5e-6, 4e-6, 3e-6, 2e-6, 1e-6]] * 4)
     results = hr.rank([_ranked([5, 4, 3, 2, 1])], _measurements([1, 2, 3, 4, 5]), times)
