@@ -54,7 +54,8 @@ from analysis.cost_model import FEATURES
 from bench.stats import geomean, kendall_tau, summary
 from codegen import compile as cg
 from common.errors import first_line
-from common.files import atomic_write
+from common.calibration_schema import CodeModelCalibration
+from common.files import write_together
 
 ROUNDS = 30
 # iree-benchmark-module's minimum time per sample: 10 dispatches a batch, repeated for 30 ms.
@@ -341,6 +342,20 @@ def fit_feature(results: list[dict], features: dict[tuple[str, str, str], dict[s
     return fitted
 
 
+def calibration_json(fitted: dict[str, dict], hardware: str, rounds: int, device: str, machine: _Machine) -> str:
+    """The fit as a CodeModelCalibration (what perf.tune --code-calibration reads)."""
+    [feature] = {f["feature"] for f in fitted.values()}
+    cal = CodeModelCalibration(
+        hardware=hardware, feature=feature,
+        cycles_per_unit={core: f["weight"] for core, f in fitted.items()},
+        fitted_on=(f"bench.host_ranking --fit {feature}: the calibration split's dispatches, paired ratios of "
+                   f"{rounds} interleaved rounds ({device}, {machine.cpu or 'unknown CPU'}); the held-out split "
+                   "evaluated only"),
+        tau={core: {f"{split}{suffix}": f[f"tau_{split}{suffix}"] for split in ("calibration", "held_out")
+                    for suffix in ("", "_unweighted")} for core, f in fitted.items()})
+    return cal.model_dump_json(indent=1) + "\n"
+
+
 def fit_markdown(fitted: dict[str, dict]) -> list[str]:
     lines = ["", "## Calibrated: code + w x one tile-model feature", "",
              f"The weight w of {', '.join(f'{w:g}' for w in FIT_WEIGHTS)} whose prices rank the calibration "
@@ -443,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fit", choices=FEATURES, help="calibrate: the weight of this tile-model feature "
                    "(from --measurements) added to the code model's cycles that best ranks the calibration "
                    "split's paired ratios, and both splits' tau at it")
+    p.add_argument("--out-calibration", type=Path, help="with --fit: write the fitted weights as a "
+                   "code-model calibration (analysis/calibration/<hardware>.code_model.json, read by "
+                   "perf.tune --code-calibration)")
     p.add_argument("--target", type=Path, default=Path("common/targets/host.yaml"))
     p.add_argument("--split", choices=("calibration", "held_out"), help="only this split's models")
     p.add_argument("--models", help="comma-separated: only these models")
@@ -456,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if (a.zoo is None) == (a.timings is None):
         p.error("give exactly one of --zoo (build and time) and --timings (rank earlier samples)")
+    if a.out_calibration and not a.fit:
+        p.error("--out-calibration writes what --fit fitted: give --fit FEATURE")
     if a.rounds < 2:
         p.error("--rounds must be at least 2 (the split-half tau needs both halves)")
     # `tools/bazel run` starts in the runfiles tree: the paths are the user's (the defaults the
@@ -491,8 +511,11 @@ def main(argv: list[str] | None = None) -> int:
     record = {"hardware": measurements.hardware, "timed_on": machine.model_dump(), "rounds": rounds,
               "device": device, "cores": cores, **({"fit": fitted} if fitted else {}),
               "dispatches": results}
-    atomic_write(a.out_json, json.dumps(record, indent=1) + "\n")
-    atomic_write(a.out_md, markdown(results, measurements.hardware, cores, rounds, machine, device, fitted))
+    outputs = {a.out_json: json.dumps(record, indent=1) + "\n",
+               a.out_md: markdown(results, measurements.hardware, cores, rounds, machine, device, fitted)}
+    if a.out_calibration:
+        outputs[out_path(a.out_calibration)] = calibration_json(fitted, measurements.hardware, rounds, device, machine)
+    write_together(outputs)
     print(f"host_ranking: {len(results)} dispatches; wrote {a.out_md}", file=sys.stderr)
     return 0
 

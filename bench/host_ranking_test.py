@@ -100,6 +100,13 @@ def test_fit_chooses_the_feature_weight_on_the_calibration_split_alone():
         "tau_held_out": -1.0, "tau_held_out_unweighted": 1.0})
     text = hr.markdown(results, "host_x", ["x"], 4, hr._Machine(cpu="c", llvm_host_cpu="x"), "local-sync", fitted)
     assert "| x | vector_loads | 0.3 | -1.00 / 1.00 | 1.00 / -1.00 |" in text
+    from common.calibration_schema import CodeModelCalibration
+
+    cal = CodeModelCalibration.model_validate_json(
+        hr.calibration_json(fitted, "host_x", 4, "local-sync", hr._Machine(cpu="c", llvm_host_cpu="x")))
+    assert (cal.hardware, cal.feature, cal.cycles_per_unit) == ("host_x", "vector_loads", {"x": 0.3})
+    assert cal.tau["x"] == pytest.approx({"calibration": 1.0, "held_out": -1.0, "calibration_unweighted": -1.0,
+                                          "held_out_unweighted": 1.0})
     with pytest.raises(hr.EvalError, match="--fit spilled_vectors: no calibration dispatch"):
         hr.fit_feature(results, features, "spilled_vectors", ["x"])
 

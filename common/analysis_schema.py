@@ -169,6 +169,14 @@ class AnalysisOptions(_Strict):
     allow_zigzag_failure: bool = False
 
 
+class CodePriceTerm(_Strict):
+    """The calibrated term a code-model choice added to every candidate's code-model cycles."""
+    file: str  # the calibration file's name
+    sha256: str
+    feature: str
+    cycles_per_unit: float = Field(ge=0)
+
+
 class MeasuredChoice(_Strict):
     """How perf/tune.py chose among the candidates: by model cycles, not by prediction."""
     hardware: str  # the accelerator description measured on
@@ -185,6 +193,9 @@ class MeasuredChoice(_Strict):
     dispatches: int = Field(ge=0)  # dispatches with a choice (a shortlist of 2 or more)
     measured: int = Field(ge=0)  # candidates measured, over those dispatches
     failed: int = Field(ge=0)  # shortlisted candidates that did not compile or run
+    # by "code-model" with a calibration (common/calibration_schema.CodeModelCalibration): each
+    # candidate priced at its code-model cycles + cycles_per_unit x features[feature].
+    code_calibration: CodePriceTerm | None = None
 
 
 class Analysis(_Strict):

@@ -64,3 +64,18 @@ def coefficients_for(kind: str, pooled: dict[str, float],
     """The kind's own coefficients, else the pooled ones: one rule for the analysis' pricing
     and the calibration's evaluation of it."""
     return by_kind.get(kind, pooled)
+
+
+class CodeModelCalibration(_Strict):
+    """analysis/calibration/<hardware>.code_model.json: what the static code model
+    (perf/code_cost.py) misses, as one tile-model feature's weight added to its cycles:
+    price = code-model cycles + cycles_per_unit[core] x features[feature]. Written by
+    `bench.host_ranking --fit FEATURE --out-calibration` from per-dispatch timings of the
+    calibration split alone; read by perf.tune --by code-model --code-calibration."""
+    hardware: str  # the hardware description's name
+    feature: str  # one of analysis/cost_model.FEATURES
+    cycles_per_unit: dict[str, float]  # core priced -> weight (>= 0)
+    fitted_on: str  # what the weight was chosen on
+    # core -> "calibration" / "held_out" -> mean Kendall tau of the calibrated prices against
+    # those timings (the held-out split only evaluated); "<split>_unweighted": the code model's.
+    tau: dict[str, dict[str, float | None]]

@@ -65,6 +65,10 @@ PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES + ("auto", "measured")
 # How the host's tiles are chosen (model_pipeline's `host_tiles`).
 HOST_TILE_CHOICES = ("predicted", "code")
 
+# What host_tiles = "code" adds to each candidate's code-model cycles: one tile-model feature's
+# weight, fitted on the calibration split's one-thread host timings (bench.host_ranking --fit).
+HOST_CODE_CALIBRATION = "//analysis:calibration/host.code_model.json"
+
 # Which set a model belongs to: the cost model is fitted on "calibration" models only;
 # "held_out" models are measured, never fitted on (bench/report show the two apart).
 SPLITS = ("calibration", "held_out")
@@ -270,6 +274,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             choice(
                 name = analysis,
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
+                **({"code_calibration": HOST_CODE_CALIBRATION} if suffix == "host" else {})
             )
         chosen = {"riscv": strategy, "host": host_strategy}[suffix]
         by_code = chosen == "auto"  # code_strategy_choice costs the builds' code

@@ -1,6 +1,7 @@
 """The host's code-model tile choice on a real model (perf:code_choice over matmul_shapes' host
-analysis): every dispatch with candidates was costed on host.yaml's core, a candidate was taken
-only when the margin cheaper than IREE's default, and what was chosen landed in the compile."""
+analysis): every dispatch with candidates was costed on host.yaml's core and priced with the
+calibrated term, a candidate was taken only when the margin cheaper than IREE's default by that
+price, and what was chosen landed in the compile."""
 
 import sys
 from pathlib import Path
@@ -24,13 +25,16 @@ def test_the_code_model_chose_by_its_margin_and_the_choice_landed():
     analysis = Analysis.model_validate_json(_one(".analysis.json").read_text())
     mc = analysis.measured_choice
     assert mc is not None and mc.by == "code-model" and mc.core == "znver3" and 0 < mc.margin < 1
+    term = mc.code_calibration  # the calibrated term model_pipeline's host choice adds
+    assert term is not None and term.file == "host.code_model.json" and term.cycles_per_unit > 0
+    price = lambda c: c.code_model_cycles + term.cycles_per_unit * c.features[term.feature]  # noqa: E731
     assert mc.dispatches == len(analysis.dispatches) and mc.measured >= 2 * mc.dispatches
     switched = set()
     for d in analysis.dispatches:
         by = {c.name: c for c in d.candidates}
-        default, chosen = by[DEFAULT].code_model_cycles, by[d.chosen].code_model_cycles
-        assert default is not None and chosen is not None, d.name
-        costed = [c.code_model_cycles for c in d.candidates if c.code_model_cycles is not None]
+        assert by[DEFAULT].code_model_cycles is not None and by[d.chosen].code_model_cycles is not None, d.name
+        default, chosen = price(by[DEFAULT]), price(by[d.chosen])
+        costed = [price(c) for c in d.candidates if c.code_model_cycles is not None]
         if d.chosen == DEFAULT:
             assert min(costed) >= (1 - mc.margin) * default, d.name
         else:

@@ -177,18 +177,28 @@ HOST_CODE_RANKED = 4
 HOST_CODE_MARGIN = "0.05"
 
 def _code_choice_impl(ctx):
+    how = ["--by", "code-model", "--margin", ctx.attr.margin, "--code-ranked", str(ctx.attr.code_ranked)]
+    inputs = []
+    if ctx.file.code_calibration:
+        how += ["--code-calibration", ctx.file.code_calibration.path]
+        inputs.append(ctx.file.code_calibration)
     return _run_tune(
         ctx,
-        ["--by", "code-model", "--margin", ctx.attr.margin, "--code-ranked", str(ctx.attr.code_ranked)],
+        how,
         ".choice.md",
         "CodeChoice",
-        "Choosing %%s's tiles by code-model cycles (%d candidates per dispatch)" % ctx.attr.code_ranked,
+        "Choosing %%s's tiles by %s (%d candidates per dispatch)" % (
+            "calibrated code-model prices" if ctx.file.code_calibration else "code-model cycles",
+            ctx.attr.code_ranked,
+        ),
+        inputs = inputs,
     )
 
 code_choice = rule(
     implementation = _code_choice_impl,
     attrs = {
         "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis whose hardware names a model_core"),
+        "code_calibration": attr.label(allow_single_file = [".json"], doc = "a code-model calibration of the analysis' hardware (analysis/calibration/<hardware>.code_model.json, bench.host_ranking --fit): its term is added to every candidate's code-model cycles"),
         "code_ranked": attr.int(default = HOST_CODE_RANKED, doc = "candidates per dispatch costed: IREE's default and the best predicted others"),
         "margin": attr.string(default = HOST_CODE_MARGIN, doc = "a candidate replaces IREE's default only below (1 - margin) x its code-model cycles"),
         "_tool": attr.label(default = "//perf:tune", executable = True, cfg = "exec"),

@@ -30,7 +30,10 @@ For the host, whose time is not model cycles, `--by code-model --margin F` stops
 each dispatch takes its cheapest code-costed candidate when that is below (1 - F) x IREE's
 default's code-model cycles, else keeps IREE's default (choose_tiles_by_code; nothing runs, so the
 choice is as deterministic as the compile). The margin is chosen on the calibration models'
-timings (HOST_CODE_MARGIN in perf/defs.bzl says how).
+timings (HOST_CODE_MARGIN in perf/defs.bzl says how). With `--code-calibration C` (a
+CodeModelCalibration, analysis/calibration/<hardware>.code_model.json) the price compared is the
+code-model cycles plus C's weight for the core x one tile-model feature of the candidate: what
+llvm-mca's L1-hit pricing misses, fitted on the calibration split's timings.
 
 A candidate that does not compile or run is recorded with its one-line error and not
 chosen. A dispatch whose own IREE-default run fails (qemu 7.2 aborts on some RVV code) keeps
@@ -48,7 +51,9 @@ import tempfile
 from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
-from common.analysis_schema import Analysis, Candidate, Cost, Dispatch, MeasuredChoice, Summary
+from analysis.cost_model import FEATURES
+from common.analysis_schema import Analysis, Candidate, CodePriceTerm, Cost, Dispatch, MeasuredChoice, Summary
+from common.calibration_schema import CodeModelCalibration
 from codegen.compile import CompileError
 from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
@@ -332,12 +337,45 @@ def _code_costed(d: Dispatch) -> list[Candidate]:
     return [c for c in d.candidates if c.code_model_cycles is not None or c.code_error is not None]
 
 
+def load_code_calibration(path: Path, hardware_name: str, core: str) -> CodePriceTerm:
+    """The term a code-model choice adds to each candidate's cycles, from a
+    CodeModelCalibration file fitted for this hardware and core; TuneError naming the file."""
+    try:
+        cal = CodeModelCalibration.model_validate_json(path.read_text())
+    except OSError as err:
+        raise TuneError(f"{path}: cannot read: {err.strerror}") from None
+    except ValueError as err:
+        raise TuneError(f"{path}: not a code-model calibration: {first_line(err)}") from None
+    if cal.hardware != hardware_name:
+        raise TuneError(f"{path}: fitted for '{cal.hardware}', not '{hardware_name}'")
+    if cal.feature not in FEATURES:
+        raise TuneError(f"{path}: feature '{cal.feature}' is not a tile-model feature ({', '.join(FEATURES)})")
+    if core not in cal.cycles_per_unit:
+        raise TuneError(f"{path}: no weight for core {core} (fitted for {', '.join(sorted(cal.cycles_per_unit))})")
+    weight = cal.cycles_per_unit[core]
+    if weight < 0:
+        raise TuneError(f"{path}: weight {weight} for {core} is negative")
+    return CodePriceTerm(file=path.name, sha256=sha256_file(path), feature=cal.feature, cycles_per_unit=weight)
+
+
+def code_price(candidate: Candidate, term: CodePriceTerm | None) -> float | None:
+    """What a code-model choice compares: the candidate's code-model cycles, plus the calibrated
+    term when there is one (None when the code model could not cost it)."""
+    if candidate.code_model_cycles is None:
+        return None
+    if term is None:
+        return candidate.code_model_cycles
+    return candidate.code_model_cycles + term.cycles_per_unit * candidate.features.get(term.feature, 0.0)
+
+
 def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, core: str,
-                   code_ranked: int) -> Analysis:
+                         code_ranked: int, term: CodePriceTerm | None = None) -> Analysis:
     """The analysis (costed by `code_rank`) with each dispatch's cheapest code-costed candidate
-    chosen when its code-model cycles are below (1 - margin) x IREE's default's, else IREE's
-    default. Nothing runs: for a core whose time is what matters (the host), not its model
-    cycles under qemu. A dispatch whose default the code model could not cost keeps it."""
+    chosen when its price (`code_price`: code-model cycles, plus `term` when calibrated) is
+    below (1 - margin) x IREE's default's, else IREE's default. Nothing runs: for a core whose
+    time is what matters (the host), not its model cycles under qemu. A dispatch whose default
+    the code model could not cost keeps it."""
+    priced = "calibrated code-model price" if term else "code-model cycles"
     dispatches = []
     costed = failed = offered = 0
     for d in analysis.dispatches:
@@ -357,15 +395,17 @@ def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, 
                     f"the code model could not cost it ({default.code_error}); analysis: {d.reason}")}))
             continue
         others = [c for c in tried if c.name != DEFAULT and c.code_model_cycles is not None]
+        price = {c.name: code_price(c, term) for c in others + [default]}
         # Cheapest; ties go to the better predicted (the analysis lists candidates in that order).
-        best = min(others, key=lambda c: c.code_model_cycles, default=default)
-        ratio = best.code_model_cycles / default.code_model_cycles if default.code_model_cycles else 1.0
-        chosen = best if clears_margin(best.code_model_cycles, default.code_model_cycles, margin) else default
+        best = min(others, key=lambda c: price[c.name], default=default)
+        ratio = price[best.name] / price[DEFAULT] if price[DEFAULT] else 1.0
+        chosen = best if clears_margin(price[best.name], price[DEFAULT], margin) else default
         verdict = ("" if chosen is best else
                    f"; not below {1 - margin:.2f}x of it, so IREE's default kept")
+        how = (f" (code-model cycles + {term.cycles_per_unit:g} x {term.feature}, {term.file})" if term else "")
         reason = (f"{d.kind}: code-model choice on {core} ({hardware_name}): {best.name} at "
-                  f"{best.code_model_cycles:,.0f} code-model cycles vs IREE's default "
-                  f"{default.code_model_cycles:,.0f} ({ratio:.3f}x){verdict}; {len(others) + 1} of "
+                  f"{price[best.name]:,.0f} {priced} vs IREE's default "
+                  f"{price[DEFAULT]:,.0f} ({ratio:.3f}x){verdict}{how}; {len(others) + 1} of "
                   f"{len(tried)} candidates costed; analysis: {d.reason}")
         dispatches.append(d.model_copy(update={
             "chosen": chosen.name, "provenance": chosen.generator,
@@ -378,27 +418,31 @@ def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, 
         "measured_choice": MeasuredChoice(
             hardware=hardware_name, core=core, by="code-model", margin=margin,
             candidates_per_dispatch=code_ranked, code_ranked=code_ranked,
-            measured=costed, failed=failed, dispatches=offered).model_dump()})
+            measured=costed, failed=failed, dispatches=offered, code_calibration=term).model_dump()})
 
 
 def code_choice_markdown(analysis: Analysis) -> str:
     mc = analysis.measured_choice
+    term = mc.code_calibration
     lines = [f"# Code-model tile choice: {analysis.model} on {mc.hardware} (static cycles on {mc.core})",
              "", f"IREE's default and the {mc.code_ranked - 1} best predicted other candidates per "
              "dispatch, each compiled and costed by the code model (perf/code_cost.py: llvm-mca per "
              "block, trip counts from IREE's LLVM IR; nothing runs). A candidate replaces IREE's "
-             f"default only below {1 - mc.margin:.2f}x its cycles. Code-model cycles ignore caches, "
-             "memory latency and branch misses: they are not time.", "",
-             "| dispatch | kind | chosen | IREE default | chosen | chosen/default | candidates (code model) |",
+             f"default only below {1 - mc.margin:.2f}x its price. Code-model cycles ignore caches, "
+             "memory latency and branch misses: they are not time."
+             + (f" Price: code-model cycles + {term.cycles_per_unit:g} x the candidate's {term.feature} "
+                f"(calibrated: {term.file})." if term else " Price: code-model cycles."), "",
+             "| dispatch | kind | chosen | IREE default | chosen | chosen/default | candidates (price) |",
              "|---|---|---|---:|---:|---:|---|"]
     for d in analysis.dispatches:
         tried = _code_costed(d)
         if len(tried) < 2:
             continue
         by = {c.name: c for c in tried}
-        cells = ", ".join(f"{c.name}: " + (f"{c.code_model_cycles:,.0f}" if c.code_model_cycles is not None
+        price = {c.name: code_price(c, term) for c in tried}
+        cells = ", ".join(f"{c.name}: " + (f"{price[c.name]:,.0f}" if price[c.name] is not None
                                            else "failed") for c in tried)
-        dc, cc = by[DEFAULT].code_model_cycles, by[d.chosen].code_model_cycles
+        dc, cc = price[DEFAULT], price[d.chosen]
         if dc is None:
             lines.append(f"| {d.name} | {d.kind} | {d.chosen} | failed | failed | - | {cells} |")
             continue
@@ -453,6 +497,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--margin", type=float, default=0.0,
                    help="--by code-model: a candidate replaces IREE's default only below "
                    "(1 - margin) x its code-model cycles")
+    p.add_argument("--code-calibration", type=Path,
+                   help="--by code-model: a CodeModelCalibration (analysis/calibration/<hardware>.code_model.json) "
+                   "whose term is added to each candidate's code-model cycles")
     p.add_argument("--runner", type=Path, help="riscv64 hal_runner (--by model-cycles)")
     p.add_argument("--plugin", type=Path, help="libinsn_classes.so (--by model-cycles)")
     p.add_argument("--model-name", required=True)
@@ -477,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise TuneError("--by code-model needs --code-ranked N (>= 2): the candidates it costs")
             if not 0 <= a.margin < 1:
                 raise TuneError(f"--margin {a.margin}: a fraction of IREE's default's cycles, in [0, 1)")
+        elif a.code_calibration is not None:
+            raise TuneError("--code-calibration prices a --by code-model choice; model cycles are measured")
         else:
             missing = [f for f in ("runner", "plugin", "candidates") if getattr(a, f) is None]
             if missing:
@@ -507,12 +556,14 @@ def main(argv: list[str] | None = None) -> int:
                                       "nothing to measure model cycles on.\n"})
             print(f"perf.tune {analysis.model}: {hw.name} has no core model: the predicted choice is kept")
             return 0
+        term = (load_code_calibration(a.code_calibration, hw.name, hw.model_core)
+                if a.code_calibration is not None else None)
         with tempfile.TemporaryDirectory(prefix="tune_") as tmp:
             log = []
             if a.code_ranked:
                 analysis, log = code_rank(analysis, _CodeRound(a, hw.model_core, Path(tmp)), a.code_ranked)
             if a.by == "code-model":
-                result = choose_tiles_by_code(analysis, a.margin, hw.name, hw.model_core, a.code_ranked)
+                result = choose_tiles_by_code(analysis, a.margin, hw.name, hw.model_core, a.code_ranked, term)
             else:
                 result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
                                         a.code_ranked)

@@ -2,6 +2,7 @@
 failures keep IREE's default, a failing round is split so one bad candidate costs no other its
 measurement, and a default that cannot be measured is an error."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -244,6 +245,40 @@ def test_code_model_choice_takes_the_cheapest_only_past_the_margin():
     mc = out.measured_choice
     assert (mc.by, mc.margin, mc.core, mc.dispatches, mc.measured, mc.failed) == ("code-model", 0.05, "znver3", 3, 8, 0)
     assert "| x | matmul | b | 100 | 80 | 0.800 |" in code_choice_markdown(out)
+
+
+def _with_loads(analysis: Analysis, loads: dict[tuple[str, str], float]) -> Analysis:
+    return analysis.model_copy(update={"dispatches": [d.model_copy(update={"candidates": [
+        c.model_copy(update={"features": {**c.features, "vector_loads": loads[(d.name, c.name)]}})
+        for c in d.candidates]}) for d in analysis.dispatches]})
+
+
+def test_a_calibrated_term_reprices_the_code_model_choice(tmp_path):
+    from perf.tune import load_code_calibration
+
+    # "a" is 20% cheaper by code-model cycles but loads 300 more vectors: at 0.1 cycle a load
+    # it is 10% dearer than IREE's default, so the default is kept; without the term, "a" wins.
+    a = _with_loads(_analysis({"x": [DEFAULT, "a"]}), {("x", DEFAULT): 0.0, ("x", "a"): 300.0})
+    ranked, _ = code_rank(a, FakeCode({("x", DEFAULT): 100, ("x", "a"): 80}), 2)
+    path = tmp_path / "host.code_model.json"
+    path.write_text(json.dumps({"hardware": "host", "feature": "vector_loads", "cycles_per_unit": {"znver3": 0.1},
+                                "fitted_on": "test", "tau": {}}))
+    term = load_code_calibration(path, "host", "znver3")
+    assert choose_tiles_by_code(ranked, 0.05, "host", "znver3", 2).dispatches[0].chosen == "a"
+    out = choose_tiles_by_code(ranked, 0.05, "host", "znver3", 2, term)
+    d = out.dispatches[0]
+    assert d.chosen == DEFAULT and "a at 110 calibrated code-model price vs IREE's default 100" in d.reason
+    assert "code-model cycles + 0.1 x vector_loads, host.code_model.json" in d.reason
+    assert out.measured_choice.code_calibration == term
+    assert "| x | matmul | iree-default | 100 | 100 | 1.000 | iree-default: 100, a: 110 |" in code_choice_markdown(out)
+    for hardware, core, error in (("riscv_rvv", "znver3", "fitted for 'host', not 'riscv_rvv'"),
+                                  ("host", "sapphirerapids", "no weight for core sapphirerapids")):
+        with pytest.raises(TuneError, match=error):
+            load_code_calibration(path, hardware, core)
+    path.write_text(json.dumps({"hardware": "host", "feature": "loads", "cycles_per_unit": {"znver3": 0.1},
+                                "fitted_on": "test", "tau": {}}))
+    with pytest.raises(TuneError, match="feature 'loads' is not a tile-model feature"):
+        load_code_calibration(path, "host", "znver3")
 
 
 def test_code_model_choice_keeps_a_default_it_cannot_cost_and_skips_failed_candidates():
