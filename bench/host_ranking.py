@@ -16,7 +16,10 @@ round's forced analysis), times them interleaved (a carryover-balanced order per
   ranking the measurement reproduces of itself. No model can be confirmed above it;
 - the same taus on paired ratios: each candidate's time over IREE's default's in the same
   round, median over rounds, which cancels a drift of the machine's speed between rounds.
-Nothing is fitted; the code model has no coefficients.
+Nothing is fitted, unless asked: `--fit FEATURE` chooses the weight of one tile-model feature
+added to the code model's cycles on the calibration split's paired ratios alone, reports both
+splits' tau at it, and `--out-calibration` writes it as the code-model calibration the host's
+code-model tile choice reads (perf.tune --code-calibration).
 
 `--device local-sync` times every workgroup inline on one thread: the summed work of all
 workgroups, which is what the code model prices (it has no term for the 2 worker threads of
@@ -28,8 +31,9 @@ whatever machine runs this: `--code-cost` may be given once per core priced (the
 chooses the dispatches), and the report names the machine timed with the core LLVM takes it
 for, so a ranking can be read against the core that actually ran. `--timings` re-ranks the
 samples of an earlier run's JSON (same machine, no rebuild, no timing) against other code
-costs; given several times, the runs (one machine and device) are pooled. `--retest` ranks an earlier run's medians against these: the test-retest tau, how far
-one run of the measurement reproduces the next.
+costs; given several times, the runs (one machine and device) are pooled. `--retest` ranks an
+earlier run's medians and paired ratios against these: the test-retest tau, how far one run of
+the measurement reproduces the next.
 """
 
 from __future__ import annotations
@@ -45,12 +49,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from analysis.cost_model import FEATURES
 from bench import text
 from bench.calibrate import prepare_dispatches
 from bench.code_cost_eval import DEFAULT, MIN_CANDIDATES, EvalError, forced, load_measurements, mean_text
 from bench.core import balanced_orders, cpu_model, llvm_host_cpu, progress, time_dispatch
 from bench.run_bench import out_path
-from analysis.cost_model import FEATURES
 from bench.stats import geomean, kendall_tau, summary
 from codegen import compile as cg
 from common.errors import first_line

@@ -365,7 +365,10 @@ def code_price(candidate: Candidate, term: CodePriceTerm | None) -> float | None
         return None
     if term is None:
         return candidate.code_model_cycles
-    return candidate.code_model_cycles + term.cycles_per_unit * candidate.features.get(term.feature, 0.0)
+    if term.feature not in candidate.features:
+        raise TuneError(f"candidate {candidate.name}: no feature {term.feature} for the calibrated term "
+                        f"({term.file}): its analysis does not compute it")
+    return candidate.code_model_cycles + term.cycles_per_unit * candidate.features[term.feature]
 
 
 def choose_tiles_by_code(analysis: Analysis, margin: float, hardware_name: str, core: str,

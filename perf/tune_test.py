@@ -275,6 +275,10 @@ def test_a_calibrated_term_reprices_the_code_model_choice(tmp_path):
                                   ("host", "sapphirerapids", "no weight for core sapphirerapids")):
         with pytest.raises(TuneError, match=error):
             load_code_calibration(path, hardware, core)
+    no_loads = ranked.model_copy(update={"dispatches": [d.model_copy(update={"candidates": [
+        c.model_copy(update={"features": {"workgroups": 2.0}}) for c in d.candidates]}) for d in ranked.dispatches]})
+    with pytest.raises(TuneError, match="candidate a: no feature vector_loads"):
+        choose_tiles_by_code(no_loads, 0.05, "host", "znver3", 2, term)
     path.write_text(json.dumps({"hardware": "host", "feature": "loads", "cycles_per_unit": {"znver3": 0.1},
                                 "fitted_on": "test", "tau": {}}))
     with pytest.raises(TuneError, match="feature 'loads' is not a tile-model feature"):
