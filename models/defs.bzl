@@ -214,9 +214,10 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
       host_tiles: how <name>_host_analysis chooses the host's tiles: "predicted" (the default:
         the analysis' choice, IREE's defaults while the host has no calibration) or "code"
         (perf:code_choice: the candidate the static code model prices cheapest on host.yaml's
-        core, when HOST_CODE_MARGIN cheaper than IREE's default). "code" is opt-in: on the zoo
-        it ran the calibration models at 0.81x of IREE's codegen (geomean) but one held-out
-        model at 1.10x (README, host tiles by the code model).
+        core, its cycles plus HOST_CODE_CALIBRATION's term, when HOST_CODE_MARGIN cheaper than
+        IREE's default). "code" is opt-in: on the zoo it ran the calibration models at
+        0.74-0.81x of IREE's codegen (geomean) but held-out models at up to 1.06-1.10x
+        (README, host tiles by the code model).
     """
     if host_tiles not in HOST_TILE_CHOICES:
         fail("model_pipeline(%s): host_tiles must be one of %s, got %r" % (name, ", ".join(HOST_TILE_CHOICES), host_tiles))
