@@ -373,6 +373,17 @@ def fit_markdown(fitted: dict[str, dict]) -> list[str]:
     return lines
 
 
+def _groups(results: list[dict]):
+    """(split, size label, its results) for each split and size of IREE's default's time, the
+    rows of the summary tables; empty groups left out."""
+    sizes = (("all", 0.0, float("inf")), ("default < 20 us", 0.0, 20.0), ("default >= 20 us", 20.0, float("inf")))
+    for split in ("calibration", "held_out"):
+        for label, lo, hi in sizes:
+            sel = [r for r in results if r["split"] == split and lo <= r["default_us"] < hi]
+            if sel:
+                yield split, label, sel
+
+
 def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, machine: _Machine,
              device: str, fitted: dict[str, dict] | None = None) -> str:
     timed_on = (f"{machine.cpu or 'unknown CPU'}, which LLVM takes for {machine.llvm_host_cpu or 'an unknown core'}"
@@ -396,22 +407,17 @@ def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, 
              + (" test-retest |" if retest else "") + " spread |"
              + per_core("{core} choice / default") + " best / default |",
              "|---|---|---:|" + "---:|" * (3 * len(cores) + 4 + retest)]
-    sizes = (("all", 0.0, float("inf")), ("default < 20 us", 0.0, 20.0), ("default >= 20 us", 20.0, float("inf")))
-    for split in ("calibration", "held_out"):
-        for label, lo, hi in sizes:
-            sel = [r for r in results if r["split"] == split and lo <= r["default_us"] < hi]
-            if not sel:
-                continue
-            lines.append(
-                f"| {split} | {label} | {len(sel)} |"
-                + "".join(f" {mean_text([r['tau_code_retimed'][c] for r in sel])} |" for c in cores)
-                + "".join(f" {mean_text([r['tau_code_stored'][c] for r in sel])} |" for c in cores)
-                + f" {mean_text([r['tau_stored_retimed'] for r in sel])} |"
-                f" {mean_text([r['tau_split_half'] for r in sel])} |"
-                + (f" {mean_text([r.get('tau_retest') for r in sel])} |" if retest else "")
-                + f" {statistics.median(r['median_iqr_rel'] for r in sel):.2f} |"
-                + "".join(f" {geomean([r['code_choice_over_default'][c] for r in sel]):.3f} |" for c in cores)
-                + f" {geomean([r['best_over_default'] for r in sel]):.3f} |")
+    for split, label, sel in _groups(results):
+        lines.append(
+            f"| {split} | {label} | {len(sel)} |"
+            + "".join(f" {mean_text([r['tau_code_retimed'][c] for r in sel])} |" for c in cores)
+            + "".join(f" {mean_text([r['tau_code_stored'][c] for r in sel])} |" for c in cores)
+            + f" {mean_text([r['tau_stored_retimed'] for r in sel])} |"
+            f" {mean_text([r['tau_split_half'] for r in sel])} |"
+            + (f" {mean_text([r.get('tau_retest') for r in sel])} |" if retest else "")
+            + f" {statistics.median(r['median_iqr_rel'] for r in sel):.2f} |"
+            + "".join(f" {geomean([r['code_choice_over_default'][c] for r in sel]):.3f} |" for c in cores)
+            + f" {geomean([r['best_over_default'] for r in sel]):.3f} |")
     lines += ["", "## Paired with IREE's default", "",
               "Each candidate's time over IREE's default's in the same round, median over rounds (a "
               "dispatch's candidates run back to back in a round; rounds are about a minute apart, and "
@@ -420,16 +426,12 @@ def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, 
               "| split | dispatch size | dispatches |" + per_core("code ({core}) vs paired")
               + " split-half, paired |" + (" test-retest, paired |" if retest else ""),
               "|---|---|---:|" + "---:|" * (len(cores) + 1 + retest)]
-    for split in ("calibration", "held_out"):
-        for label, lo, hi in sizes:
-            sel = [r for r in results if r["split"] == split and lo <= r["default_us"] < hi]
-            if not sel:
-                continue
-            lines.append(
-                f"| {split} | {label} | {len(sel)} |"
-                + "".join(f" {mean_text([r['tau_code_paired'][c] for r in sel])} |" for c in cores)
-                + f" {mean_text([r['tau_split_half_paired'] for r in sel])} |"
-                + (f" {mean_text([r.get('tau_retest_paired') for r in sel])} |" if retest else ""))
+    for split, label, sel in _groups(results):
+        lines.append(
+            f"| {split} | {label} | {len(sel)} |"
+            + "".join(f" {mean_text([r['tau_code_paired'][c] for r in sel])} |" for c in cores)
+            + f" {mean_text([r['tau_split_half_paired'] for r in sel])} |"
+            + (f" {mean_text([r.get('tau_retest_paired') for r in sel])} |" if retest else ""))
     lines += ["", "## Per dispatch", "",
               "| split | model | dispatch | candidates | default us |" + per_core("code ({core}) vs re-timed")
               + " split-half | spread |" + per_core("code ({core}) vs paired") + " split-half, paired |",
