@@ -366,9 +366,11 @@ def main(argv: list[str] | None = None) -> int:
               f"build: {first_line(report.failed)}")
         return 0
     run = report.runs[0]
-    print(f"perf {report.model} ({report.variant}): {len(run.dispatches)} dispatches; "
-          + "; ".join(f"{r.hardware} ({r.core or 'counts only'}): {_fmt(r.instructions)} instructions, "
-                      f"{_cycles(r.model_cycles)} model cycles" for r in report.runs))
+    # One call of the model (each dispatch times its calls), the figure every report compares; the
+    # sum with each dispatch once undercounts a model that calls one executable per layer.
+    print(f"perf {report.model} ({report.variant}): {len(run.dispatches)} dispatches; one call of the model: "
+          + "; ".join(f"{r.hardware} ({r.core or 'counts only'}): {_fmt(r.inference_instructions)} instructions, "
+                      f"{_cycles(r.inference_model_cycles)} model cycles" for r in report.runs))
     return 0
 
 

@@ -115,6 +115,8 @@ def test_perf_json_is_deterministic_and_adds_up(tmp_path):
     for out in ("a", "b"):
         proc = _measure(tmp_path, target, [HW[128], HW[512]], out)
         assert proc.returncode == 0, proc.stderr
+    # The summary line states what it sums: one call of the model, as every report compares.
+    assert "one call of the model: riscv_rvv (sifive-p670)" in proc.stdout, proc.stdout
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     report = json.loads((tmp_path / "a.json").read_text())
     assert [r["core"] for r in report["runs"]] == ["sifive-p670", "sifive-x280"]
