@@ -244,7 +244,9 @@ class Scev:
         return _value(self.node, iteration)
 
 
-def parse_scev(text: str) -> Scev:
+def parse_scev(text: str, values: "IrValues | None" = None) -> Scev:
+    """`text` (opt's print of a SCEV) parsed; a `%value` SCEV could not express (a division of
+    a select, say) is read through `values`, the function's IR, when given, else refused."""
     tokens, pos = [], 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
@@ -254,7 +256,7 @@ def parse_scev(text: str) -> Scev:
             raise UnknownTripCount(f"cannot read {text[pos:]!r}")
         tokens.append(m.group(1))
         pos = m.end()
-    parser = _ScevParser(tokens)
+    parser = _ScevParser(tokens, values)
     node = parser.expr()
     if parser.peek() is not None:
         raise UnknownTripCount(f"cannot read {' '.join(tokens[parser.at:])!r}")
@@ -262,8 +264,8 @@ def parse_scev(text: str) -> Scev:
 
 
 class _ScevParser:
-    def __init__(self, tokens: list[str]):
-        self.tokens, self.at = tokens, 0
+    def __init__(self, tokens: list[str], values: "IrValues | None" = None):
+        self.tokens, self.at, self.values = tokens, 0, values
 
     def peek(self) -> str | None:
         return self.tokens[self.at] if self.at < len(self.tokens) else None
@@ -313,6 +315,9 @@ class _ScevParser:
             if not loop.startswith("<%"):
                 raise UnknownTripCount(f"recurrence without a loop: {loop}")
             return ("rec", start, step, loop[1:-1])
+        if tok.startswith("%") and self.values is not None:
+            self.values.depends(tok)  # refuses a value no loop iteration decides
+            return ("value", tok, self.values)
         raise UnknownTripCount(f"run-time value {tok}")
 
     def expr(self) -> tuple:
@@ -329,6 +334,8 @@ class _ScevParser:
 def _loops(node: tuple) -> set[str]:
     if node[0] == "const":
         return set()
+    if node[0] == "value":
+        return node[2].depends(node[1])
     if node[0] == "cast":
         return _loops(node[1])
     if node[0] == "rec":
@@ -340,6 +347,8 @@ def _value(node: tuple, iteration: dict[str, int]) -> int:
     kind = node[0]
     if kind == "const":
         return node[1]
+    if kind == "value":
+        return node[2].value(node[1], iteration)
     if kind == "cast":
         return _value(node[1], iteration)
     if kind == "rec":
@@ -357,6 +366,122 @@ def _value(node: tuple, iteration: dict[str, int]) -> int:
     return min(args) if kind in ("umin", "smin") else max(args)
 
 
+# ---- integer IR values SCEV cannot express -------------------------------------------------
+_INSTRUCTION = re.compile(r"\s*(%[\w.\-]+) = (.*)$")
+_BLOCK = re.compile(r"^([\w.\-]+):")
+_INT = r"(?:-?\d+|true|false)"
+_BINARY = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "sdiv": lambda a, b: _truncated_div(a, b), "udiv": lambda a, b: a // b,
+    "srem": lambda a, b: a - b * _truncated_div(a, b), "urem": lambda a, b: a % b,
+    "shl": lambda a, b: a << b, "lshr": lambda a, b: a >> b, "ashr": lambda a, b: a >> b,
+}
+_PREDICATES = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
+    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
+}
+_MIN_MAX = {"smin": min, "umin": min, "smax": max, "umax": max}
+
+
+def _truncated_div(a: int, b: int) -> int:
+    """LLVM's sdiv: the quotient rounded toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+class IrValues:
+    """The integer values of one function's IR that loop iterations decide: what opt's SCEV
+    leaves as `%value` when an expression is beyond it. IREE's tiles of a dimension that does
+    not divide evenly count an inner loop as a ceiling division of `min(left, tile)`, written
+    with a `select` between two `sdiv`s: SCEV gives up, while every operand is a constant or
+    an enclosing loop's induction variable, so each iteration's value is plain arithmetic.
+    Only integer arithmetic, comparisons, selects, min/max, casts and induction variables
+    (`phi` of a start and `add` of a constant step, in a loop's header) are evaluated; a value
+    reached through anything else (a load, an argument, a call) is a run-time value, refused
+    as before. Values are exact integers: IREE's loop bounds are small and do not wrap."""
+
+    def __init__(self, definition: str, headers: dict[str, set[str]]):
+        """`definition`: the function's IR text; `headers`: each loop's header -> its blocks."""
+        self.instructions: dict[str, tuple[str, str]] = {}  # value -> (its block, its right-hand side)
+        block = "entry"
+        for line in definition.splitlines():
+            if m := _BLOCK.match(line):
+                block = m.group(1)
+            elif m := _INSTRUCTION.match(line):
+                self.instructions[m.group(1)] = ("%" + block, m.group(2))
+        self.headers = headers
+        self._depends: dict[str, set[str]] = {}
+
+    def _operand(self, text: str) -> str:
+        return text.strip().split()[-1]
+
+    def _parts(self, name: str) -> tuple[str, list[str]]:
+        """(operation, operands) of `name`'s instruction, refusing what is not evaluated."""
+        if name not in self.instructions:
+            raise UnknownTripCount(f"run-time value {name} (not an instruction of the function)")
+        block, rhs = self.instructions[name]
+        rhs = re.sub(r"\b(nuw|nsw|exact|disjoint|samesign|tail)\b\s*", "", rhs).strip()
+        if m := re.fullmatch(r"(add|sub|mul|sdiv|udiv|srem|urem|shl|lshr|ashr) i\d+ (\S+), (\S+)", rhs):
+            return m.group(1), [m.group(2), m.group(3)]
+        if m := re.fullmatch(r"icmp (\w+) i\d+ (\S+), (\S+)", rhs):
+            return "icmp " + m.group(1), [m.group(2), m.group(3)]
+        if m := re.fullmatch(r"select i1 (\S+), i\d+ (\S+), i\d+ (\S+)", rhs):
+            return "select", [m.group(1), m.group(2), m.group(3)]
+        if m := re.fullmatch(r"call i\d+ @llvm\.([su](?:min|max))\.i\d+\(i\d+ (\S+), i\d+ (\S+)\)", rhs):
+            return m.group(1), [m.group(2), m.group(3)]
+        if m := re.fullmatch(r"(?:zext|sext|trunc) i\d+ (\S+) to i\d+", rhs):
+            return "cast", [m.group(1)]
+        if m := re.fullmatch(r"phi i\d+ (.*)", rhs):
+            incoming = re.findall(r"\[\s*(\S+),\s*(%[\w.\-]+)\s*\]", m.group(1))
+            if len(incoming) == 1:
+                return "cast", [incoming[0][0]]
+            loop = self.headers.get(block)
+            if loop is None or len(incoming) != 2:
+                raise UnknownTripCount(f"run-time value {name} (a phi that is no loop's induction variable)")
+            (back, _), = [(v, b) for v, b in incoming if b in loop]
+            (start, _), = [(v, b) for v, b in incoming if b not in loop]
+            op, (a, b) = self._parts(back)
+            if op not in ("add", "sub") or name not in (a, b) or (op == "sub" and a != name):
+                raise UnknownTripCount(f"run-time value {name} (not a constant-step induction variable)")
+            step = b if a == name else a
+            if not re.fullmatch(_INT, step):
+                raise UnknownTripCount(f"run-time value {name} (a step that is not a constant)")
+            return "induction", [start, str(int(step) if op == "add" else -int(step)), block]
+        raise UnknownTripCount(f"run-time value {name} ({rhs.split()[0]})")
+
+    def depends(self, name: str) -> set[str]:
+        """The loop headers whose iteration `name` depends on; refuses a run-time value."""
+        if not name.startswith("%"):
+            if not re.fullmatch(_INT, name):
+                raise UnknownTripCount(f"run-time value {name}")
+            return set()
+        if name not in self._depends:
+            op, args = self._parts(name)
+            if op == "induction":
+                self._depends[name] = {args[2]} | self.depends(args[0])
+            else:
+                self._depends[name] = set().union(*(self.depends(a) for a in args))
+        return self._depends[name]
+
+    def value(self, name: str, iteration: dict[str, int]) -> int:
+        if not name.startswith("%"):
+            return {"true": 1, "false": 0}.get(name) if name in ("true", "false") else int(name)
+        op, args = self._parts(name)
+        if op == "induction":
+            return self.value(args[0], iteration) + int(args[1]) * iteration[args[2]]
+        if op == "select":
+            return self.value(args[1] if self.value(args[0], iteration) else args[2], iteration)
+        values = [self.value(a, iteration) for a in args]
+        if op == "cast":
+            return values[0]
+        if op.startswith("icmp "):
+            return int(_PREDICATES[op.split()[1]](*values))
+        if op in _MIN_MAX:
+            return _MIN_MAX[op](values)
+        return _BINARY[op](*values)
+
+
 # ---- loops --------------------------------------------------------------------------------
 @dataclass(eq=False)
 class Loop:
@@ -366,6 +491,7 @@ class Loop:
     children: list["Loop"] = field(default_factory=list)
     backedges: Scev | None = None  # backedge-taken count, when this module can evaluate it
     max_backedges: int | None = None  # SCEV's constant maximum
+    backedges_printed: str | None = None  # opt's print of a count SCEV has but `backedges` lacks
 
     def walk(self):
         yield self
@@ -385,7 +511,31 @@ def _printed_loops(ll: Path, first_passes: str, output: list[str]) -> dict[str, 
                            _COUNTS_ONLY, *output, str(ll)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise CodeCostError(f"{OPT} cannot read {ll.name}: {_first_error(proc.stderr)}")
-    return _parse_loops(proc.stderr)
+    forests = _parse_loops(proc.stderr)
+    # The IR the counts were printed for: the passes' output when written, else the input.
+    written = Path(output[output.index("-o") + 1]) if "-o" in output else ll
+    _resolve_ir_values(forests, written.read_text())
+    return forests
+
+
+def _resolve_ir_values(forests: dict[str, list[Loop]], ir: str) -> None:
+    """Reads each count SCEV left with a `%value` through the function's IR (IrValues)."""
+    definitions = None
+    for function, roots in forests.items():
+        loops = [loop for root in roots for loop in root.walk()]
+        pending = [loop for loop in loops if loop.backedges is None and loop.backedges_printed]
+        if not pending:
+            continue
+        definitions = definitions if definitions is not None else function_definitions(ir)
+        if function not in definitions:
+            continue
+        values = IrValues(definitions[function], {loop.header: {"%" + b.lstrip("%") for b in loop.blocks}
+                                                  for loop in loops})
+        for loop in pending:
+            try:
+                loop.backedges = parse_scev(loop.backedges_printed, values)
+            except (UnknownTripCount, KeyError, ValueError, ZeroDivisionError):
+                pass  # a run-time value: the count stays unknown
 
 
 def loop_forests(named_ll: Path) -> dict[str, list[Loop]]:
@@ -418,7 +568,7 @@ def _parse_loops(printed: str) -> dict[str, list[Loop]]:
             try:
                 headers[(counted, m.group(1))].backedges = parse_scev(m.group(2))
             except UnknownTripCount:
-                pass
+                headers[(counted, m.group(1))].backedges_printed = m.group(2)
         elif (m := re.match(r"Loop (%\S+): constant max backedge-taken count is i(\d+) (-?\d+)", line)) \
                 and (counted, m.group(1)) in headers:
             # SCEV's maximum is unsigned; opt prints it signed (-1: the type's maximum).
@@ -440,7 +590,10 @@ def header_counts(roots: list[Loop]) -> dict[Loop, float]:
 
     def trips(loop: Loop, iteration: dict[str, int]) -> int:
         if loop.backedges is not None and loop.backedges.loops() <= iteration.keys():
-            n = max(loop.backedges.value(iteration) + 1, 0)
+            try:
+                n = max(loop.backedges.value(iteration) + 1, 0)
+            except ZeroDivisionError:
+                raise UncostableFunction(f"loop {loop.header}: its trip count divides by zero") from None
             # Unsigned arithmetic read as signed can overshoot; SCEV's maximum bounds it.
             return n if loop.max_backedges is None else min(n, loop.max_backedges + 1)
         if loop.max_backedges is not None:

@@ -136,6 +136,77 @@ def _plain_asm(tmp_path: Path, ir: str) -> str:
     return (tmp_path / "plain.s").read_text()
 
 
+# IREE's count of an inner loop over the ragged last tile of a dimension: the ceiling of
+# min(left, 4) / 2, written with a select between two sdivs. opt's SCEV leaves it `%count`.
+_CEILING_COUNT = """
+define void @m_dispatch_0(ptr %p) {
+entry:
+  br label %outer
+outer:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %outer.latch ]
+  %step = mul nsw i64 %i, -4
+  %left = add nsw i64 10, %step
+  %m = tail call i64 @llvm.smin.i64(i64 %left, i64 4)
+  %none = icmp slt i64 %left, 1
+  %neg = sub i64 0, %m
+  %dec = add i64 %m, -1
+  %num = select i1 %none, i64 %neg, i64 %dec
+  %q = sdiv i64 %num, 2
+  %negq = sub nsw i64 0, %q
+  %incq = add nsw i64 %q, 1
+  %count = select i1 %none, i64 %negq, i64 %incq
+  %any = icmp sgt i64 %count, 0
+  br i1 %any, label %inner, label %outer.latch
+inner:
+  %j = phi i64 [ 0, %outer ], [ %j.next, %inner ]
+  %addr = getelementptr float, ptr %p, i64 %j
+  store float 0.0, ptr %addr
+  %j.next = add nuw nsw i64 %j, 1
+  %more = icmp slt i64 %j.next, %count
+  br i1 %more, label %inner, label %outer.latch
+outer.latch:
+  %i.next = add nuw nsw i64 %i, 1
+  %done = icmp eq i64 %i.next, 4
+  br i1 %done, label %exit, label %outer
+exit:
+  ret void
+}
+declare i64 @llvm.smin.i64(i64, i64)
+"""
+
+
+def test_a_count_scev_leaves_as_a_value_is_evaluated_through_the_ir(tmp_path):
+    """The inner loop runs ceil(min(10 - 4i, 4) / 2) times: 2, 2, 1, then 0 (left -2)."""
+    with pytest.raises(cc.UnknownTripCount):
+        cc.parse_scev("(-1 + %count)")  # without the IR it stays a run-time value
+    path = tmp_path / "ceiling.ll"
+    path.write_text(_CEILING_COUNT)
+    [outer] = cc.loop_forests(path)["m_dispatch_0"]
+    [inner] = outer.children
+    assert inner.backedges_printed == "(-1 + %count)" and inner.backedges.loops() == {"%outer"}
+    counts = cc.header_counts([outer])
+    assert (counts[outer], counts[inner]) == (4, 5)
+    # Through the workgroup counting the code model uses: the same counts.
+    _, counted = cc.call_header_counts(_CEILING_COUNT, {"m_dispatch_0"}, {}, tmp_path)
+    assert counted["m_dispatch_0"] == ({"%outer": 4, "%inner": 5}, 1)
+
+
+def test_ir_values_divide_as_llvm_does_and_refuse_run_time_values():
+    values = cc.IrValues("""
+define i64 @f(i64 %arg) {
+bb:
+  %a = sdiv i64 -7, 2
+  %b = srem i64 -7, 2
+  %c = add i64 %arg, 1
+  %d = load i64, ptr null
+  ret i64 %a
+}""", {})
+    assert (values.value("%a", {}), values.value("%b", {})) == (-3, -1)  # toward zero, not floor
+    for run_time in ("%c", "%d", "%arg"):
+        with pytest.raises(cc.UnknownTripCount, match="run-time value"):
+            values.depends(run_time)
+
+
 def test_a_trip_count_never_exceeds_the_constant_maximum():
     loop = cc.Loop("%l", 1, {"%l"}, backedges=cc.parse_scev("i64 100"), max_backedges=7)
     assert cc.header_counts([loop])[loop] == 8
