@@ -412,12 +412,15 @@ class IrValues:
                 self.instructions[m.group(1)] = ("%" + block, m.group(2))
         self.headers = headers
         self._depends: dict[str, set[str]] = {}
-
-    def _operand(self, text: str) -> str:
-        return text.strip().split()[-1]
+        self._parsed: dict[str, tuple[str, list[str]]] = {}
 
     def _parts(self, name: str) -> tuple[str, list[str]]:
         """(operation, operands) of `name`'s instruction, refusing what is not evaluated."""
+        if name not in self._parsed:  # read once: a count is evaluated at every iteration
+            self._parsed[name] = self._read(name)
+        return self._parsed[name]
+
+    def _read(self, name: str) -> tuple[str, list[str]]:
         if name not in self.instructions:
             raise UnknownTripCount(f"run-time value {name} (not an instruction of the function)")
         block, rhs = self.instructions[name]
@@ -466,7 +469,7 @@ class IrValues:
 
     def value(self, name: str, iteration: dict[str, int]) -> int:
         if not name.startswith("%"):
-            return {"true": 1, "false": 0}.get(name) if name in ("true", "false") else int(name)
+            return int(name == "true") if name in ("true", "false") else int(name)
         op, args = self._parts(name)
         if op == "induction":
             return self.value(args[0], iteration) + int(args[1]) * iteration[args[2]]
