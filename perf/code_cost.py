@@ -516,28 +516,27 @@ def _printed_loops(ll: Path, first_passes: str, output: list[str]) -> dict[str, 
         raise CodeCostError(f"{OPT} cannot read {ll.name}: {_first_error(proc.stderr)}")
     forests = _parse_loops(proc.stderr)
     # The IR the counts were printed for: the passes' output when written, else the input.
-    written = Path(output[output.index("-o") + 1]) if "-o" in output else ll
-    _resolve_ir_values(forests, written.read_text())
+    _resolve_ir_values(forests, Path(output[output.index("-o") + 1]) if "-o" in output else ll)
     return forests
 
 
-def _resolve_ir_values(forests: dict[str, list[Loop]], ir: str) -> None:
-    """Reads each count SCEV left with a `%value` through the function's IR (IrValues)."""
+def _resolve_ir_values(forests: dict[str, list[Loop]], ir: Path) -> None:
+    """Reads each count SCEV left with a `%value` through the function's IR (IrValues); the
+    IR is read only when some count needs it."""
     definitions = None
     for function, roots in forests.items():
         loops = [loop for root in roots for loop in root.walk()]
         pending = [loop for loop in loops if loop.backedges is None and loop.backedges_printed]
         if not pending:
             continue
-        definitions = definitions if definitions is not None else function_definitions(ir)
+        definitions = definitions if definitions is not None else function_definitions(ir.read_text())
         if function not in definitions:
             continue
-        values = IrValues(definitions[function], {loop.header: {"%" + b.lstrip("%") for b in loop.blocks}
-                                                  for loop in loops})
+        values = IrValues(definitions[function], {loop.header: loop.blocks for loop in loops})
         for loop in pending:
             try:
                 loop.backedges = parse_scev(loop.backedges_printed, values)
-            except (UnknownTripCount, KeyError, ValueError, ZeroDivisionError):
+            except ValueError:  # UnknownTripCount, or a phi of no single back edge
                 pass  # a run-time value: the count stays unknown
 
 
