@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf/qemu_plugin/qemu_plugin_v1.h"
+#include <qemu-plugin.h>
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_API_VERSION;
 
