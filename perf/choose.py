@@ -13,17 +13,18 @@
     [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME]
 
 `model_pipeline(strategy = "measured" | "auto")`: each candidate is a complete build of the same module for
-the same target under one lowering strategy. The chosen one has the fewest model cycles for
+the same target under one lowering strategy. The chosen one has the fewest cycles for
 one call of the model (each dispatch's cycles times its calls), ties to the earlier candidate:
-- `--by model-cycles` (riscv): the perf stage's measurement (the last field of a candidate
-  is its perf.json), on the first core measured (the module's own accelerator);
+- `--by memory-aware-cycles` (riscv): the perf stage's measurement (the last field of a candidate
+  is its perf.json), memory-aware cycles (core model cycles plus the simulated caches' traffic,
+  perf/memory_model.py) on the first core measured (the module's own accelerator);
 - `--by code-cycles` (host and riscv "auto"): the static code model (perf/code_cost.py) on the hardware
   description's `model_core` (the last field is the analysis the build applied, or `none`).
   A candidate the code model cannot cost whole (a loop whose count is a run-time value, IR
   LLVM 19 cannot read) or IREE could not compile is left out, never compared on a partial
   total; when the first candidate (the baseline) is left out, the baseline is kept: nothing
   is known to beat it. With `--confirm` (riscv "auto"), a choice other than the first
-  candidate is kept only if it also runs in fewer model cycles than the first, both measured
+  candidate is kept only if it also runs in fewer memory-aware cycles than the first, both measured
   by perf.measure on the description's core model: the code model proposes (it misprices some
   guarded loop nests, ResNet-18's data-tiled and microkernel builds among them), and one
   measurement of two builds decides; a model the code model keeps at the first runs nothing.
@@ -87,13 +88,14 @@ def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
         elif (run.hardware, run.core) != core:
             raise ChoiceError(f"{perf}: measured first on {run.hardware}, not {core[0]}: "
                               "candidates must be measured on the same accelerator")
-        if run.inference_model_cycles is None:
+        if run.inference_memory_aware_cycles is None:
             raise ChoiceError(f"{perf}: {run.hardware} has no core model: no model cycles to choose by")
-        figures[strategy] = run.inference_model_cycles
+        figures[strategy] = run.inference_memory_aware_cycles
     if not figures:
         raise ChoiceError("no candidate was measured" + (f" ({', '.join(excluded)}: refused by IREE)" if excluded else ""))
-    return _pick(figures, [s for s, _ in candidates], f"one call of the model, model cycles on {core[1]} ({core[0]})",
-                 f"model cycles on {core[1]}", excluded)
+    return _pick(figures, [s for s, _ in candidates],
+                 f"one call of the model, memory-aware cycles on {core[1]} ({core[0]})",
+                 f"memory-aware cycles on {core[1]}", excluded)
 
 
 def compile_failure(report: Path) -> str | None:
@@ -186,7 +188,7 @@ class Measure:
         self.model_name = model_name
 
     def __call__(self, target: Path, analysis: Path | None) -> float:
-        """Model cycles of one call of the build on the description's core model."""
+        """Memory-aware cycles of one call of the build on the description's core model and caches."""
         from perf.measure import MEASURE_ERRORS, measure
 
         try:
@@ -194,7 +196,7 @@ class Measure:
                              self.model_name)
         except MEASURE_ERRORS as err:
             raise ChoiceError(first_line(err)) from None
-        cycles = report.runs[0].inference_model_cycles
+        cycles = report.runs[0].inference_memory_aware_cycles
         if cycles is None:
             raise ChoiceError(f"{self.hardware}: no core model: no model cycles to confirm by")
         return cycles
@@ -221,17 +223,17 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     record["measured"] = {s: round(c) for s, c in measured.items()}
     ratio = measured[chosen] / measured[baseline] if measured[baseline] else 1.0
     if measured[chosen] < measured[baseline]:
-        record["reason"] += f"; measured {ratio:.3f}x of {baseline}'s model cycles"
+        record["reason"] += f"; measured {ratio:.3f}x of {baseline}'s memory-aware cycles"
         return chosen
     record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, measured {ratio:.3f}x "
-                  f"of its model cycles; " + record["reason"])
+                  f"of its memory-aware cycles; " + record["reason"])
     return baseline
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.choose", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
-    p.add_argument("--by", choices=("model-cycles", "code-cycles"), default="model-cycles")
+    p.add_argument("--by", choices=("memory-aware-cycles", "code-cycles"), default="memory-aware-cycles")
     p.add_argument("--hardware", type=Path, help="code-cycles: the description naming the core model")
     p.add_argument("--candidate", nargs=5, action="append", required=True,
                    metavar=("STRATEGY", "VMFB", "REPORT", "TARGET", "PERF_JSON|ANALYSIS"))
@@ -258,9 +260,9 @@ def main(argv: list[str] | None = None) -> int:
                        for c in a.candidate}
         if len(by_strategy) != len(a.candidate):
             raise ChoiceError("a strategy is given twice")
-        if a.by == "model-cycles":
+        if a.by == "memory-aware-cycles":
             if None in (files[3] for files in by_strategy.values()):
-                raise ChoiceError("--by model-cycles needs a perf.json per candidate, got `none`")
+                raise ChoiceError("--by memory-aware-cycles needs a perf.json per candidate, got `none`")
             chosen, record = choose([(s, files[3]) for s, files in by_strategy.items()])
             analysis = hardware = None
         else:

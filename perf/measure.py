@@ -43,6 +43,7 @@ from common.core_models import MODEL_IGNORES, RISCV, core_model
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
 from perf import mca
+from perf import memory_model as mem
 from runtime.hal_runner import check_dispatches as chk
 
 QEMU = "qemu-riscv64"  # the dynamic build: qemu-riscv64-static cannot load plugins
@@ -110,9 +111,10 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
     return compiled, infos
 
 
-def _run_dispatch(qemu_cmd: list[str], plugin: Path, runner: Path, lib: Path, index: int,
-                  d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
-    runner_cmd = qemu_cmd[:1] + ["-plugin", f"{plugin},out={out}"] + qemu_cmd[1:] + [str(runner)]
+def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: Path, lib: Path,
+                  index: int, d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
+    plugin_spec = ",".join([str(plugin), f"out={out}", *plugin_args])
+    runner_cmd = qemu_cmd[:1] + ["-plugin", plugin_spec] + qemu_cmd[1:] + [str(runner)]
     proc = subprocess.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
@@ -147,6 +149,12 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
         info = infos.get(name)
         macs = _macs(info) if info else 0
         share = (macs / (model_cycles * hw.macs_per_cycle)) if macs and model_cycles else None
+        memory = None
+        if model_cycles is not None:
+            try:
+                memory = mem.memory_aware(hw, c, model_cycles, macs)
+            except mem.MemoryModelError as err:
+                raise PerfError(f"{name}: {err}", name) from None
         results.append(DispatchPerf(
             name=name, kind=info.kind if info else "unknown",
             workgroups=tuple(compiled.dispatches[name].workgroup_count),
@@ -154,7 +162,9 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
             initializer_calls=compiled.dispatches[name].initializer_calls, macs=macs,
             instructions=c.instructions, classes=c.by_class(), vector_fma=c.vector_fma,
             vector_lmul_weighted=weighted / 8, vector_lmul_unknown=unknown, blocks=len(c.blocks),
-            model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None))
+            model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None,
+            memory=memory))
+    measured = cycles is not None
     return CoreRun(hardware=hw.name, hardware_sha256=sha256_file(hw_path), core=hw.model_core,
                    vlen=hw.compute.vector_bits, peak_macs_per_cycle=hw.macs_per_cycle,
                    model_ignores=MODEL_IGNORES, dispatches=results,
@@ -162,7 +172,14 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
                    model_cycles=sum(r.model_cycles for r in results) if cycles is not None else None,
                    inference_instructions=sum(r.instructions * r.calls for r in results),
                    inference_model_cycles=sum(r.model_cycles * r.calls for r in results)
-                   if cycles is not None else None)
+                   if measured else None,
+                   memory_model_ignores=mem.MEMORY_MODEL_IGNORES,
+                   memory_aware_cycles=sum(r.memory.cycles for r in results) if measured else None,
+                   energy_pj=round(sum(r.memory.energy_pj for r in results), 1) if measured else None,
+                   inference_memory_aware_cycles=sum(r.memory.cycles * r.calls for r in results)
+                   if measured else None,
+                   inference_energy_pj=round(sum(r.memory.energy_pj * r.calls for r in results), 1)
+                   if measured else None)
 
 
 def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[Path]]:
@@ -255,7 +272,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
                 i = folder_of[name]
                 lib, index = exports[name]
                 out = work / f"d{i:03d}" / f"counts_{hw.name}.txt"
-                jobs_list.append(((h, name), (qemu_cmd, plugin, runner, lib, index,
+                jobs_list.append(((h, name), (qemu_cmd, plugin, mem.plugin_cache_args(hw), runner, lib, index,
                                               compiled.dispatches[name], inputs[name], out)))
         counts: dict[tuple[int, str], cnt.DispatchCounts] = {}
         with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
@@ -315,19 +332,30 @@ def to_markdown(report: PerfReport) -> str:
             lines += [f"## {run.hardware}: model cycles on {run.core} (qemu vlen={run.vlen})", "",
                       f"The model ignores {run.model_ignores}. FMA peak: {run.peak_macs_per_cycle} f32 MACs "
                       f"per cycle (the description's lanes x FMA pipes).", ""]
+        if run.core is not None:
+            lines += [f"Memory-aware cycles add the data traffic of a simulation of the description's "
+                      f"caches (docs/design.md); they ignore {run.memory_model_ignores}.", ""]
         lines += ["| dispatch | kind | calls (init) | workgroups | instructions | vector share | "
-                  "vector FMAs | model cycles | share of FMA peak |",
-                  "|---|---|---:|---|---:|---:|---:|---:|---:|"]
+                  "vector FMAs | model cycles | share of FMA peak | L1 misses | DRAM bytes | stall cycles | "
+                  "memory-aware cycles | bound | energy (uJ) |",
+                  "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
         for d in run.dispatches:
             share = f"{d.fma_peak_share:.1%}" if d.fma_peak_share is not None else "-"
             calls = f"{d.calls} ({d.initializer_calls})" if d.initializer_calls else str(d.calls)
+            m = d.memory
+            memory = (f"{_fmt(m.levels[0].read_misses + m.levels[0].write_misses)} | "
+                      f"{_fmt(m.levels[-1].read_bytes + m.levels[-1].write_bytes)} | {_fmt(m.stall_cycles)} | "
+                      f"{_fmt(m.cycles)} | {m.bound} | {m.energy_pj / 1e6:.2f}") if m else "- | - | - | - | - | -"
             lines.append(f"| {d.name} | {d.kind} | {calls} | {'x'.join(map(str, d.workgroups))} | "
                          f"{_fmt(d.instructions)} | {d.vector_share:.1%} | {_fmt(d.vector_fma)} | "
-                         f"{_cycles(d.model_cycles)} | {share} |")
+                         f"{_cycles(d.model_cycles)} | {share} | {memory} |")
+        energy = (lambda e: "-" if e is None else f"{e / 1e6:.2f}")
         lines += [f"| **every dispatch once** | | | | {_fmt(run.instructions)} | | | "
-                  f"{_cycles(run.model_cycles)} | |",
+                  f"{_cycles(run.model_cycles)} | | | | | {_cycles(run.memory_aware_cycles)} | | "
+                  f"{energy(run.energy_pj)} |",
                   f"| **one call of the model** (dispatch x calls) | | | | "
-                  f"{_fmt(run.inference_instructions)} | | | {_cycles(run.inference_model_cycles)} | |", ""]
+                  f"{_fmt(run.inference_instructions)} | | | {_cycles(run.inference_model_cycles)} | | | | | "
+                  f"{_cycles(run.inference_memory_aware_cycles)} | | {energy(run.inference_energy_pj)} |", ""]
     return "\n".join(lines)
 
 
@@ -370,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     # sum with each dispatch once undercounts a model that calls one executable per layer.
     print(f"perf {report.model} ({report.variant}): {len(run.dispatches)} dispatches; one call of the model: "
           + "; ".join(f"{r.hardware} ({r.core or 'counts only'}): {_fmt(r.inference_instructions)} instructions, "
-                      f"{_cycles(r.inference_model_cycles)} model cycles" for r in report.runs))
+                      f"{_cycles(r.inference_model_cycles)} model cycles, "
+                      f"{_cycles(r.inference_memory_aware_cycles)} memory-aware cycles" for r in report.runs))
     return 0
 
 

@@ -127,6 +127,15 @@ def test_perf_json_is_deterministic_and_adds_up(tmp_path):
         assert sum(d["classes"].values()) == d["instructions"] > 0
         assert d["macs"] == 64 * 128 * 96 and d["kind"] == "matmul"
         assert d["model_cycles"] > 0 and 0 < d["fma_peak_share"] <= 1.0
+        # Each run simulates its own description's caches; the matmul's operands (A 64x96,
+        # B 96x128, C 64x128 f32) come from DRAM at least once and the result goes back.
+        m = d["memory"]
+        assert [lv["role"] for lv in m["levels"]] == ["l1", "l2", "dram"]
+        dram = m["levels"][-1]
+        assert dram["read_bytes"] >= (64 * 96 + 96 * 128) * 4 and dram["write_bytes"] >= 64 * 128 * 4
+        assert m["cycles"] >= d["model_cycles"] and m["energy_pj"] > d["macs"]  # + the MACs' pJ
+        assert run["inference_memory_aware_cycles"] == sum(x["memory"]["cycles"] * x["calls"]
+                                                           for x in run["dispatches"])
     md = (tmp_path / "a.md").read_text()
     assert "model cycles on sifive-p670 (qemu vlen=128)" in md and "The model ignores caches" in md
 
@@ -224,7 +233,7 @@ def test_a_failed_run_names_its_dispatch(tmp_path):
     # perf.tune sets the named dispatch apart instead of halving its round.
     d = chk.Dispatch("main_dispatch_7_softmax", workgroup_count=(1, 1, 1))
     with pytest.raises(measure.PerfError) as err:  # /bin/false stands in for a qemu that aborts
-        measure._run_dispatch(["/bin/false"], tmp_path / "plugin.so", tmp_path / "runner", tmp_path / "lib.so",
+        measure._run_dispatch(["/bin/false"], tmp_path / "plugin.so", [], tmp_path / "runner", tmp_path / "lib.so",
                               0, d, [], tmp_path / "counts.txt")
     assert err.value.dispatch == "main_dispatch_7_softmax"
     assert str(err.value).startswith("main_dispatch_7_softmax: runner failed under qemu (exit 1)")

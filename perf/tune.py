@@ -48,6 +48,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
@@ -57,6 +58,7 @@ from common.calibration_schema import CodeModelCalibration
 from codegen.compile import CompileError
 from common.errors import OneLineErrors, first_line
 from common.files import sha256_file, write_together
+from common.perf_schema import DispatchPerf
 from common.targets import load_target
 from perf.choose import clears_margin
 from perf.code_cost import CodeCostError, module_call_cycles
@@ -214,13 +216,31 @@ class _Round:
     def __init__(self, a: argparse.Namespace, work: Path):
         self.a, self.work = a, work
 
-    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, int]:
+    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, "Measured"]:
         path = self.work / f"{tag}.analysis.json"
         path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
         report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
                          self.a.plugin, self.a.model_name, self.a.jobs, only=only,
                          inputs_dir=self.work / "inputs")
-        return {d.name: d.model_cycles for d in report.runs[0].dispatches}
+        return {d.name: Measured.of(d) for d in report.runs[0].dispatches}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One candidate's measurement: what the choice decides by (`memory_aware_cycles`) and what it
+    records beside it."""
+
+    model_cycles: int
+    memory_aware_cycles: int
+    energy_pj: float
+    dram_bytes: int
+
+    @classmethod
+    def of(cls, d: DispatchPerf) -> "Measured | None":
+        if d.model_cycles is None or d.memory is None:
+            return None
+        dram = d.memory.levels[-1]
+        return cls(d.model_cycles, d.memory.cycles, d.memory.energy_pj, dram.read_bytes + dram.write_bytes)
 
 
 def _cost_of_chosen(d: Dispatch, chosen: Candidate) -> Cost | None:
@@ -239,9 +259,10 @@ def _cost_of_chosen(d: Dispatch, chosen: Candidate) -> Cost | None:
 def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core: str,
          code_ranked: int = 0) -> tuple[Analysis, list[str]]:
     """(the analysis with measured choices, per-round log lines). `measure_round(analysis_dict,
-    dispatches, tag)` returns dispatch -> model cycles or raises PerfError."""
+    dispatches, tag)` returns dispatch -> Measured (None: no core model) or raises PerfError.
+    Each dispatch keeps the candidate with the fewest memory-aware cycles."""
     base = analysis.model_dump(mode="json")
-    measured: dict[tuple[str, str], int] = {}
+    measured: dict[tuple[str, str], Measured] = {}
     failed: dict[tuple[str, str], str] = {}
     log = []
     # Every dispatch is measured itself: dispatches of one root op differ in what IREE fused
@@ -254,7 +275,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 if d in choices and (j == 0 or c != DEFAULT) and (d, c) not in measured}
         if not todo:
             continue
-        def run(group: dict[str, str], tag: str, j: int = j, assign: dict = assign) -> dict[str, int]:
+        def run(group: dict[str, str], tag: str, j: int = j, assign: dict = assign) -> dict[str, Measured]:
             forced = forced_analysis(base, {**{d: DEFAULT for d in assign}, **group},
                                      f"measured choice, round {j}")
             return measure_round(forced, set(group), f"round{j}_{tag}")
@@ -294,10 +315,14 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
         if len(names) < 2:
             dispatches.append(d)
             continue
-        cands = [c.model_copy(update={
-            "measured_model_cycles": measured.get((d.name, c.name)),
-            "measure_error": failed.get((d.name, c.name))}) if c.name in names else c
-            for c in d.candidates]
+        def figures(key: tuple[str, str]) -> dict:
+            m = measured.get(key)
+            return {"measured_model_cycles": m and m.model_cycles,
+                    "measured_memory_aware_cycles": m and m.memory_aware_cycles,
+                    "measured_energy_pj": m and m.energy_pj, "measured_dram_bytes": m and m.dram_bytes,
+                    "measure_error": failed.get(key)}
+        cands = [c.model_copy(update=figures((d.name, c.name))) if c.name in names else c
+                 for c in d.candidates]
         by_name = {c.name: c for c in cands}
         if d.name not in choices:  # IREE's default could not be measured
             default = by_name[DEFAULT]
@@ -306,15 +331,15 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 f"{d.kind}: measured choice on {core} ({hardware_name}): IREE's default kept, its run "
                 f"failed ({by_name[DEFAULT].measure_error}), nothing to compare against; analysis: {d.reason}")}))
             continue
-        default_cycles = by_name[DEFAULT].measured_model_cycles
-        ok = [n for n in names if by_name[n].measured_model_cycles is not None]
-        # Fewest model cycles; ties go to the earlier (IREE's default first).
-        best = min(ok, key=lambda n: (by_name[n].measured_model_cycles, names.index(n)))
+        default_cycles = by_name[DEFAULT].measured_memory_aware_cycles
+        ok = [n for n in names if by_name[n].measured_memory_aware_cycles is not None]
+        # Fewest memory-aware cycles; ties go to the earlier (IREE's default first).
+        best = min(ok, key=lambda n: (by_name[n].measured_memory_aware_cycles, names.index(n)))
         chosen = by_name[best]
         kept = " (IREE's default kept)" if best == DEFAULT else ""
         reason = (f"{d.kind}: measured choice on {core} ({hardware_name}): {best} at "
-                  f"{chosen.measured_model_cycles:,} model cycles vs IREE's default "
-                  f"{default_cycles:,} ({chosen.measured_model_cycles / default_cycles:.3f}x){kept}; "
+                  f"{chosen.measured_memory_aware_cycles:,} memory-aware cycles vs IREE's default "
+                  f"{default_cycles:,} ({chosen.measured_memory_aware_cycles / default_cycles:.3f}x){kept}; "
                   f"{len(ok)} of {len(names)} shortlisted candidates measured"
                   + (f", {len(names) - len(ok)} failed" if len(ok) < len(names) else "")
                   + f"; analysis: {d.reason}")
@@ -455,27 +480,30 @@ def code_choice_markdown(analysis: Analysis) -> str:
 
 def to_markdown(analysis: Analysis) -> str:
     mc = analysis.measured_choice
-    lines = [f"# Measured tile choice: {analysis.model} on {mc.hardware} (model cycles on {mc.core})",
+    lines = [f"# Measured tile choice: {analysis.model} on {mc.hardware} (memory-aware cycles on {mc.core})",
              "", f"Shortlist per dispatch: IREE's default and the {mc.candidates_per_dispatch - 1} "
              + (f"other candidates with the fewest code-model cycles (perf/code_cost.py, static) among "
                 f"the {mc.code_ranked - 1} best predicted; " if mc.code_ranked else
                 "best predicted other candidates; ")
-             + "each run whole under qemu and costed by llvm-mca. "
-             "Model cycles ignore caches, memory latency and branch misses: they are not time.", "",
+             + "each run whole under qemu with the description's caches simulated, costed by llvm-mca "
+             "plus its memory traffic (perf/memory_model.py). Each dispatch keeps the fewest memory-aware "
+             "cycles; model cycles (every load an L1 hit) are shown beside them. Neither is time.", "",
              "| dispatch | kind | chosen | IREE default | chosen | chosen/default | "
-             "candidates (rank: measured (code model)) |", "|---|---|---|---:|---:|---:|---|"]
+             "candidates (name: memory-aware / model cycles, DRAM bytes (code model)) |",
+             "|---|---|---|---:|---:|---:|---|"]
     total_default = total_chosen = 0
     for d in analysis.dispatches:
         shortlisted = [c for c in d.candidates
-                       if c.measured_model_cycles is not None or c.measure_error is not None]
+                       if c.measured_memory_aware_cycles is not None or c.measure_error is not None]
         if not shortlisted:
             continue
         by = {c.name: c for c in shortlisted}
-        cells = ", ".join((f"{c.name}: {c.measured_model_cycles:,}" if c.measured_model_cycles is not None
+        cells = ", ".join((f"{c.name}: {c.measured_memory_aware_cycles:,} / {c.measured_model_cycles:,}, "
+                           f"{c.measured_dram_bytes:,} B" if c.measured_memory_aware_cycles is not None
                            else f"{c.name}: failed")
                           + (f" (code {c.code_model_cycles:,.0f})" if c.code_model_cycles is not None else "")
                           for c in shortlisted)
-        dc, cc = by[DEFAULT].measured_model_cycles, by[d.chosen].measured_model_cycles
+        dc, cc = by[DEFAULT].measured_memory_aware_cycles, by[d.chosen].measured_memory_aware_cycles
         if dc is None:  # IREE's default did not run: kept, out of the totals
             lines.append(f"| {d.name} | {d.kind} | {d.chosen} | failed | failed | - | {cells} |")
             continue
@@ -494,8 +522,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", required=True, type=Path, help="riscv target derived from --hardware")
     p.add_argument("--analysis", required=True, type=Path, help="analysis.json with candidates")
     p.add_argument("--hardware", required=True, type=Path, help="the accelerator (with a model_core)")
-    p.add_argument("--by", choices=("model-cycles", "code-model"), default="model-cycles",
-                   help="model-cycles: run the shortlist under qemu (riscv); code-model: choose by "
+    p.add_argument("--by", choices=("memory-aware-cycles", "code-model"), default="memory-aware-cycles",
+                   help="memory-aware-cycles: run the shortlist under qemu with the caches simulated "
+                   "(riscv); code-model: choose by "
                    "the code model's static cycles alone among the --code-ranked (host)")
     p.add_argument("--margin", type=float, default=0.0,
                    help="--by code-model: a candidate replaces IREE's default only below "
@@ -503,11 +532,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--code-calibration", type=Path,
                    help="--by code-model: a CodeModelCalibration (analysis/calibration/<hardware>.code_model.json) "
                    "whose term is added to each candidate's code-model cycles")
-    p.add_argument("--runner", type=Path, help="riscv64 hal_runner (--by model-cycles)")
-    p.add_argument("--plugin", type=Path, help="libinsn_classes.so (--by model-cycles)")
+    p.add_argument("--runner", type=Path, help="riscv64 hal_runner (--by memory-aware-cycles)")
+    p.add_argument("--plugin", type=Path, help="libinsn_classes.so (--by memory-aware-cycles)")
     p.add_argument("--model-name", required=True)
     p.add_argument("--candidates", type=int,
-                   help="--by model-cycles: shortlist size per dispatch, IREE's default included (>= 2)")
+                   help="--by memory-aware-cycles: shortlist size per dispatch, IREE's default included (>= 2)")
     p.add_argument("--code-ranked", type=int, default=0,
                    help="cost IREE's default and the N-1 best predicted candidates per dispatch with "
                    "the code model (perf/code_cost.py) and shortlist the cheapest; 0: shortlist by "
@@ -532,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             missing = [f for f in ("runner", "plugin", "candidates") if getattr(a, f) is None]
             if missing:
-                raise TuneError(f"--by model-cycles needs --{missing[0]}")
+                raise TuneError(f"--by memory-aware-cycles needs --{missing[0]}")
             if a.candidates < 2:
                 raise TuneError(f"--candidates {a.candidates}: a choice needs at least 2 (IREE's default and one more)")
         hw = load_hardware(a.hardware)
