@@ -70,11 +70,13 @@ class Candidate(_Strict):
     # Set by a measured choice (perf/tune.py) for the shortlisted candidates: model cycles of
     # the dispatch compiled with these tiles on the accelerator's core model, or why not.
     measured_model_cycles: int | None = Field(default=None, ge=0)
-    # ... and the same run's memory-aware cycles, energy and DRAM traffic through the
-    # description's simulated caches (perf/memory_model.py): what the measured choice decides by.
+    # ... and the same run's memory-aware cycles and energy (perf/memory_model.py: what the
+    # measured choice decides by), and per memory level of the description (cache levels and
+    # DRAM, by name) the bytes it served to the level above and took from it in the simulation:
+    # what ZigZag's `traffic_bytes` predicts for its own mapping.
     measured_memory_aware_cycles: int | None = Field(default=None, ge=0)
     measured_energy_pj: float | None = Field(default=None, ge=0)
-    measured_dram_bytes: int | None = Field(default=None, ge=0)
+    measured_traffic_bytes: dict[str, int] | None = None
     measure_error: str | None = None
     # Set by a measured choice for the candidates it costed statically before shortlisting
     # (perf/code_cost.py: the generated code's model cycles, nothing run), or why not.

@@ -71,10 +71,15 @@ class TuneError(RuntimeError):
     """The measured choice cannot be made; the message names the culprit."""
 
 
+ZIGZAG = "zigzag"  # ZigZag's own mapping, as the analysis translated it (analysis/candidates.py)
+
+
 def shortlist(dispatch: dict, size: int) -> list[str]:
     """IREE's default, then the other candidates best ranked, `size` in all: those the code
     model costed (`code_model_cycles`) cheapest first, then the rest in the analysis'
-    (predicted) order; empty when IREE's default is not among them (nothing to compare against)."""
+    (predicted) order; plus ZigZag's own mapping where the analysis has one and it is not among
+    them, so that ZigZag is always judged by the measurement (docs/design.md). Empty when IREE's
+    default is not among the candidates (nothing to compare against)."""
     candidates = dispatch.get("candidates", [])
     if DEFAULT not in (c["name"] for c in candidates):
         return []
@@ -82,7 +87,10 @@ def shortlist(dispatch: dict, size: int) -> list[str]:
     costed = sorted((c for c in others if c.get("code_model_cycles") is not None),
                     key=lambda c: c["code_model_cycles"])  # stable: ties keep the predicted order
     rest = [c for c in others if c.get("code_model_cycles") is None]
-    return ([DEFAULT] + [c["name"] for c in costed + rest])[:size]
+    names = ([DEFAULT] + [c["name"] for c in costed + rest])[:size]
+    if ZIGZAG not in names and any(c["name"] == ZIGZAG for c in others):
+        names.append(ZIGZAG)
+    return names
 
 
 def round_assignments(analysis: dict, size: int) -> list[dict[str, str]]:
@@ -233,14 +241,18 @@ class Measured:
     model_cycles: int
     memory_aware_cycles: int
     energy_pj: float
-    dram_bytes: int
+    traffic_bytes: dict[str, int]  # level name -> bytes served to the level above + taken from it
+
+    @property
+    def dram_bytes(self) -> int:
+        return list(self.traffic_bytes.values())[-1]
 
     @classmethod
     def of(cls, d: DispatchPerf) -> "Measured | None":
         if d.model_cycles is None or d.memory is None:
             return None
-        dram = d.memory.levels[-1]
-        return cls(d.model_cycles, d.memory.cycles, d.memory.energy_pj, dram.read_bytes + dram.write_bytes)
+        return cls(d.model_cycles, d.memory.cycles, d.memory.energy_pj,
+                   {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels})
 
 
 def _cost_of_chosen(d: Dispatch, chosen: Candidate) -> Cost | None:
@@ -319,7 +331,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
             m = measured.get(key)
             return {"measured_model_cycles": m and m.model_cycles,
                     "measured_memory_aware_cycles": m and m.memory_aware_cycles,
-                    "measured_energy_pj": m and m.energy_pj, "measured_dram_bytes": m and m.dram_bytes,
+                    "measured_energy_pj": m and m.energy_pj, "measured_traffic_bytes": m and m.traffic_bytes,
                     "measure_error": failed.get(key)}
         cands = [c.model_copy(update=figures((d.name, c.name))) if c.name in names else c
                  for c in d.candidates]
@@ -499,7 +511,8 @@ def to_markdown(analysis: Analysis) -> str:
             continue
         by = {c.name: c for c in shortlisted}
         cells = ", ".join((f"{c.name}: {c.measured_memory_aware_cycles:,} / {c.measured_model_cycles:,}, "
-                           f"{c.measured_dram_bytes:,} B" if c.measured_memory_aware_cycles is not None
+                           f"{list(c.measured_traffic_bytes.values())[-1]:,} B"
+                           if c.measured_memory_aware_cycles is not None
                            else f"{c.name}: failed")
                           + (f" (code {c.code_model_cycles:,.0f})" if c.code_model_cycles is not None else "")
                           for c in shortlisted)

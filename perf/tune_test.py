@@ -62,7 +62,7 @@ class FakeCore:
             if (d, chosen[d]) in self.broken:
                 raise PerfError(f"{d}: runner failed under qemu (exit 1): boom", d if self.named else None)
         return {d: Measured(model_cycles=self.core[(d, chosen[d])], memory_aware_cycles=self.cycles[(d, chosen[d])],
-                            energy_pj=1.0, dram_bytes=64) for d in only}
+                            energy_pj=1.0, traffic_bytes={"l1d": 640, "l2": 128, "dram": 64}) for d in only}
 
 
 class FakeCode:
@@ -126,6 +126,14 @@ def test_shortlist_is_the_default_then_the_best_predicted():
     a = _analysis({"x": ["zigzag", DEFAULT, "a", "b", "c"]}).model_dump(mode="json")
     assert shortlist(a["dispatches"][0], 3) == [DEFAULT, "zigzag", "a"]
     assert round_assignments(a, 3) == [{"x": DEFAULT}, {"x": "zigzag"}, {"x": "a"}]
+
+
+def test_zigzags_own_mapping_is_always_measured():
+    """Ranked out of the shortlist, ZigZag's mapping is still measured, one candidate more."""
+    a = _analysis({"x": ["a", DEFAULT, "b", "zigzag"], "y": ["a", DEFAULT, "b"]}).model_dump(mode="json")
+    assert shortlist(a["dispatches"][0], 3) == [DEFAULT, "a", "b", "zigzag"]
+    assert shortlist(a["dispatches"][1], 3) == [DEFAULT, "a", "b"]
+    assert round_assignments(a, 3)[3] == {"x": "zigzag", "y": DEFAULT}
 
 
 def test_fewest_model_cycles_wins_and_every_measurement_is_recorded():
