@@ -35,10 +35,12 @@ import numpy as np
 
 from analysis import dispatches as dsp
 from analysis.hardware import Hardware, HardwareError, load_hardware
+from common import processes
 from common.codegen_report import ReportError, load_codegen_report
 from common.errors import OneLineErrors, first_line, last_line
-from common.files import sha256_file, write_together
+from common.files import check_new_directory, check_outputs, sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
+from common.provenance import check_build_inputs
 from common.core_models import MODEL_IGNORES, RISCV, core_model
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
@@ -113,7 +115,7 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
 def _run_dispatch(qemu_cmd: list[str], plugin: Path, runner: Path, lib: Path, index: int,
                   d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
     runner_cmd = qemu_cmd[:1] + ["-plugin", f"{plugin},out={out}"] + qemu_cmd[1:] + [str(runner)]
-    proc = subprocess.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
+    proc = processes.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
                         f"{last_line(proc.stderr)}", d.export)
@@ -230,7 +232,12 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         compiled, infos = _compile(module, target, analysis, work)
         exports = {}
         for lib in compiled.libraries:
-            for name, index in chk._library_exports(_qemu_cmd(qemu, target.vector_bits) + [str(runner)], lib).items():
+            try:
+                listed = chk._library_exports(_qemu_cmd(qemu, target.vector_bits) + [str(runner)], lib)
+            except SystemExit as err:  # a runner of another architecture, say
+                raise PerfError(f"{runner}: cannot list {lib.name}'s dispatches under qemu: "
+                                f"{str(err.code).split(': ', 2)[-1]}") from None
+            for name, index in listed.items():
                 exports[name] = (lib, index)
         names = sorted(compiled.dispatches)
         for i, name in enumerate(names):
@@ -331,6 +338,17 @@ def to_markdown(report: PerfReport) -> str:
     return "\n".join(lines)
 
 
+def _compiled_refusal(args) -> str | None:
+    """Why IREE refused the build `--compiled-report` describes (None: it compiled), once the
+    report is known to be of this module, target and analysis."""
+    for path in (args.module, args.target, args.analysis):
+        if path is not None and not path.is_file():
+            raise PerfError(f"{path}: file not found")
+    report = load_codegen_report(args.compiled_report)
+    check_build_inputs(report, args.compiled_report, args.module, args.target, args.analysis)
+    return report.failed
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.measure", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
@@ -352,15 +370,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep-temps", type=Path, default=None, help="keep libraries, inputs and plugin outputs here")
     args = p.parse_args(argv)
     with OneLineErrors("perf", args.module, MEASURE_ERRORS + (ReportError,)) as cli:
-        refused = load_codegen_report(args.compiled_report).failed if args.compiled_report else None
+        check_outputs({"--out-json": args.out_json, "--out-md": args.out_md, "--keep-temps": args.keep_temps},
+                      {"--module": args.module, "--target": args.target, "--analysis": args.analysis,
+                       "--hardware": args.hardware, "--runner": args.runner, "--plugin": args.plugin,
+                       "--compiled-report": args.compiled_report})
+        if args.keep_temps is not None:
+            check_new_directory(args.keep_temps, "--keep-temps")
+        refused = _compiled_refusal(args) if args.compiled_report else None
         if refused is not None:
             report = refused_report(args.module, args.target, args.analysis, args.model_name, refused)
         else:
             report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
                              args.model_name, args.jobs, args.keep_temps, args.allow_counts_only)
+        write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     if cli.failed:
-        return 1
-    write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
+        return cli.exit_code
     if report.failed is not None:
         print(f"perf {report.model} ({report.variant}, {report.strategy}): not measured: IREE refused the "
               f"build: {first_line(report.failed)}")
