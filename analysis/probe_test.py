@@ -11,18 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from common.probe import Probe, alive, cmdline, snapshot
+from common.probe import MATMUL_MLIR, Probe, alive, cmdline, snapshot
 
 ROOT = Path(__file__).parent.parent
 HW = ROOT / "analysis" / "hardware"
 TARGETS = ROOT / "common" / "targets"
-MATMUL = ROOT / "analysis" / "testdata" / "matmul.mlir"
 
 
 @pytest.fixture
 def p(tmp_path):
     probe = Probe(tmp_path)
-    probe.put(MATMUL, "m.mlir")
+    probe.write("m.mlir", MATMUL_MLIR)
     probe.put(TARGETS / "host.yaml")
     probe.put(TARGETS / "riscv64_rvv.yaml")
     probe.put(HW / "riscv_rvv.yaml")

@@ -19,6 +19,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).parent.parent  # the workspace (runfiles under Bazel): what `-m` imports
 
+# One f32 matmul: a module every stage compiles in about a second (one dispatch).
+MATMUL_MLIR = """func.func @main(%a: tensor<64x96xf32>, %b: tensor<96x128xf32>) -> tensor<64x128xf32> {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<64x128xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%empty : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<64x96xf32>, tensor<96x128xf32>)
+                     outs(%fill : tensor<64x128xf32>) -> tensor<64x128xf32>
+  return %r : tensor<64x128xf32>
+}
+"""
+
 
 def snapshot(root: Path) -> dict[str, tuple]:
     """Every entry under `root`: directories, symlinks (target) and files (sha256, mode)."""
@@ -56,7 +67,7 @@ class Probe:
         if src.is_dir():
             shutil.copytree(src, dst)
         else:
-            shutil.copyfile(src, dst)
+            shutil.copy2(src, dst)  # an executable stays one
         return dst
 
     def write(self, name: str, data: str | bytes) -> Path:

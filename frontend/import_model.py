@@ -79,6 +79,21 @@ def _module_file(module_name):
     return spec.origin if spec is not None and spec.has_location else None
 
 
+@contextlib.contextmanager
+def _scratch_caches():
+    """torch.export creates an inductor cache in $TMPDIR (torchinductor_<user>), which would
+    outlive the import: unless the caller chose one, it goes to a directory removed afterwards."""
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="import_model_") as tmp:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "torchinductor")
+        try:
+            yield
+        finally:
+            del os.environ["TORCHINDUCTOR_CACHE_DIR"]
+
+
 def _load_factory(module_name, factory_name):
     try:
         module = importlib.import_module(module_name)
@@ -206,7 +221,7 @@ def main(argv=None):
             _prepare_environment()
             # Framework deprecation chatter is not ours to report: stderr is for the one error line.
             warnings.simplefilter("ignore")
-            with _quiet_stderr(enabled=not args.verbose):
+            with _quiet_stderr(enabled=not args.verbose), _scratch_caches():
                 mlir_bytes, golden = import_model(args.model_module, args.factory, args.framework, args.name)
             check_outputs(outputs, {"--model-module": getattr(sys.modules.get(args.model_module), "__file__", None)})
             write_outputs(args.out_mlir, mlir_bytes, args.out_golden, golden)

@@ -24,6 +24,7 @@ import concurrent.futures
 import functools
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -221,6 +222,9 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module")):
         if not tool_path.is_file():
             raise PerfError(f"{tool_path}: {what} not found")
+    if not os.access(runner, os.X_OK):  # qemu would only say "vector version is not specified"
+        raise PerfError(f"{runner}: riscv64 hal_runner is not executable")
+    plugin = plugin.absolute()  # qemu dlopen()s it: a bare file name would be searched for elsewhere
     qemu = _qemu()
     for name in (mca.LLVM_MC, mca.LLVM_MCA):
         mca.tool(name)
