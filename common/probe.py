@@ -91,7 +91,8 @@ class Probe:
     def interrupt(self, module: str, *args, when, signum: int = signal.SIGTERM,
                   timeout: float = 300) -> tuple[subprocess.CompletedProcess, list[int]]:
         """Runs the CLI and sends it `signum` once `when(pid, children)` is true (polled; the
-        children are its live descendants' pids); returns the result and the descendants seen."""
+        children are its live descendants' pids); returns the result and the descendants seen.
+        `self.seconds_to_exit`: from the signal to the CLI's end."""
         proc = subprocess.Popen(self._argv(module, args), cwd=self.root, env=self.env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen: set[int] = set()
@@ -104,7 +105,9 @@ class Probe:
                     proc.send_signal(signum)
                     break
                 time.sleep(0.02)
+            signalled = time.monotonic()
             out, err = proc.communicate(timeout=120)
+            self.seconds_to_exit = time.monotonic() - signalled
         finally:
             if proc.poll() is None:
                 proc.kill()
