@@ -115,10 +115,6 @@ def _manifest_under_a_file(p):
     return manifest(out_manifest="m.mlir/o.json"), "m.mlir/o.json", "m.mlir is not a directory"
 
 
-def _tuned_report_without_its_analysis(p):
-    return manifest(report="t.report.json"), "t.report.json", "a build tuned by an analysis"
-
-
 def _report_of_another_vmfb(p):
     p.write("other.vmfb", (p.root / "u.c.vmfb").read_bytes() + b"\0")
     return manifest(vmfb="other.vmfb"), "other.vmfb", "not the vmfb u.report.json describes"
@@ -188,8 +184,7 @@ def _input_of_another_dtype(p):
 
 CASES = [_manifest_is_report, _out_vmfb_is_vmfb, _out_vmfb_is_out_manifest, _target_of_another_triple,
          _target_runnable_flag_flipped, _hardware_for_an_untuned_build, _hardware_of_another_accelerator,
-         _analysis_for_an_untuned_build, _analysis_missing, _manifest_under_a_file, _tuned_report_without_its_analysis,
-         _report_of_another_vmfb,
+         _analysis_for_an_untuned_build, _analysis_missing, _manifest_under_a_file, _report_of_another_vmfb,
          _golden_output_never_returned, _golden_nan, _golden_without_outputs, _golden_wrong_values, _npz_garbage,
          _npz_pickled_object_array, _manifest_corrupted, _manifest_without_target, _input_of_another_dtype]
 PROGS = {"runtime.manifest": "runtime.manifest: error", "runtime.run": "runtime.run: error"}
