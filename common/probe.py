@@ -78,8 +78,9 @@ class Probe:
 
     def env(self) -> dict[str, str]:
         path = [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+        # Python's own bytecode cache of a model module in the directory is not the CLI's doing.
         return dict(os.environ, PYTHONPATH=os.pathsep.join(path), TMPDIR=str(self.root / "tmp"),
-                    PYTHONHASHSEED="0", TF_CPP_MIN_LOG_LEVEL="2")
+                    PYTHONHASHSEED="0", TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1")
 
     def _argv(self, module: str, args) -> list[str]:
         return [sys.executable, "-m", module, *map(str, args)]
