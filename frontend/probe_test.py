@@ -1,7 +1,8 @@
 """Bad input to the frontend's CLIs (import_model, stablehlo_to_linalg): each refused with one line
 naming the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
 Issue 51's cases: an output that is the model's own source or the other output, earlier outputs
-deleted by a failed import, NaN/Inf goldens, a factory that exits, unwritable outputs, SIGTERM."""
+deleted by a failed import, NaN/Inf goldens, a factory that exits, torch-mlir's reason lost,
+unwritable outputs, SIGTERM."""
 
 import signal
 import sys
@@ -44,6 +45,14 @@ def inf_input():
 
 def exits():
     sys.exit(0)
+
+
+def complex_abs():
+    """torch.export takes it; torch-mlir cannot lower |rfft(x)| to linalg (math.absf of complex)."""
+    class Spectrum(nn.Module):
+        def forward(self, x):
+            return torch.fft.rfft(x).abs()
+    return Spectrum(), (np.ones((4, 8), np.float32),)
 
 
 def exits_in_forward():
@@ -105,6 +114,13 @@ def _model_exits_in_forward(p):
     return import_("exits_in_forward"), "tiny", "sys.exit(3)"
 
 
+def _torch_mlir_cannot_lower(p):
+    """The reason was cut at "failed with the following diagnostics:" (MLIR's diagnostic went to the
+    silenced stderr), and torch-mlir's reproducer was left in TMPDIR."""
+    return import_("complex_abs"), "tiny", ("cannot be lowered to linalg by torch-mlir",
+                                            "'math.absf' op operand #0 must be floating-point-like")
+
+
 def _mlir_under_a_file(p):
     return import_("good", mlir="mymodels.py/o.mlirbc"), "mymodels.py/o.mlirbc", "mymodels.py is not a directory"
 
@@ -140,7 +156,7 @@ def _stablehlo_out_under_a_file(p):
 
 CASES = [_mlir_is_the_model_source, _golden_is_the_model_source, _mlir_is_the_golden,
          _failed_import_keeps_earlier_outputs, _nan_weights, _inf_input, _factory_exits, _module_exits_on_import,
-         _model_exits_in_forward, _mlir_under_a_file, _golden_is_a_directory, _stablehlo_out_is_in,
+         _model_exits_in_forward, _torch_mlir_cannot_lower, _mlir_under_a_file, _golden_is_a_directory, _stablehlo_out_is_in,
          _stablehlo_in_missing, _stablehlo_in_junk, _stablehlo_out_under_a_file]
 PROGS = {"frontend.import_model": "import_model: tiny", "frontend.stablehlo_to_linalg": "stablehlo_to_linalg"}
 
