@@ -10,7 +10,8 @@ distinct op of the kinds it maps; the cost model (analysis/cost_model.py, coeffi
 the calibration) prices every candidate; the cheapest is compiled when it is predicted at
 least the calibration's margin cheaper than IREE's default, else IREE's default is kept.
 
-Progress goes to stderr; one summary line to stdout. Bad input: one line on stderr, exit 2.
+Progress goes to stderr; one summary line to stdout. Bad input: one line on stderr, exit 2
+(SIGINT/SIGTERM: one line, 128 + the signal).
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from analysis import hardware as hwmod
 from common.analysis_schema import (LEVEL_ROLES, Analysis, AnalysisOptions, Candidate, Cost,
                                     Dispatch, Loop, Operand, Summary)
 from common.calibration_schema import Calibration
-from common.errors import first_line, validation_error_where
-from common.files import sha256_file, write_together
+from common.core_models import core_model
+from common.errors import OneLineErrors, validation_error_where
+from common.files import check_outputs, sha256_file, write_together
 from common.targets import TargetError, load_target
 
 
@@ -232,12 +234,20 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
         raise dsp.AnalysisInputError(
             f"{calibration_path}: calibration is for hardware '{calibration.hardware}', not "
             f"'{hw.name}'")
-    if target.is_riscv and target.vector_bits != hw.compute.vector_bits:
+    isa = target.triple.split("-", 1)[0]
+    if hw.model_core is not None and core_model(hw.model_core).isa != isa:
+        # The tiles would be for one machine's lanes and caches, the code for another's.
+        raise dsp.AnalysisInputError(
+            f"{target_path}: target {target.name} emits {isa} code, but hardware {hw.name} "
+            f"({hw_path}) is a {core_model(hw.model_core).isa} core ({hw.model_core})")
+    if target.vector_bits != hw.compute.vector_bits:
         # Lanes, IREE's +zvl<N>b and qemu's vlen must be one number: accelerator_target derives it.
         raise dsp.AnalysisInputError(
             f"{target_path}: target {target.name} has vector_bits {target.vector_bits} but hardware "
-            f"{hw.name} has {hw.compute.vector_bits}: derive the target from the hardware description "
-            f"(python -m analysis.accelerator_target / accelerator_target in analysis/defs.bzl)")
+            f"{hw.name} has {hw.compute.vector_bits}: " + (
+                "derive the target from the hardware description (python -m "
+                "analysis.accelerator_target / accelerator_target in analysis/defs.bzl)"
+                if target.is_riscv else "the analysis' lanes would not be the code's"))
     with tempfile.TemporaryDirectory(prefix="analysis_") as tmp:
         tmp = Path(tmp)
         if show_progress or (show_progress is None and sys.stderr.isatty()):
@@ -301,10 +311,6 @@ def to_json(analysis: Analysis) -> str:
     return json.dumps(analysis.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.analyze", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path, help="MLIR (bytecode or text), linalg")
@@ -330,31 +336,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     args = p.parse_args(argv)
-    if not args.module.is_file():
-        print(f"analysis: {args.module}: module file not found", file=sys.stderr)
-        return 2
-    # SIGTERM unwinds like Ctrl-C: workers terminated, temporary directories removed.
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        options = AnalysisOptions(zigzag_lpf_limit=args.zigzag_lpf_limit,
-                                  zigzag_lpf_merge=args.zigzag_lpf_merge,
-                                  allow_zigzag_failure=args.allow_zigzag_failure)
+    # SIGINT/SIGTERM unwind like Ctrl-C (common/errors.py): workers terminated, temporary
+    # directories removed, one line.
+    with OneLineErrors("analysis", args.module, (hwmod.HardwareError, TargetError,
+                                                 dsp.AnalysisInputError)) as cli:
+        check_outputs({"--out": args.out}, {"--module": args.module, "--target": args.target,
+                                            "--hardware": args.hardware, "--calibration": args.calibration})
+        if not args.module.is_file():
+            raise dsp.AnalysisInputError(f"{args.module}: module file not found")
+        try:
+            options = AnalysisOptions(zigzag_lpf_limit=args.zigzag_lpf_limit,
+                                      zigzag_lpf_merge=args.zigzag_lpf_merge,
+                                      allow_zigzag_failure=args.allow_zigzag_failure)
+        except ValidationError as err:
+            where, why = validation_error_where(err)
+            raise dsp.AnalysisInputError(f"option {where}: {why}") from None
         result, seconds = analyze(args.module, args.target, args.hardware, args.model_name,
                                   args.jobs, args.calibration, options, args.progress)
         write_together({args.out: to_json(result)})
-    except (hwmod.HardwareError, TargetError, dsp.AnalysisInputError) as err:
-        print(f"analysis: {str(err).splitlines()[0]}", file=sys.stderr)
-        return 2
-    except ValidationError as err:
-        where, why = validation_error_where(err)
-        print(f"analysis: option {where}: {why}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"analysis: {args.module}: interrupted; nothing written", file=sys.stderr)
-        return 130
-    except Exception as err:  # noqa: BLE001 - one line naming the culprit, never a traceback
-        print(f"analysis: {args.module}: {type(err).__name__}: {first_line(err)}", file=sys.stderr)
-        return 1
+    if cli.failed:
+        return 2 if cli.exit_code == 1 else cli.exit_code
     s = result.summary
     print(f"analysis {args.model_name}: {s.dispatches} dispatches, {s.distinct_ops} distinct ops, "
           f"{s.candidates} candidates; chosen: {s.zigzag} zigzag, {s.analytical} analytical, "

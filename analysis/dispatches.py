@@ -92,11 +92,16 @@ def compile_to_executable_configurations(module_path: Path, flags: list[str], wo
         result = executable_configurations(module_path, ["--mlir-print-debuginfo=false", *flags], out,
                                            "executable configurations")
     except IreeCompileError as err:
-        raise AnalysisInputError(f"{module_path}: {err}") from None
+        # Flags iree-compile refuses (an unknown cpu or flag) are the target file's fault.
+        raise AnalysisInputError(f"{target_path if err.of_flags and target_path else module_path}: "
+                                 f"{err}") from None
     unknown = result.unknown_cpu_features()
     if unknown:
         raise AnalysisInputError(f"{target_path or 'target'}: cpu_features {', '.join(unknown)}: "
                                  "not a feature LLVM knows for this target")
+    if result.unknown_cpus():
+        raise AnalysisInputError(f"{target_path or 'target'}: cpu {result.unknown_cpus()[0]}: not a "
+                                 "processor LLVM knows for this target")
     return out
 
 

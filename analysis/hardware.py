@@ -22,6 +22,9 @@ OPTIONAL_ROLES = ("l3",)  # may sit between l2 and dram
 CACHE_ROLES = ("l1", "l2", "l3")  # simulated as caches by perf/ (the register file is the core's)
 OPERANDS = ("input", "weight", "output")
 _ZZ_OPERAND = {"input": "I1", "weight": "I2", "output": "O"}
+# Memory names ZigZag sees besides the levels': zigzag_accelerator's per-operand registers, and
+# `cells`, which zigzag-dse (parser/accelerator_factory.py) reads as an in-memory-compute array.
+ZIGZAG_NAMES = (*(f"reg_{op}" for op in _ZZ_OPERAND.values()), "cells")
 
 
 class HardwareError(ValueError):
@@ -144,6 +147,13 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
                         f"level '{m.name}': {m.size_bytes // m.shared_by_cores} B per core is not a whole "
                         f"number of sets of {m.associativity} ways x {m.line_bytes} B lines")
     for i, m in enumerate(hw.memory):
+        # ZigZag's memories are a mapping by name: a name given twice, or one of its own, would
+        # silently replace a level of the model (names compared as ZigZag-safe: case ignored).
+        if m.name.lower() in (n.name.lower() for n in hw.memory[:i]):
+            return f"memory.{i}.name", f"level name '{m.name}' is used by an earlier level: names must be unique"
+        if m.name.lower() in (n.lower() for n in ZIGZAG_NAMES):
+            return (f"memory.{i}.name", f"level name '{m.name}' is reserved for the analysis' ZigZag model "
+                                        f"({', '.join(ZIGZAG_NAMES)})")
         if set(m.operands) != set(OPERANDS):
             return f"memory.{i}.operands", "every level must hold input, weight and output"
     if hw.model_core is not None:

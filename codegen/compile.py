@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from common.analysis_schema import Analysis
 from common.codegen_report import CodegenReport
 from common.errors import OneLineErrors, first_line, validation_error_where
-from common.files import sha256_file, write_together
+from common.files import check_new_directory, check_outputs, sha256_file, write_together
 from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
 from common.targets import IreeTarget, TargetError, load_target
 
@@ -220,12 +220,16 @@ def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path |
     try:
         result = executable_configurations(module, [*flags, *repro], workdir / "cfg.mlir", "configurations")
     except IreeCompileError as err:
-        raise CompileError(str(err), err.diagnostics) from None
+        # Flags iree-compile refuses (an unknown cpu or flag) are the target's fault, not the module's.
+        raise CompileError(f"{target_name}: {err}" if err.of_flags else str(err), err.diagnostics) from None
     unknown = result.unknown_cpu_features()
     if unknown:
         # iree-compile only warns, and the build would silently be for another CPU.
         raise CompileError(f"{target_name}: cpu_features {', '.join(unknown)}: not a feature LLVM "
                            f"knows for {target.triple}")
+    if result.unknown_cpus():
+        raise CompileError(f"{target_name}: cpu {result.unknown_cpus()[0]}: not a processor LLVM knows "
+                           f"for {target.triple}")
     ctx = ir.Context()
     mod = configs.parse((workdir / "cfg.mlir").read_text(), ctx)
     entries = apply_analysis(mod, analysis, target.vector_bits // 32, allow_untuned_dispatches)
@@ -345,10 +349,13 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
 
     `keep_temps`: on failure, the work directory (IREE's configurations, the rewritten IR, the
     reproducer of a failing pass) and IREE's full diagnostics are kept there, and the error
-    says so.
+    says so. It must be new or empty (checked before compiling): nothing of anyone else's is
+    overwritten or deleted there.
     `out_code`: also the code the code model costs (perf/code_cost.py), in that directory: the
     executable-targets IR (`TARGETS_IR`) and IREE's optimized LLVM IR and assembly of each
     executable, so a choice by the code model need not compile the module again."""
+    if keep_temps is not None:
+        check_new_directory(keep_temps, "--keep-temps")
     with tempfile.TemporaryDirectory(prefix="codegen.") as tmp:
         try:
             return _compile_in(Path(tmp), module, target_path, analysis_path, out_vmfb, out_configs,
@@ -358,9 +365,7 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
             if keep_temps is None:
                 raise
             keep_temps = Path(keep_temps)
-            if keep_temps.exists():
-                shutil.rmtree(keep_temps)
-            shutil.copytree(tmp, keep_temps)
+            shutil.copytree(tmp, keep_temps, dirs_exist_ok=True)  # new or empty: nothing replaced
             if err.diagnostics:
                 (keep_temps / "diagnostics.txt").write_text(err.diagnostics)
             raise CompileError(f"{err} (work directory and IREE's diagnostics kept in {keep_temps})",
@@ -432,13 +437,17 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
 
 
 def write_failure_record(err: CompileError, module: Path, target_path: Path, out_vmfb: Path, out_configs: Path,
-                         out_report: Path, out_binaries: Path | None, out_code: Path | None) -> None:
-    """The outputs of a build IREE refused: a report saying why (`failed`), an empty vmfb and
-    configs, empty binaries and code directories; consumers read the report first."""
+                         out_report: Path, out_binaries: Path | None, out_code: Path | None,
+                         analysis_path: Path | None = None) -> None:
+    """The outputs of a build IREE refused: a report saying why (`failed`) and what it was built
+    from, an empty vmfb and configs, empty binaries and code directories; consumers read the
+    report first."""
     target = load_target(target_path)
     report = {"failed": first_line(err), "target": target.name, "triple": target.triple,
               "strategy": target.strategy, "vmfb_sha256": hashlib.sha256(b"").hexdigest(),
-              "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path)}}
+              "tuned": analysis_path is not None,
+              "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path),
+                                **({"analysis": sha256_file(analysis_path)} if analysis_path else {})}}
     CodegenReport.model_validate(report)
     write_together({out_vmfb: b"", out_configs: "", out_report: json.dumps(report, indent=1, sort_keys=True) + "\n"})
     for directory in (out_binaries, out_code):
@@ -472,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
                         "of a choice (perf.choose leaves it out; runtime.manifest refuses it)")
     a = p.parse_args(argv)
     with OneLineErrors("codegen.compile: error", a.module, (CompileError,)) as cli:
+        check_outputs({"--out-vmfb": a.out_vmfb, "--out-configs": a.out_configs, "--out-report": a.out_report,
+                       "--out-binaries": a.out_binaries, "--out-code": a.out_code, "--keep-temps": a.keep_temps},
+                      {"--module": a.module, "--target": a.target, "--analysis": a.analysis})
         try:
             r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
                                a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code)
@@ -479,12 +491,12 @@ def main(argv: list[str] | None = None) -> int:
             if not (a.record_failure and err.diagnostics):  # only IREE's own refusals are recorded
                 raise
             write_failure_record(err, a.module, a.target, a.out_vmfb, a.out_configs, a.out_report,
-                                 a.out_binaries, a.out_code)
+                                 a.out_binaries, a.out_code, a.analysis)
             print(f"codegen.compile: {a.out_vmfb.name}: IREE cannot compile this build (recorded in "
                   f"{a.out_report.name}): {first_line(err)}")
             return 0
     if cli.failed:
-        return 1
+        return cli.exit_code
     s = r["summary"]
     print(f"{a.out_vmfb.name}: {s['dispatches']} dispatches, {s['applied']} configs applied and landed "
           f"({s['adjusted']} adjusted), {s['default']} IREE default")

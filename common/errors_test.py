@@ -1,12 +1,19 @@
 """Every CLI's error ends in one line: an expected error's own message, anything else with the
-culprit and its type; interrupts are not swallowed; a pydantic error is the field it names and why."""
+culprit and its type; SIGINT and SIGTERM are one line too, with the CLI's child processes killed;
+exits are not swallowed; a pydantic error is the field it names and why."""
 
+import os
+import signal
+import subprocess
 import sys
+import threading
+import time
 
 import pytest
 from pydantic import BaseModel, ValidationError, field_validator
 
-from common.errors import OneLineErrors, last_line, validation_error_where
+from common import processes
+from common.errors import NamedError, OneLineErrors, first_line, last_line, validation_error_where
 
 
 class ToolError(RuntimeError):
@@ -35,16 +42,64 @@ def test_a_crashed_tool_is_named_by_its_last_line():
     assert last_line("") == "(no message)"
 
 
+def test_a_header_line_is_continued_by_the_reason():
+    text = "Lowering TorchFX IR failed with the following diagnostics:\n\nerror: unsupported op\nnote: x"
+    assert first_line(text) == ("Lowering TorchFX IR failed with the following diagnostics: "
+                                "error: unsupported op")
+
+
+def test_a_named_error_prints_as_it_is(capsys):
+    assert _cli(NamedError("out.json: cannot write the output: is a directory\nsecond line")) == 1
+    assert capsys.readouterr().err == "tool: out.json: cannot write the output: is a directory\n"
+
+
 def test_success_prints_nothing(capsys):
     assert _cli(None) == 0
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("interrupt", [KeyboardInterrupt(), SystemExit(3)])
-def test_interrupts_and_exits_pass_through(interrupt, capsys):
-    with pytest.raises(type(interrupt)):
-        _cli(interrupt)
+def test_exits_pass_through(capsys):
+    with pytest.raises(SystemExit):
+        _cli(SystemExit(3))
     assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_is_one_line_and_exit_code_130(capsys):
+    with OneLineErrors("tool", "model.mlirbc") as cli:
+        raise KeyboardInterrupt
+    assert cli.failed and cli.exit_code == 130
+    assert capsys.readouterr().err == "tool: model.mlirbc: interrupted by SIGINT\n"
+
+
+def test_sigterm_kills_children_of_every_thread_and_starts_no_more(capsys):
+    """A child started from a worker thread (qemu under perf.measure) dies with the CLI."""
+    started = []
+
+    def worker():
+        started.append(True)
+        try:
+            processes.run(["sleep", "60"])
+            processes.run(["sleep", "60"])  # after the signal: never started
+        except processes.Stopped:
+            started.append("stopped")
+
+    before = signal.getsignal(signal.SIGTERM)
+    t0 = time.monotonic()
+    with OneLineErrors("tool", "model.mlirbc") as cli:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        while not processes._live:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # interrupted
+    thread.join(10)
+    assert not thread.is_alive() and started == [True, "stopped"]
+    assert time.monotonic() - t0 < 20 and not processes._live
+    assert cli.exit_code == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == "tool: model.mlirbc: interrupted by SIGTERM\n"
+    assert signal.getsignal(signal.SIGTERM) is before  # the CLI's handlers are its own
+    with OneLineErrors("tool", "model.mlirbc"):  # a later CLI in this process starts children
+        assert processes.run(["true"]).returncode == 0
 
 
 class _Inner(BaseModel):

@@ -11,25 +11,34 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from common import processes
 from common.files import sha256_file
 
 _DIAGNOSTIC = re.compile(r"(?:^|:\s)(error|warning):\s*(.*)$")
 UNKNOWN_FEATURE = re.compile(r"'([^']+)' is not a recognized feature for this target")
+UNKNOWN_CPU = re.compile(r"'([^']+)' is not a recognized processor for this target")
+# What iree-compile and LLVM say of flags they cannot use (a target file's triple, cpu or
+# global_flags), before any diagnostic about the module.
+_FLAG_PROBLEM = re.compile(r"Unknown command line argument|Cannot find option named|Unknown CPU|"
+                           r"is not a recognized processor|createTargetMachine|CPU-features|"
+                           r"for the -?-?[\w-]+ option")
 
 
 class IreeCompileError(RuntimeError):
-    """iree-compile failed; `summary` is one line, `diagnostics` all of its stderr."""
+    """iree-compile failed; `summary` is one line, `diagnostics` all of its stderr.
+    `of_flags`: it refused its flags (a target's), not the module: no diagnostic has a location."""
 
     def __init__(self, what: str, summary: str, diagnostics: str):
         super().__init__(f"iree-compile failed ({what}): {summary}")
         self.summary = summary
         self.diagnostics = diagnostics
+        self.of_flags = not any(_DIAGNOSTIC.search(l) for l in diagnostics.splitlines()) and \
+            bool(_FLAG_PROBLEM.search(diagnostics))
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,10 @@ class IreeResult:
     def unknown_cpu_features(self) -> list[str]:
         """CPU features LLVM said it does not know (and silently ignored)."""
         return sorted(set(UNKNOWN_FEATURE.findall(self.warnings)))
+
+    def unknown_cpus(self) -> list[str]:
+        """CPUs LLVM said it does not know (and silently ignored)."""
+        return sorted(set(UNKNOWN_CPU.findall(self.warnings)))
 
 
 def summarize(diagnostics: str) -> str:
@@ -68,8 +81,8 @@ def iree_compile(args: list[str], what: str, cwd: Path | None = None) -> IreeRes
     """
     from iree.compiler.tools.binaries import find_tool
 
-    proc = subprocess.run([find_tool("iree-compile"), *map(str, args)], capture_output=True,
-                          cwd=cwd)
+    # processes.run: an interrupted CLI kills it, from whichever thread started it.
+    proc = processes.run([find_tool("iree-compile"), *map(str, args)], capture_output=True, cwd=cwd)
     stderr = proc.stderr.decode("utf-8", errors="replace")  # IREE may echo binary input
     if proc.returncode != 0:
         raise IreeCompileError(what, summarize(stderr), stderr)

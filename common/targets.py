@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from common.yaml_model import load_yaml_model
 
@@ -67,6 +67,15 @@ class IreeTarget(BaseModel):
     runnable_on_host: bool
     global_flags: tuple[str, ...] = ()
     strategy: Strategy = "codegen"
+
+    @field_validator("vector_bits")
+    @classmethod
+    def _vector_register_width(cls, bits: int) -> int:
+        # Lanes (bits / 32), IREE's native vector size and qemu's vlen all need a power of two;
+        # the narrowest vector unit any target here has is RVV's Zve64 (64 bits).
+        if bits < 64 or bits > 65536 or bits & (bits - 1):
+            raise ValueError(f"{bits} is not a power of two between 64 and 65536")
+        return bits
 
     @property
     def is_riscv(self) -> bool:

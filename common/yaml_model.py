@@ -4,7 +4,9 @@ Shared by the pipeline's description files (IREE targets, hardware descriptions)
 bounded: a description file is small, so the file size is capped, and the document's node
 graph is measured with aliases (and merge keys) expanded before anything is constructed, which
 stops "billion laughs" files (20 nested `<<: [*m, *m]` levels expand to a million nodes from
-1.4 KB) and recursive aliases before they cost memory.
+1.4 KB) and recursive aliases before they cost memory. A key given twice in one mapping is
+refused (PyYAML would keep the last value silently); a merge key's (`<<`) values may still be
+overridden, as YAML defines.
 """
 
 from __future__ import annotations
@@ -55,8 +57,35 @@ def _expanded_nodes(root: yaml.Node) -> int:
     return size(root)
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _check_unique_keys(root: yaml.Node) -> None:
+    """Raises yaml.YAMLError at the first mapping that names a scalar key twice."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: dict[tuple[str, str], yaml.Node] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE:
+                    if (key.tag, key.value) in keys:
+                        first = keys[(key.tag, key.value)].start_mark.line + 1
+                        raise yaml.YAMLError(f"key '{key.value}' given twice (lines {first} and "
+                                             f"{key.start_mark.line + 1}): which one is meant?")
+                    keys[(key.tag, key.value)] = key
+                stack += [key, value]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+
+
 def bounded_safe_load(text: str) -> object:
-    """yaml.safe_load for small description files; raises yaml.YAMLError past the bounds."""
+    """yaml.safe_load for small description files; raises yaml.YAMLError past the bounds or on
+    a key given twice."""
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -68,6 +97,7 @@ def bounded_safe_load(text: str) -> object:
             raise yaml.YAMLError(str(err)) from None
         except RecursionError:
             raise yaml.YAMLError("nested too deeply") from None
+        _check_unique_keys(node)
         return loader.construct_document(node)
     finally:
         loader.dispose()

@@ -16,7 +16,8 @@ Outputs:
 
 Bad input gives one line `import_model: <name>: <reason>` on stderr, exit code 1,
 and no output files (both are written to temporaries next to the outputs, then
-renamed).
+renamed; outputs of an earlier run are left as they were). Goldens are finite: a NaN or
+Inf the framework computes is refused. SIGINT/SIGTERM: one line, exit 128 + the signal.
 """
 
 import argparse
@@ -67,11 +68,39 @@ def _quiet_stderr(enabled):
             os.close(saved)
 
 
+def _module_file(module_name):
+    """The model module's source file, found without running it (None when it cannot be)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (Exception, SystemExit):  # noqa: BLE001 - a parent package failing: the import says why
+        return None
+    return spec.origin if spec is not None and spec.has_location else None
+
+
+@contextlib.contextmanager
+def _scratch_caches():
+    """torch.export creates an inductor cache in $TMPDIR (torchinductor_<user>), which would
+    outlive the import: unless the caller chose one, it goes to a directory removed afterwards."""
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="import_model_") as tmp:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "torchinductor")
+        try:
+            yield
+        finally:
+            del os.environ["TORCHINDUCTOR_CACHE_DIR"]
+
+
 def _load_factory(module_name, factory_name):
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise ImportFailure(f"cannot import model module '{module_name}': {first_line(e)}") from e
+    except SystemExit as e:
+        raise ImportFailure(f"model module '{module_name}' called sys.exit({e.code!r}) when imported") from None
     factory = getattr(module, factory_name, None)
     if factory is None:
         raise ImportFailure(f"model module '{module_name}' has no factory '{factory_name}'")
@@ -100,7 +129,11 @@ def _to_numpy(value, index):
 
 
 def _call_factory(factory, module_name, factory_name):
-    result = factory()
+    try:
+        result = factory()
+    except SystemExit as e:  # an exit, even 0, is no model: the import would end without output
+        raise ImportFailure(f"'{module_name}.{factory_name}()' called sys.exit({e.code!r}) instead of "
+                            "returning (model, example_inputs)") from None
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
         raise ImportFailure(f"'{module_name}.{factory_name}()' must return (model, example_inputs)")
     model, inputs = result
@@ -111,33 +144,31 @@ def _call_factory(factory, module_name, factory_name):
     return model, tuple(inputs)
 
 
-def _remove(path):
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-
-
-def _tmp_name(path):
-    directory, base = os.path.split(os.path.abspath(path))
-    return os.path.join(directory, f".{base}.{os.getpid()}.tmp")
-
-
 def write_outputs(out_mlir, mlir_bytes, out_golden, golden):
-    """Writes both outputs through temporaries; on any failure neither output remains."""
+    """Writes both outputs through temporaries, all or nothing (common/files.py); a failure
+    leaves whatever was there before."""
+    import io
+
+    from common.files import write_together
     from frontend.npz import write_npz
 
-    tmp_mlir, tmp_golden = _tmp_name(out_mlir), _tmp_name(out_golden)
-    try:
-        with open(tmp_mlir, "wb") as f:
-            f.write(mlir_bytes)
-        write_npz(tmp_golden, golden)
-        os.replace(tmp_mlir, out_mlir)
-        os.replace(tmp_golden, out_golden)
-    except BaseException:
-        for path in (tmp_mlir, tmp_golden, out_mlir, out_golden):
-            _remove(path)
-        raise
+    buf = io.BytesIO()
+    write_npz(buf, golden)
+    write_together({out_mlir: mlir_bytes, out_golden: buf.getvalue()})
+
+
+def check_finite(golden):
+    """Refuses a golden array holding NaN or Inf: a NaN golden matches nothing (and a NaN result
+    is no reference), so a later check could only mislead."""
+    import numpy as np
+
+    for key, array in golden.items():
+        if array.dtype.kind in "fc":
+            bad = ~np.isfinite(array)
+            if bad.any():
+                nan = int(np.isnan(array).sum())
+                raise ImportFailure(f"{key} holds {nan} NaN and {int(bad.sum()) - nan} Inf of {array.size} "
+                                    "values: no golden (check the model's weights and example inputs)")
 
 
 def import_model(model_module, factory_name, framework, name):
@@ -158,6 +189,7 @@ def import_model(model_module, factory_name, framework, name):
         golden[f"input_{i}"] = x
     for i, y in enumerate(outputs):
         golden[f"output_{i}"] = y
+    check_finite(golden)
     return mlir_bytes, golden
 
 
@@ -176,23 +208,30 @@ def parse_args(argv):
 
 
 def main(argv=None):
+    from common.errors import NamedError, OneLineErrors
+    from common.files import check_outputs
+
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    _prepare_environment()
-    # Framework deprecation chatter is not ours to report: stderr is for the one error line.
-    warnings.simplefilter("ignore")
-    for path in (args.out_mlir, args.out_golden):
-        _remove(path)  # never leave a stale output behind a failed import
-    try:
-        with _quiet_stderr(enabled=not args.verbose):
-            mlir_bytes, golden = import_model(args.model_module, args.factory, args.framework, args.name)
-        write_outputs(args.out_mlir, mlir_bytes, args.out_golden, golden)
-    except ImportFailure as e:
-        print(f"import_model: {args.name}: {first_line(e)}", file=sys.stderr)
-        return 1
-    except Exception as e:  # noqa: BLE001 - anything from a user's model: one line, no traceback
-        print(f"import_model: {args.name}: {type(e).__name__}: {first_line(e)}", file=sys.stderr)
-        return 1
-    return 0
+    outputs = {"--out-mlir": args.out_mlir, "--out-golden": args.out_golden}
+    with OneLineErrors("import_model", args.name) as cli:
+        try:
+            # The model's own source is an input: an output never overwrites it (checked before
+            # the import where the module can be found without running it, and after it anyway).
+            check_outputs(outputs, {"--model-module": _module_file(args.model_module)})
+            _prepare_environment()
+            # Framework deprecation chatter is not ours to report: stderr is for the one error line.
+            warnings.simplefilter("ignore")
+            with _quiet_stderr(enabled=not args.verbose), _scratch_caches():
+                mlir_bytes, golden = import_model(args.model_module, args.factory, args.framework, args.name)
+            check_outputs(outputs, {"--model-module": getattr(sys.modules.get(args.model_module), "__file__", None)})
+            write_outputs(args.out_mlir, mlir_bytes, args.out_golden, golden)
+        except (ImportFailure, NamedError) as e:
+            raise NamedError(f"{args.name}: {first_line(e)}") from None
+        except SystemExit as e:  # the model's own code exiting: never a silent success
+            raise NamedError(f"{args.name}: the model called sys.exit({e.code!r}) during the import") from None
+        except Exception as e:  # noqa: BLE001 - anything from a user's model: one line, no traceback
+            raise NamedError(f"{args.name}: {type(e).__name__}: {first_line(e)}") from None
+    return cli.exit_code
 
 
 if __name__ == "__main__":

@@ -70,11 +70,18 @@ def test_keras_rnn_loop_is_named_with_the_way_out(tmp_path):
     assert_clean_failure(proc, tmp_path, "keras_lstm", "has a graph loop (", "unroll=True")
 
 
-def test_failed_import_removes_stale_outputs(tmp_path):
-    (tmp_path / "bad.mlirbc").write_bytes(b"stale")
-    (tmp_path / "bad.golden.npz").write_bytes(b"stale")
+def test_failed_import_leaves_earlier_outputs_as_they_were(tmp_path):
+    """Nothing the command did not create is deleted: the earlier outputs stay, the exit code
+    says this run produced none."""
+    (tmp_path / "bad.mlirbc").write_bytes(b"earlier")
+    (tmp_path / "bad.golden.npz").write_bytes(b"earlier")
     proc, _, _ = run_import(tmp_path, BAD, "no_such_factory")
-    assert_clean_failure(proc, tmp_path, "bad")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 1 and "no factory" in lines[0], proc.stderr
+    assert (tmp_path / "bad.mlirbc").read_bytes() == b"earlier"
+    assert (tmp_path / "bad.golden.npz").read_bytes() == b"earlier"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("home", "keras")) == \
+        ["bad.golden.npz", "bad.mlirbc"]
 
 
 def test_framework_must_be_torch_or_tensorflow(tmp_path):

@@ -18,34 +18,52 @@ def _fail(message):
     return 1
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
-        return _fail("usage: python -m frontend.stablehlo_to_linalg IN.mlir OUT.mlirbc")
-    src, dst = argv
+class ConversionError(RuntimeError):
+    """The input cannot be converted; the message names it."""
+
+
+def convert(src, dst):
     from common.iree_tools import IreeCompileError, iree_compile
 
     try:
         text = iree_compile(["--iree-input-type=stablehlo", "--compile-to=input", src],
                             "StableHLO input conversion").stdout.decode("utf-8", errors="replace")
     except IreeCompileError as err:
-        return _fail(str(err))
+        raise ConversionError(f"{src}: {err}") from None
     text = re.sub(r"\butil\.func (?:public )?@", "func.func @", text)
     text = re.sub(r"\butil\.func private @", "func.func private @", text)
     text = re.sub(r"\butil\.return\b", "return", text)
     text = re.sub(r"\butil\.call\b", "call", text)
     left = sorted(set(re.findall(r"\b(util\.[a-z_.]+)", text)))
     if left:
-        return _fail(f"IREE input conversion left ops that are not plain MLIR: {', '.join(left)}")
+        raise ConversionError(f"{src}: IREE input conversion left ops that are not plain MLIR: {', '.join(left)}")
+
+    import io
 
     from iree.compiler import ir, passmanager
+
+    from common.files import atomic_write
 
     with ir.Context():
         module = ir.Module.parse(text)
         passmanager.PassManager.parse("builtin.module(strip-debuginfo)").run(module.operation)
-        with open(dst, "wb") as f:
-            module.operation.write_bytecode(f)
-    return 0
+        buf = io.BytesIO()
+        module.operation.write_bytecode(buf)
+    atomic_write(dst, buf.getvalue())  # an OutputError naming dst when it cannot be written
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        return _fail("usage: python -m frontend.stablehlo_to_linalg IN.mlir OUT.mlirbc")
+    src, dst = argv
+    from common.errors import OneLineErrors
+    from common.files import check_outputs
+
+    with OneLineErrors("stablehlo_to_linalg", src, (ConversionError,)) as cli:
+        check_outputs({"OUT": dst}, {"IN": src})
+        convert(src, dst)
+    return cli.exit_code
 
 
 if __name__ == "__main__":

@@ -1,8 +1,40 @@
 """PyTorch -> linalg-on-tensors through torch-mlir's FX importer (torch.export; never TorchScript)."""
 
+import contextlib
 import io
+import os
+import sys
+import tempfile
 
 from frontend.errors import ImportFailure, first_line
+
+
+@contextlib.contextmanager
+def _diagnostics():
+    """Captures file descriptor 2, where MLIR's C++ diagnostics go (torch-mlir's exception says
+    only "failed with the following diagnostics:"), and the files torch-mlir leaves in the temp
+    directory (its reproducer); yields a function returning what was written to fd 2, which is
+    passed on to the previous fd 2 afterwards (--verbose shows it)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    previous_tempdir = tempfile.tempdir
+    with tempfile.TemporaryDirectory(prefix="torch_mlir_") as tmp, tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        tempfile.tempdir = tmp
+
+        def captured() -> str:
+            sys.stderr.flush()
+            sink.seek(0)
+            return sink.read().decode("utf-8", errors="replace")
+
+        try:
+            yield captured
+        finally:
+            tempfile.tempdir = previous_tempdir
+            text = captured()
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.write(2, text.encode())
 
 
 def _flatten(value):
@@ -32,10 +64,16 @@ def import_torch(model, inputs, np_inputs):
     import torch_mlir.fx
     from torch_mlir import passmanager
 
-    try:
-        module = torch_mlir.fx.export_and_import(model, *tensors, output_type="linalg-on-tensors")
-    except Exception as e:  # noqa: BLE001
-        raise ImportFailure(f"cannot be exported with torch.export: {type(e).__name__}: {first_line(e)}") from e
+    with _diagnostics() as captured:
+        try:
+            module = torch_mlir.fx.export_and_import(model, *tensors, output_type="linalg-on-tensors")
+        except Exception as e:  # noqa: BLE001
+            from common.iree_tools import summarize
+
+            diagnostics = captured()
+            if "error:" in diagnostics:  # torch-mlir's lowering: MLIR said why
+                raise ImportFailure(f"cannot be lowered to linalg by torch-mlir: {summarize(diagnostics)}") from e
+            raise ImportFailure(f"cannot be exported with torch.export: {type(e).__name__}: {first_line(e)}") from e
     with module.context:
         # Locations carry absolute source paths: strip them for location-independent output.
         passmanager.PassManager.parse("builtin.module(strip-debuginfo)").run(module.operation)

@@ -40,6 +40,7 @@ import tempfile
 from pathlib import Path
 
 from common.errors import OneLineErrors, first_line
+from common.files import check_outputs, sha256_file
 from common.perf_schema import PerfReport
 from runtime.manifest import ManifestError, build
 
@@ -180,6 +181,37 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
     return chosen, record
 
 
+def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], by: str) -> None:
+    """Every candidate is a build of `module` its files describe: the report is of this module,
+    target file and analysis (code-cycles), the perf report measured that very build
+    (memory-aware-cycles). Evidence from another build is refused, never compared."""
+    from common.codegen_report import ReportError, load_codegen_report
+    from common.perf_schema import PerfReport
+    from common.provenance import check_build_inputs, check_perf_of_build
+
+    if not module.is_file():
+        raise ChoiceError(f"{module}: module file not found")
+    module_sha256 = sha256_file(module)
+    for strategy, (vmfb, report_path, target, last) in by_strategy.items():
+        for path in (report_path, target, last):
+            if path is not None and not path.is_file():
+                raise ChoiceError(f"{path}: candidate {strategy}'s file not found")
+        try:
+            report = load_codegen_report(report_path)
+        except ReportError as err:
+            raise ChoiceError(str(err)) from None
+        if by == "memory-aware-cycles":
+            check_build_inputs(report, report_path, module, target)
+            if last is not None:
+                try:
+                    perf = PerfReport.model_validate_json(last.read_text())
+                except ValueError as err:
+                    raise ChoiceError(f"{last}: not a perf report: {first_line(err)}") from None
+                check_perf_of_build(perf, last, report, report_path, module_sha256)
+        else:
+            check_build_inputs(report, report_path, module, target, last)
+
+
 class Measure:
     """How `confirm_by_measurement` runs a build: perf.measure on the module's own accelerator."""
 
@@ -265,6 +297,11 @@ def main(argv: list[str] | None = None) -> int:
                        for c in a.candidate}
         if len(by_strategy) != len(a.candidate):
             raise ChoiceError("a strategy is given twice")
+        check_outputs({"--out-vmfb": a.out_vmfb, "--out-manifest": a.out_manifest},
+                      {"--module": a.module, "--hardware": a.hardware,
+                       **{f"--candidate {s}": files for s, files in by_strategy.items()},
+                       **{f"--code {s}": d for s, d in a.code}, "--confirm": (a.confirm or [None] * 3)[:3]})
+        _check_candidates(a.module, by_strategy, a.by)
         if a.by == "memory-aware-cycles":
             if None in (files[3] for files in by_strategy.values()):
                 raise ChoiceError("--by memory-aware-cycles needs a perf.json per candidate, got `none`")
@@ -284,12 +321,14 @@ def main(argv: list[str] | None = None) -> int:
                 chosen = confirm_by_measurement(
                     chosen, record, {s: (files[2], files[3], files[1]) for s, files in by_strategy.items()},
                     Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name))
-            analysis, hardware = by_strategy[chosen][3], a.hardware
+            analysis = by_strategy[chosen][3]
+            # The manifest records the hardware of the build's analysis: an untuned build has none.
+            hardware = a.hardware if analysis is not None else None
         vmfb, report, target, _ = by_strategy[chosen]
         build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,
               extra={"strategy_choice": record})
     if cli.failed:
-        return 1
+        return cli.exit_code
     print(f"perf.choose: {a.out_vmfb.name}: {record['reason']}")
     return 0
 

@@ -27,6 +27,7 @@ import concurrent.futures
 import functools
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -38,10 +39,12 @@ import numpy as np
 
 from analysis import dispatches as dsp
 from analysis.hardware import Hardware, HardwareError, load_hardware
+from common import processes
 from common.codegen_report import ReportError, load_codegen_report
 from common.errors import OneLineErrors, first_line, last_line
-from common.files import sha256_file, write_together
+from common.files import check_new_directory, check_outputs, sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
+from common.provenance import check_build_inputs
 from common.core_models import MODEL_IGNORES, RISCV, core_model
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
@@ -118,7 +121,7 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], run
                   index: int, d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
     plugin_spec = ",".join([str(plugin), f"out={out}", *plugin_args])
     runner_cmd = qemu_cmd[:1] + ["-plugin", plugin_spec] + qemu_cmd[1:] + [str(runner)]
-    proc = subprocess.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
+    proc = processes.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
                         f"{last_line(proc.stderr)}", d.export)
@@ -241,6 +244,9 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module")):
         if not tool_path.is_file():
             raise PerfError(f"{tool_path}: {what} not found")
+    if not os.access(runner, os.X_OK):  # qemu would only say "vector version is not specified"
+        raise PerfError(f"{runner}: riscv64 hal_runner is not executable")
+    plugin = plugin.absolute()  # qemu dlopen()s it: a bare file name would be searched for elsewhere
     qemu = _qemu()
     for name in (mca.LLVM_MC, mca.LLVM_MCA):
         mca.tool(name)
@@ -256,7 +262,12 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
                             f"({_hashes(shipped)}): its compile report is of another build")
         exports = {}
         for lib in compiled.libraries:
-            for name, index in chk._library_exports(_qemu_cmd(qemu, target.vector_bits) + [str(runner)], lib).items():
+            try:
+                listed = chk._library_exports(_qemu_cmd(qemu, target.vector_bits) + [str(runner)], lib)
+            except SystemExit as err:  # a runner of another architecture, say
+                raise PerfError(f"{runner}: cannot list {lib.name}'s dispatches under qemu: "
+                                f"{str(err.code).split(': ', 2)[-1]}") from None
+            for name, index in listed.items():
                 exports[name] = (lib, index)
         names = sorted(compiled.dispatches)
         for i, name in enumerate(names):
@@ -372,6 +383,17 @@ def to_markdown(report: PerfReport) -> str:
     return "\n".join(lines)
 
 
+def _compiled_build(args):
+    """The codegen report `--compiled-report` names, once it is known to be of this module, target
+    and analysis: whether IREE refused the build, else the executables it shipped."""
+    for path in (args.module, args.target, args.analysis):
+        if path is not None and not path.is_file():
+            raise PerfError(f"{path}: file not found")
+    report = load_codegen_report(args.compiled_report)
+    check_build_inputs(report, args.compiled_report, args.module, args.target, args.analysis)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.measure", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
@@ -394,16 +416,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep-temps", type=Path, default=None, help="keep libraries, inputs and plugin outputs here")
     args = p.parse_args(argv)
     with OneLineErrors("perf", args.module, MEASURE_ERRORS + (ReportError,)) as cli:
-        compiled = load_codegen_report(args.compiled_report) if args.compiled_report else None
+        check_outputs({"--out-json": args.out_json, "--out-md": args.out_md, "--keep-temps": args.keep_temps},
+                      {"--module": args.module, "--target": args.target, "--analysis": args.analysis,
+                       "--hardware": args.hardware, "--runner": args.runner, "--plugin": args.plugin,
+                       "--compiled-report": args.compiled_report})
+        if args.keep_temps is not None:
+            check_new_directory(args.keep_temps, "--keep-temps")
+        compiled = _compiled_build(args) if args.compiled_report else None
         if compiled is not None and compiled.failed is not None:
             report = refused_report(args.module, args.target, args.analysis, args.model_name, compiled.failed)
         else:
             report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
                              args.model_name, args.jobs, args.keep_temps, args.allow_counts_only,
                              shipped=compiled.executables_sha256 if compiled is not None else None)
+        write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     if cli.failed:
-        return 1
-    write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
+        return cli.exit_code
     if report.failed is not None:
         print(f"perf {report.model} ({report.variant}, {report.strategy}): not measured: IREE refused the "
               f"build: {first_line(report.failed)}")

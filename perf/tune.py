@@ -57,9 +57,9 @@ from common.analysis_schema import Analysis, Candidate, CodePriceTerm, Cost, Dis
 from common.calibration_schema import CodeModelCalibration
 from codegen.compile import CompileError
 from common.errors import OneLineErrors, first_line
-from common.files import sha256_file, write_together
+from common.files import check_outputs, sha256_file, write_together
 from common.perf_schema import DispatchPerf
-from common.targets import load_target
+from common.targets import TargetError, load_target
 from perf.choose import clears_margin
 from perf.code_cost import CodeCostError, module_call_cycles
 from perf.measure import MEASURE_ERRORS, measure
@@ -561,7 +561,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
     a = p.parse_args(argv)
-    with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError)) as cli:
+    with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError, TargetError)) as cli:
+        check_outputs({"--out": a.out, "--out-md": a.out_md},
+                      {"--module": a.module, "--target": a.target, "--analysis": a.analysis,
+                       "--hardware": a.hardware, "--code-calibration": a.code_calibration,
+                       "--runner": a.runner, "--plugin": a.plugin})
         if a.code_ranked == 1 or a.code_ranked < 0:
             raise TuneError(f"--code-ranked {a.code_ranked}: 0 (off) or at least 2 (IREE's default and one more)")
         if a.by == "code-model":
@@ -601,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
                                       "nothing to measure model cycles on.\n"})
             print(f"perf.tune {analysis.model}: {hw.name} has no core model: the predicted choice is kept")
             return 0
+        if load_target(a.target).name != analysis.target:
+            raise TuneError(f"{a.target}: not the target {a.analysis} was made for ('{analysis.target}')")
         term = (load_code_calibration(a.code_calibration, hw.name, hw.model_core)
                 if a.code_calibration is not None else None)
         with tempfile.TemporaryDirectory(prefix="tune_") as tmp:
@@ -613,13 +619,13 @@ def main(argv: list[str] | None = None) -> int:
                 result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
                                         a.code_ranked)
                 log += tune_log
+        markdown = code_choice_markdown(result) if a.by == "code-model" else to_markdown(result)
+        write_together({a.out: json.dumps(result.model_dump(mode="json"), indent=1, sort_keys=True) + "\n",
+                        a.out_md: markdown})
     if cli.failed:
-        return 1
+        return cli.exit_code
     for line in log:
         print(f"perf.tune: {line}", file=sys.stderr)
-    markdown = code_choice_markdown(result) if a.by == "code-model" else to_markdown(result)
-    write_together({a.out: json.dumps(result.model_dump(mode="json"), indent=1, sort_keys=True) + "\n",
-                    a.out_md: markdown})
     switched = sum(d.chosen not in (None, DEFAULT) for d in result.dispatches)
     mc = result.measured_choice
     how = "costed by the code model" if a.by == "code-model" else "measured"

@@ -16,7 +16,7 @@ from pathlib import Path
 from common import vmfb_executables
 from common.codegen_report import CodegenReport, ReportError, load_codegen_report
 from common.errors import OneLineErrors, first_line
-from common.files import sha256_file, write_together
+from common.files import check_outputs, sha256_file, write_together
 from common.targets import TargetError, load_target
 
 _DTYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "i64": "int64",
@@ -66,8 +66,8 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
           hardware: Path | None, out_vmfb: Path, out_manifest: Path, extra: dict | None = None) -> dict:
     """Checks the files belong together and writes the vmfb and its manifest (with `extra`
     keys, e.g. how a later stage chose this build) all or nothing."""
-    for p in (vmfb, report, module):
-        if not p.is_file():
+    for p in (vmfb, report, module, analysis, hardware):
+        if p is not None and not p.is_file():
             raise ManifestError(f"{p}: file not found")
     try:
         target = load_target(target_path)
@@ -89,7 +89,7 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         inputs["analysis"] = sha256_file(analysis)
     if hardware is not None:
         inputs["hardware"] = sha256_file(hardware)
-    _check_belong_together(rep, report, inputs, vmfb, module, analysis)
+    _check_belong_together(rep, report, inputs, vmfb, module, analysis, target_path, hardware)
     manifest = {
         "vmfb": out_vmfb.name,
         "target": {"name": target.name, "triple": target.triple, "cpu": target.cpu,
@@ -110,16 +110,23 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
 
 
 def _check_belong_together(rep: CodegenReport, report: Path, inputs: dict, vmfb: Path, module: Path,
-                           analysis: Path | None) -> None:
-    """The vmfb is the one codegen's report describes, compiled from this module (and this
-    analysis), and IREE's runtime can load it: a manifest never pairs files from two builds."""
+                           analysis: Path | None, target: Path, hardware: Path | None) -> None:
+    """The vmfb is the one codegen's report describes, compiled from this module for this target
+    file (with this analysis, made for this hardware), and IREE's runtime can load it: a
+    manifest never pairs files from two builds, nor describes a build as for another target."""
     recorded = rep.inputs_sha256
     if rep.vmfb_sha256 != inputs["vmfb"]:
         raise ManifestError(f"{vmfb}: not the vmfb {report.name} describes (sha256 differs)")
     if recorded.get("module") != inputs["module"]:
         raise ManifestError(f"{module}: not the module {report.name} was compiled from (sha256 differs)")
+    if recorded.get("target") != inputs["target"]:
+        raise ManifestError(f"{target}: not the target file {report.name} was compiled for (sha256 differs; "
+                            f"it was compiled for {rep.triple})")
     if analysis is not None and recorded.get("analysis") != inputs["analysis"]:
         raise ManifestError(f"{analysis}: not the analysis {report.name} was compiled with (sha256 differs)")
+    if hardware is not None and recorded.get("hardware") != inputs["hardware"]:
+        raise ManifestError(f"{hardware}: not the hardware {report.name}'s analysis was made for "
+                            + ("(sha256 differs)" if recorded.get("hardware") else "(an untuned build has none)"))
     import iree.runtime as ireert
 
     try:
@@ -146,9 +153,12 @@ def main(argv=None) -> int:
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
     with OneLineErrors("runtime.manifest: error", a.vmfb, (ManifestError,)) as cli:
+        check_outputs({"--out-vmfb": a.out_vmfb, "--out-manifest": a.out_manifest},
+                      {"--vmfb": a.vmfb, "--report": a.report, "--module": a.module, "--target": a.target,
+                       "--analysis": a.analysis, "--hardware": a.hardware})
         build(a.vmfb, a.report, a.module, a.target, a.analysis, a.hardware, a.out_vmfb, a.out_manifest)
     if cli.failed:
-        return 1
+        return cli.exit_code
     return 0
 
 

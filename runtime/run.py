@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common.errors import OneLineErrors
+from common.errors import OneLineErrors, first_line
 
 
 class RunError(RuntimeError):
@@ -28,7 +28,12 @@ def manifest_for(vmfb: Path) -> dict:
     path = vmfb.with_name(vmfb.name[: -len(".vmfb")] + ".manifest.json") if vmfb.name.endswith(".vmfb") else None
     if path is None or not path.is_file():
         raise RunError(f"{vmfb}: no manifest next to it (expected {vmfb.stem}.manifest.json)")
-    return json.loads(path.read_text())
+    try:
+        manifest = json.loads(path.read_text())
+        manifest["target"]["runnable_on_host"], manifest["entry_points"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise RunError(f"{path}: not a manifest: {type(err).__name__}: {first_line(err)}") from None
+    return manifest
 
 
 def load(vmfb: Path, function: str | None = None):
@@ -52,10 +57,47 @@ def load(vmfb: Path, function: str | None = None):
     return ctx.modules.module[entry["name"]], m, entry
 
 
-def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
+def load_npz(npz: Path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz (no pickles); RunError naming it when it is not one."""
     if not npz.is_file():
         raise RunError(f"{npz}: input file not found")
-    data = np.load(npz)
+    try:
+        with np.load(npz, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except Exception as err:  # noqa: BLE001 - zipfile, numpy and OS errors alike: the npz is bad
+        raise RunError(f"{npz}: not a readable .npz: {type(err).__name__}: {first_line(err)}") from None
+
+
+def check_outputs_against(gold: dict[str, np.ndarray], npz: Path, outs: list[np.ndarray], rtol: float,
+                          atol: float) -> float:
+    """Every golden output_<i> compared with the module's i-th result; returns the max abs error.
+    A golden output the module does not return, one it returns without a golden, and a golden
+    that is not finite (NaN matches nothing, so it can only hide a wrong result) are errors."""
+    keys = sorted((k for k in gold if k.startswith("output_")), key=lambda k: (len(k), k))
+    if not keys:
+        raise RunError(f"{npz}: --check needs output_0.. (the golden outputs); it has none")
+    expected = [f"output_{i}" for i in range(len(keys))]
+    if keys != expected:
+        raise RunError(f"{npz}: golden outputs are not output_0..output_{len(keys) - 1}: {keys}")
+    if len(keys) != len(outs):
+        raise RunError(f"{npz}: {len(keys)} golden outputs, the module returns {len(outs)}"
+                       + (f": output_{len(outs)} is never compared" if len(keys) > len(outs) else ""))
+    worst = 0.0
+    for key, o in zip(keys, outs):
+        g = gold[key]
+        if g.dtype.kind in "fc" and not np.all(np.isfinite(g)):
+            raise RunError(f"{npz}: {key} holds NaN or Inf: no golden to compare with")
+        if g.shape != o.shape:
+            raise RunError(f"{key}: shape {list(o.shape)} != expected {list(g.shape)}")
+        err = float(np.max(np.abs(o.astype(np.float64) - g.astype(np.float64)))) if o.size else 0.0
+        worst = max(worst, err if np.isfinite(err) else float("inf"))
+        if not np.allclose(o, g, rtol=rtol, atol=atol):
+            raise RunError(f"{key}: mismatch, max abs error {err:.3g} (rtol {rtol}, atol {atol})")
+    return worst
+
+
+def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
+    data = load_npz(npz)
     args = []
     for i, spec in enumerate(entry["inputs"]):
         key = f"input_{i}"
@@ -105,21 +147,10 @@ def main(argv=None) -> int:
         print(f"{entry['name']} on {m['target']['name']} ({'tuned' if m['tuned'] else 'IREE default'}): "
               f"median {statistics.median(times) * 1e3:.3f} ms over {len(times)} runs")
         if a.check:
-            gold = np.load(a.inputs)
-            worst = 0.0
-            for i, o in enumerate(outs):
-                key = f"output_{i}"
-                if key not in gold:
-                    raise RunError(f"{a.inputs}: --check needs {key}")
-                g = gold[key]
-                if g.shape != o.shape:
-                    raise RunError(f"{key}: shape {list(o.shape)} != expected {list(g.shape)}")
-                worst = max(worst, float(np.max(np.abs(o - g))) if o.size else 0.0)
-                if not np.allclose(o, g, rtol=a.rtol, atol=a.atol):
-                    raise RunError(f"{key}: mismatch, max abs error {worst:.3g} (rtol {a.rtol}, atol {a.atol})")
+            worst = check_outputs_against(load_npz(a.inputs), a.inputs, outs, a.rtol, a.atol)
             print(f"check: {len(outs)} outputs match (max abs error {worst:.3g})")
     if cli.failed:
-        return 1
+        return cli.exit_code
     return 0
 
 

@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common import processes
 from common.errors import last_line
 from common.targets import IreeTarget, TargetError, load_target, named_target
 
@@ -488,9 +489,10 @@ def find_qemu() -> Path:
 
 
 def _library_exports(runner: list[str], library: Path) -> dict[str, int]:
-    out = subprocess.run(runner + [str(library), "--info"], capture_output=True, text=True)
+    out = processes.run(runner + [str(library), "--info"], capture_output=True, text=True)
     if out.returncode != 0:
-        raise SystemExit(f"check_dispatches: {library.name}: {out.stderr.strip()}")
+        raise SystemExit(f"check_dispatches: {library.name}: runner {runner[-1]} failed (exit "
+                         f"{out.returncode}): {last_line(out.stderr)}")
     exports = {}
     for line in out.stdout.splitlines():
         if line.startswith("export "):
@@ -542,7 +544,7 @@ def dispatch_command(runner: list[str], library: Path, export_index: int, d: Dis
 
 def _run(cmd: list[str], what: str) -> float:
     start = time.monotonic()
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = processes.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise DriveError(f"{what} runner failed (exit {out.returncode}): {last_line(out.stderr)}")
     return time.monotonic() - start

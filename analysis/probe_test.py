@@ -1,0 +1,234 @@
+"""Bad input to the analysis CLIs (analysis.analyze, hardware_variant, accelerator_target): each
+refused with one line naming the culprit and the reason, a non-zero exit, and the directory as it
+was (common/probe.py). Issue 51's cases: outputs aliasing inputs, level names ZigZag would
+silently merge, YAML keys given twice, impossible target vector widths, host code analysed for
+RISC-V hardware, unwritable outputs, and a signal mid-run."""
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.probe import MATMUL_MLIR, Probe, alive, cmdline, snapshot
+
+ROOT = Path(__file__).parent.parent
+HW = ROOT / "analysis" / "hardware"
+TARGETS = ROOT / "common" / "targets"
+
+
+@pytest.fixture
+def p(tmp_path):
+    probe = Probe(tmp_path)
+    probe.write("m.mlir", MATMUL_MLIR)
+    probe.put(TARGETS / "host.yaml")
+    probe.put(TARGETS / "riscv64_rvv.yaml")
+    probe.put(HW / "riscv_rvv.yaml")
+    probe.put(HW / "host.yaml", "host_hw.yaml")
+    return probe
+
+
+def edited(p: Probe, src: str, name: str, old: str, new: str) -> Path:
+    """A copy of one of the probe's files with `old` replaced (text: duplicates survive)."""
+    text = (p.root / src).read_text()
+    assert old in text, old
+    return p.write(name, text.replace(old, new, 1))
+
+
+def analyze(p: Probe, *, module="m.mlir", target="riscv64_rvv.yaml", hardware="riscv_rvv.yaml", out="a.json",
+            extra=()):
+    return ("analysis.analyze", "--module", module, "--target", target, "--hardware", hardware,
+            "--model-name", "m", "--out", out, *extra)
+
+
+# (id, setup(p) -> (argv, culprit, reason)); setup may create inputs in the probe's directory.
+def _alias_module(p):
+    return analyze(p, out="m.mlir"), "--out m.mlir", "the same file as --module m.mlir"
+
+
+def _alias_hardware_spelled_otherwise(p):
+    return analyze(p, out="./riscv_rvv.yaml"), "--out riscv_rvv.yaml", "the same file as --hardware"
+
+
+def _alias_target_hard_link(p):
+    os.link(p.root / "riscv64_rvv.yaml", p.root / "a.json")
+    return analyze(p, out="a.json"), "--out a.json", "the same file as --target riscv64_rvv.yaml"
+
+
+def _alias_symlink_to_module(p):
+    (p.root / "a.json").symlink_to("m.mlir")
+    return analyze(p, out="a.json"), "--out a.json", "the same file as --module"
+
+
+def _host_target_riscv_hardware(p):
+    return analyze(p, target="host.yaml"), "host.yaml", ("x86_64 code", "riscv64 core")
+
+
+def _riscv_target_host_hardware(p):
+    return analyze(p, hardware="host_hw.yaml"), "riscv64_rvv.yaml", ("riscv64 code", "x86_64 core")
+
+
+def _host_target_coreless_riscv_hardware(p):
+    edited(p, "riscv_rvv.yaml", "nocore.yaml", "model_core: sifive-p670\n", "")
+    return analyze(p, target="host.yaml", hardware="nocore.yaml"), "host.yaml", \
+        ("vector_bits 256 but hardware riscv_rvv has 128", "lanes")
+
+
+def _level_name_twice(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "  - name: l2\n", "  - name: l1d\n")
+    return analyze(p, hardware="hw.yaml"), "hw.yaml", ("memory.2.name", "'l1d' is used by an earlier level")
+
+
+def _level_name_twice_in_another_case(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "  - name: l2\n", "  - name: L1D\n")
+    return analyze(p, hardware="hw.yaml"), "hw.yaml", "'L1D' is used by an earlier level"
+
+
+def _zigzag_name(p, name):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "  - name: l2\n", f"  - name: {name}\n")
+    return analyze(p, hardware="hw.yaml"), "hw.yaml", ("memory.2.name", f"'{name}' is reserved")
+
+
+def _hardware_key_twice(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "clock_ghz: 1.0\n", "clock_ghz: 1.0\nclock_ghz: 3.0\n")
+    return analyze(p, hardware="hw.yaml"), "hw.yaml", "key 'clock_ghz' given twice"
+
+
+def _level_key_twice(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "    size_bytes: 32768\n", "    size_bytes: 32768\n    size_bytes: 65536\n")
+    return analyze(p, hardware="hw.yaml"), "hw.yaml", "key 'size_bytes' given twice"
+
+
+def _target_key_twice(p):
+    edited(p, "riscv64_rvv.yaml", "t.yaml", "abi: lp64d\n", "abi: lp64d\nabi: lp64\n")
+    return analyze(p, target="t.yaml"), "t.yaml", "key 'abi' given twice"
+
+
+def _target_vector_bits_96(p):
+    edited(p, "riscv64_rvv.yaml", "t.yaml", "vector_bits: 128", "vector_bits: 96")
+    return analyze(p, target="t.yaml"), "t.yaml", ("vector_bits", "96 is not a power of two")
+
+
+def _target_vector_bits_32(p):
+    edited(p, "host.yaml", "t.yaml", "vector_bits: 256", "vector_bits: 32")
+    return analyze(p, target="t.yaml", hardware="host_hw.yaml"), "t.yaml", "32 is not a power of two"
+
+
+def _out_under_a_file(p):
+    return analyze(p, out="m.mlir/a.json"), "m.mlir/a.json", "m.mlir is not a directory"
+
+
+def _out_is_a_directory(p):
+    (p.root / "out").mkdir()
+    return analyze(p, target="host.yaml", hardware="host_hw.yaml", out="out"), "out", "is a directory"
+
+
+def variant(*args, base="riscv_rvv.yaml", out="v.yaml"):
+    return ("analysis.hardware_variant", "--base", base, "--name", "v", *args, "--out", out)
+
+
+def _variant_out_is_base(p):
+    return variant(out="riscv_rvv.yaml"), "--out riscv_rvv.yaml", "the same file as --base"
+
+
+def _variant_duplicate_level_name(p):
+    return variant("--set", "l2.name=l1d"), "variant v", "'l1d' is used by an earlier level"
+
+
+def _variant_zigzag_level_name(p):
+    return variant("--set", "l1.name=reg_O"), "variant v", "'reg_O' is reserved"
+
+
+def _variant_renamed_by_set(p):
+    return variant("--set", "name=other"), "--set name", "comes from --name"
+
+
+def _variant_base_key_twice(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "cores: 1\n", "cores: 1\ncores: 2\n")
+    return variant(base="hw.yaml"), "hw.yaml", "key 'cores' given twice"
+
+
+def _variant_out_under_a_file(p):
+    return variant(out="m.mlir/v.yaml"), "m.mlir/v.yaml", "cannot write the output"
+
+
+def accelerator(*, base="riscv64_rvv.yaml", hardware="riscv_rvv.yaml", out="t.yaml"):
+    return ("analysis.accelerator_target", "--base", base, "--hardware", hardware, "--out", out)
+
+
+def _accelerator_out_is_base(p):
+    return accelerator(out="riscv64_rvv.yaml"), "--out riscv64_rvv.yaml", "the same file as --base"
+
+
+def _accelerator_out_is_hardware(p):
+    return accelerator(out="riscv_rvv.yaml"), "--out riscv_rvv.yaml", "the same file as --hardware"
+
+
+def _accelerator_out_under_a_file(p):
+    return accelerator(out="m.mlir/t.yaml"), "m.mlir/t.yaml", "m.mlir is not a directory"
+
+
+def _accelerator_base_vector_bits(p):
+    edited(p, "riscv64_rvv.yaml", "b.yaml", "vector_bits: 128", "vector_bits: 100")
+    return accelerator(base="b.yaml"), "b.yaml", "100 is not a power of two"
+
+
+def _accelerator_hardware_name_twice(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "  - name: dram\n", "  - name: l2\n")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", "'l2' is used by an earlier level"
+
+
+CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
+         _host_target_riscv_hardware, _riscv_target_host_hardware, _host_target_coreless_riscv_hardware,
+         _level_name_twice, _level_name_twice_in_another_case, _hardware_key_twice, _level_key_twice,
+         _target_key_twice, _target_vector_bits_96, _target_vector_bits_32, _out_under_a_file, _out_is_a_directory,
+         _variant_out_is_base, _variant_duplicate_level_name, _variant_zigzag_level_name, _variant_renamed_by_set,
+         _variant_base_key_twice, _variant_out_under_a_file, _accelerator_out_is_base, _accelerator_out_is_hardware,
+         _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice]
+PROGS = {"analysis.analyze": "analysis", "analysis.hardware_variant": "hardware_variant",
+         "analysis.accelerator_target": "accelerator_target"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.strip("_"))
+def test_refused(p, case):
+    argv, culprit, reason = case(p)
+    p.refused(*argv, prog=PROGS[argv[0]], culprit=culprit, reason=reason)
+
+
+@pytest.mark.parametrize("name", ["reg_O", "reg_I1", "reg_i2", "cells"])
+def test_zigzag_level_name_refused(p, name):
+    argv, culprit, reason = _zigzag_name(p, name)
+    p.refused(*argv, prog="analysis", culprit=culprit, reason=reason)
+
+
+TWO_MATMULS = """
+func.func @main(%a: tensor<64x96xf32>, %b: tensor<96x128xf32>, %c: tensor<48x40xf32>,
+                %d: tensor<40x72xf32>) -> (tensor<64x128xf32>, tensor<48x72xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %i0 = tensor.empty() : tensor<64x128xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%i0 : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %r0 = linalg.matmul ins(%a, %b : tensor<64x96xf32>, tensor<96x128xf32>) outs(%f0 : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %i1 = tensor.empty() : tensor<48x72xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%i1 : tensor<48x72xf32>) -> tensor<48x72xf32>
+  %r1 = linalg.matmul ins(%c, %d : tensor<48x40xf32>, tensor<40x72xf32>) outs(%f1 : tensor<48x72xf32>) -> tensor<48x72xf32>
+  return %r0, %r1 : tensor<64x128xf32>, tensor<48x72xf32>
+}
+"""
+
+
+def test_ctrl_c_while_iree_compiles_is_one_line_and_leaves_nothing(p):
+    """Ctrl-C (SIGINT to the analysis alone, as `kill -INT` sends it) while iree-compile runs:
+    iree-compile killed, temporaries removed, one line."""
+    p.write("two.mlir", TWO_MATMULS)
+    before = snapshot(p.root)
+    result, seen = p.interrupt(*analyze(p, module="two.mlir"), signum=signal.SIGINT,
+                               when=lambda pid, kids: any("iree-compile" in cmdline(k) for k in kids))
+    assert seen, "iree-compile never started"
+    p.check_refused(result, before, "analysis", "two.mlir", "interrupted by SIGINT")
+    assert result.returncode == 128 + signal.SIGINT
+    assert not alive(seen), f"children outlived the analysis: {alive(seen)}"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

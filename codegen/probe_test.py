@@ -1,0 +1,188 @@
+"""Bad input to codegen's CLIs (codegen.compile, strategy_target): each refused with one line
+naming the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
+Issue 51's cases: outputs aliasing inputs or each other, --keep-temps given a directory that is
+not the command's own, targets iree-compile or LLVM refuse (blamed on the target, not the module),
+unwritable outputs, and SIGTERM while iree-compile runs."""
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.probe import MATMUL_MLIR, Probe, alive, cmdline, snapshot
+
+ROOT = Path(__file__).parent.parent
+TARGETS = ROOT / "common" / "targets"
+SMALL = ROOT / "codegen" / "testdata" / "small.mlir"
+
+
+@pytest.fixture
+def p(tmp_path):
+    probe = Probe(tmp_path)
+    probe.write("m.mlir", MATMUL_MLIR)
+    probe.put(TARGETS / "host.yaml")
+    probe.put(TARGETS / "riscv64_rvv.yaml")
+    probe.write("junk.mlir", "func.func @f( {\n")
+    return probe
+
+
+def edited(p: Probe, src: str, name: str, old: str, new: str) -> Path:
+    text = (p.root / src).read_text()
+    assert old in text, old
+    return p.write(name, text.replace(old, new, 1))
+
+
+def compile_(*extra, module="m.mlir", target="host.yaml", vmfb="o.vmfb", configs="o.configs.mlir",
+             report="o.report.json"):
+    return ("codegen.compile", "--module", module, "--target", target, "--out-vmfb", vmfb,
+            "--out-configs", configs, "--out-report", report, *extra)
+
+
+def _report_is_module(p):
+    return compile_(report="m.mlir"), "--out-report m.mlir", "the same file as --module m.mlir"
+
+
+def _vmfb_is_configs(p):
+    return compile_(vmfb="o.mlir", configs="o.mlir"), "--out-configs o.mlir", "the same file as --out-vmfb o.mlir"
+
+
+def _vmfb_hard_link_of_target(p):
+    os.link(p.root / "host.yaml", p.root / "o.vmfb")
+    return compile_(), "--out-vmfb o.vmfb", "the same file as --target host.yaml"
+
+
+def _report_symlink_to_module(p):
+    (p.root / "o.report.json").symlink_to(p.root / "m.mlir")
+    return compile_(), "--out-report o.report.json", "the same file as --module"
+
+
+def _configs_is_analysis(p):
+    p.write("a.json", "{}")
+    return compile_("--analysis", "a.json", configs="./a.json"), "--out-configs a.json", \
+        "the same file as --analysis a.json"
+
+
+def _binaries_dir_is_module(p):
+    return compile_("--out-binaries", "m.mlir"), "--out-binaries m.mlir", "the same file as --module"
+
+
+def _code_dir_is_vmfb(p):
+    return compile_("--out-code", "o.vmfb"), "--out-code o.vmfb", "the same file as --out-vmfb"
+
+
+def _keep_temps_is_report(p):
+    return compile_("--keep-temps", "o.report.json"), "--keep-temps o.report.json", "the same file as --out-report"
+
+
+def _keep_temps_full_directory(p):
+    p.write("mine/notes.txt", "my own notes")
+    return compile_("--keep-temps", "mine", module="junk.mlir"), "--keep-temps mine", \
+        "directory exists and is not empty"
+
+
+def _keep_temps_working_directory(p):
+    return compile_("--keep-temps", ".", module="junk.mlir"), "--keep-temps .", "directory exists and is not empty"
+
+
+def _keep_temps_existing_file(p):
+    p.write("kept", "a file of mine")
+    return compile_("--keep-temps", "kept", module="junk.mlir"), "--keep-temps kept", "not a directory"
+
+
+def _vmfb_under_a_file(p):
+    return compile_(vmfb="m.mlir/o.vmfb"), "m.mlir/o.vmfb", "m.mlir is not a directory"
+
+
+def _report_is_a_directory(p):
+    (p.root / "r").mkdir()
+    return compile_(report="r"), "r", "cannot write the output: is a directory"
+
+
+def _target_cpu_unknown(p):
+    edited(p, "host.yaml", "t.yaml", "cpu: x86-64-v3", "cpu: notacpu")
+    return compile_(target="t.yaml"), "t.yaml", "Unknown CPU"
+
+
+def _riscv_target_cpu_unknown(p):
+    edited(p, "riscv64_rvv.yaml", "t.yaml", "cpu: generic-rv64", "cpu: notacpu")
+    return compile_(target="t.yaml"), "t.yaml", "Unknown CPU"
+
+
+def _target_flag_unknown(p):
+    edited(p, "host.yaml", "t.yaml", "--iree-global-opt-use-im2col-for-convs", "--no-such-flag")
+    return compile_(target="t.yaml"), "t.yaml", "Unknown command line argument '--no-such-flag'"
+
+
+def _target_triple_unknown(p):
+    edited(p, "host.yaml", "t.yaml", "triple: x86_64-unknown-linux-gnu", "triple: nonsense-foo-bar")
+    return compile_(target="t.yaml"), "t.yaml", "iree-compile failed"
+
+
+def _target_key_twice(p):
+    edited(p, "host.yaml", "t.yaml", "cpu: x86-64-v3\n", "cpu: x86-64-v3\ncpu: znver3\n")
+    return compile_(target="t.yaml"), "t.yaml", "key 'cpu' given twice"
+
+
+def _target_vector_bits_96(p):
+    edited(p, "host.yaml", "t.yaml", "vector_bits: 256", "vector_bits: 96")
+    return compile_(target="t.yaml"), "t.yaml", "96 is not a power of two"
+
+
+def strategy(*, base="host.yaml", out="s.yaml"):
+    return ("codegen.strategy_target", "--base", base, "--strategy", "ukernels", "--out", out)
+
+
+def _strategy_out_is_base(p):
+    return strategy(out="host.yaml"), "--out host.yaml", "the same file as --base host.yaml"
+
+
+def _strategy_out_under_a_file(p):
+    return strategy(out="m.mlir/s.yaml"), "m.mlir/s.yaml", "cannot write the output"
+
+
+def _strategy_base_key_twice(p):
+    edited(p, "host.yaml", "t.yaml", "runnable_on_host: true\n", "runnable_on_host: true\nrunnable_on_host: false\n")
+    return strategy(base="t.yaml"), "t.yaml", "key 'runnable_on_host' given twice"
+
+
+CASES = [_report_is_module, _vmfb_is_configs, _vmfb_hard_link_of_target, _report_symlink_to_module,
+         _configs_is_analysis, _binaries_dir_is_module, _code_dir_is_vmfb, _keep_temps_is_report,
+         _keep_temps_full_directory, _keep_temps_working_directory, _keep_temps_existing_file, _vmfb_under_a_file,
+         _report_is_a_directory, _target_cpu_unknown, _riscv_target_cpu_unknown, _target_flag_unknown,
+         _target_triple_unknown, _target_key_twice, _target_vector_bits_96, _strategy_out_is_base,
+         _strategy_out_under_a_file, _strategy_base_key_twice]
+PROGS = {"codegen.compile": "codegen.compile: error", "codegen.strategy_target": "strategy_target"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.strip("_"))
+def test_refused(p, case):
+    argv, culprit, reason = case(p)
+    p.refused(*argv, prog=PROGS[argv[0]], culprit=culprit, reason=reason)
+
+
+def test_keep_temps_fills_an_empty_directory_and_deletes_nothing(p):
+    """An existing empty directory is filled (the old code replaced it with rmtree)."""
+    (p.root / "kept").mkdir()
+    result = p.run(*compile_("--keep-temps", "kept", module="junk.mlir"))
+    assert result.returncode != 0 and "kept in kept" in result.stderr
+    assert (p.root / "kept" / "diagnostics.txt").is_file()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_iree_compiles_is_one_line_and_leaves_nothing(p, signum):
+    """SIGTERM left 90-224 MB of temporaries; Ctrl-C printed 18-40 lines of traceback."""
+    p.put(SMALL, "small.mlir")
+    before = snapshot(p.root)
+    result, seen = p.interrupt(*compile_(module="small.mlir"), signum=signum,
+                               when=lambda pid, kids: any("iree-compile" in cmdline(k) for k in kids))
+    assert seen, "iree-compile never started"
+    p.check_refused(result, before, "codegen.compile: error", "small.mlir",
+                    f"interrupted by {signal.Signals(signum).name}")
+    assert result.returncode == 128 + signum
+    assert not alive(seen), f"iree-compile outlived the compile: {alive(seen)}"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -1,0 +1,180 @@
+"""Bad input to the frontend's CLIs (import_model, stablehlo_to_linalg): each refused with one line
+naming the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
+Issue 51's cases: an output that is the model's own source or the other output, earlier outputs
+deleted by a failed import, NaN/Inf goldens, a factory that exits, torch-mlir's reason lost,
+unwritable outputs, SIGTERM."""
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from common.probe import Probe, snapshot
+
+MODELS = '''
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def _linear():
+    torch.manual_seed(0)
+    return nn.Linear(3, 2)
+
+
+def good():
+    return _linear(), (np.ones((2, 3), np.float32),)
+
+
+def nan_weights():
+    model = _linear()
+    with torch.no_grad():
+        model.weight[0, 0] = float("nan")
+    return model, (np.ones((2, 3), np.float32),)
+
+
+def inf_input():
+    x = np.ones((2, 3), np.float32)
+    x[1, 2] = np.inf
+    return _linear(), (x,)
+
+
+def exits():
+    sys.exit(0)
+
+
+def complex_abs():
+    """torch.export takes it; torch-mlir cannot lower |rfft(x)| to linalg (math.absf of complex)."""
+    class Spectrum(nn.Module):
+        def forward(self, x):
+            return torch.fft.rfft(x).abs()
+    return Spectrum(), (np.ones((4, 8), np.float32),)
+
+
+def exits_in_forward():
+    class Quits(nn.Module):
+        def forward(self, x):
+            sys.exit(3)
+    return Quits(), (np.ones((2, 3), np.float32),)
+'''
+
+
+@pytest.fixture
+def p(tmp_path):
+    probe = Probe(tmp_path)
+    probe.write("mymodels.py", MODELS)
+    probe.write("quits_on_import.py", "import sys\nsys.exit(0)\n")
+    return probe
+
+
+def import_(factory, *, module="mymodels", mlir="o.mlirbc", golden="o.golden.npz", name="tiny"):
+    return ("frontend.import_model", "--model-module", module, "--factory", factory, "--framework", "torch",
+            "--name", name, "--out-mlir", mlir, "--out-golden", golden)
+
+
+def _mlir_is_the_model_source(p):
+    return import_("good", mlir="mymodels.py"), "--out-mlir mymodels.py", "the same file as --model-module"
+
+
+def _golden_is_the_model_source(p):
+    return import_("good", golden="./mymodels.py"), "--out-golden ./mymodels.py", "the same file as --model-module"
+
+
+def _mlir_is_the_golden(p):
+    return import_("good", mlir="o.out", golden="o.out"), "--out-golden o.out", "the same file as --out-mlir o.out"
+
+
+def _failed_import_keeps_earlier_outputs(p):
+    p.write("o.mlirbc", b"an earlier good module")
+    p.write("o.golden.npz", b"its golden")
+    return import_("no_such_factory"), "tiny", "has no factory 'no_such_factory'"
+
+
+def _nan_weights(p):
+    return import_("nan_weights"), "tiny", ("output_0 holds 2 NaN", "no golden")
+
+
+def _inf_input(p):
+    return import_("inf_input"), "tiny", "input_0 holds 0 NaN and 1 Inf"
+
+
+def _factory_exits(p):
+    return import_("exits"), "tiny", "'mymodels.exits()' called sys.exit(0)"
+
+
+def _module_exits_on_import(p):
+    return import_("good", module="quits_on_import"), "tiny", "'quits_on_import' called sys.exit(0) when imported"
+
+
+def _model_exits_in_forward(p):
+    return import_("exits_in_forward"), "tiny", "sys.exit(3)"
+
+
+def _torch_mlir_cannot_lower(p):
+    """The reason was cut at "failed with the following diagnostics:" (MLIR's diagnostic went to the
+    silenced stderr), and torch-mlir's reproducer was left in TMPDIR."""
+    return import_("complex_abs"), "tiny", ("cannot be lowered to linalg by torch-mlir",
+                                            "'math.absf' op operand #0 must be floating-point-like")
+
+
+def _mlir_under_a_file(p):
+    return import_("good", mlir="mymodels.py/o.mlirbc"), "mymodels.py/o.mlirbc", "mymodels.py is not a directory"
+
+
+def _golden_is_a_directory(p):
+    (p.root / "g").mkdir()
+    return import_("good", golden="g"), "g: cannot write the output", "is a directory"
+
+
+def convert(src, dst):
+    return ("frontend.stablehlo_to_linalg", src, dst)
+
+
+def _stablehlo_out_is_in(p):
+    p.write("s.mlir", "func.func @main() { return }\n")
+    return convert("s.mlir", "s.mlir"), "OUT s.mlir", "the same file as IN s.mlir"
+
+
+def _stablehlo_in_missing(p):
+    return convert("gone.mlir", "o.mlirbc"), "gone.mlir", "cannot open input file"
+
+
+def _stablehlo_in_junk(p):
+    p.write("s.mlir", "func.func @f( {\n")
+    return convert("s.mlir", "o.mlirbc"), "s.mlir", "iree-compile failed"
+
+
+def _stablehlo_out_under_a_file(p):
+    p.write("s.mlir", "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
+    return convert("s.mlir", "s.mlir/o.mlirbc"), "s.mlir/o.mlirbc", "s.mlir is not a directory"
+
+
+CASES = [_mlir_is_the_model_source, _golden_is_the_model_source, _mlir_is_the_golden,
+         _failed_import_keeps_earlier_outputs, _nan_weights, _inf_input, _factory_exits, _module_exits_on_import,
+         _model_exits_in_forward, _torch_mlir_cannot_lower, _mlir_under_a_file, _golden_is_a_directory, _stablehlo_out_is_in,
+         _stablehlo_in_missing, _stablehlo_in_junk, _stablehlo_out_under_a_file]
+PROGS = {"frontend.import_model": "import_model: tiny", "frontend.stablehlo_to_linalg": "stablehlo_to_linalg"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.strip("_"))
+def test_refused(p, case):
+    argv, culprit, reason = case(p)
+    p.refused(*argv, prog=PROGS[argv[0]], culprit=culprit, reason=reason)
+
+
+def test_sigterm_during_the_import_is_one_line_and_leaves_nothing(p):
+    """SIGTERM while torch loads and the model is exported: one line, nothing written."""
+    before = snapshot(p.root)
+    started = time.monotonic()
+    result, _ = p.interrupt(*import_("good"), when=lambda pid, kids: time.monotonic() - started > 1.5)
+    p.check_refused(result, before, "import_model: tiny", "tiny", "interrupted by SIGTERM")
+    assert result.returncode == 128 + signal.SIGTERM
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -1,0 +1,206 @@
+"""Bad input to runtime's CLIs (runtime.manifest, runtime.run): each refused with one line naming
+the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
+Issue 51's cases: outputs aliasing inputs, a target file or hardware description that is not the
+one the compile report recorded (a manifest once said x86_64 for RVV code), golden outputs the
+module never returns or that hold NaN, and a bad npz blamed on the vmfb."""
+
+import io
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from common.probe import MATMUL_MLIR, Probe
+
+ROOT = Path(__file__).parent.parent
+TARGETS = ROOT / "common" / "targets"
+HW = ROOT / "analysis" / "hardware"
+
+
+def _npz(arrays: dict) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    """A host build of the matmul untuned and one tuned by its analysis, each packaged, with a
+    golden npz: made once, copied into each probe's directory."""
+    d = tmp_path_factory.mktemp("builds")
+    p = Probe(d)
+    p.write("m.mlir", MATMUL_MLIR)
+    p.put(TARGETS / "host.yaml")
+    p.put(HW / "host.yaml", "host_hw.yaml")
+    p.put(HW / "riscv_rvv.yaml")
+    steps = [("analysis.analyze", "--module", "m.mlir", "--target", "host.yaml", "--hardware", "host_hw.yaml",
+              "--model-name", "m", "--out", "a.json")]
+    for name, extra in (("u", ()), ("t", ("--analysis", "a.json"))):
+        steps += [("codegen.compile", "--module", "m.mlir", "--target", "host.yaml", *extra, "--out-vmfb",
+                   f"{name}.c.vmfb", "--out-configs", f"{name}.configs.mlir", "--out-report", f"{name}.report.json"),
+                  ("runtime.manifest", "--vmfb", f"{name}.c.vmfb", "--report", f"{name}.report.json", "--module",
+                   "m.mlir", "--target", "host.yaml", *extra, *(("--hardware", "host_hw.yaml") if extra else ()),
+                   "--out-vmfb", f"{name}.vmfb", "--out-manifest", f"{name}.manifest.json")]
+    for step in steps:
+        r = p.run(*step)
+        assert r.returncode == 0, r.stderr
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 96), np.float32), rng.standard_normal((96, 128), np.float32)
+    p.write("golden.npz", _npz({"input_0": a, "input_1": b, "output_0": a @ b}))
+    r = p.run("runtime.run", "u.vmfb", "golden.npz", "--runs", "1", "--warmup", "0", "--check")
+    assert r.returncode == 0, r.stderr
+    shutil.rmtree(d / "tmp")
+    return d
+
+
+@pytest.fixture
+def p(tmp_path, builds):
+    probe = Probe(tmp_path)
+    for f in builds.iterdir():
+        probe.put(f)
+    return probe
+
+
+def manifest(*extra, vmfb="u.c.vmfb", report="u.report.json", target="host.yaml", out_vmfb="o.vmfb",
+             out_manifest="o.manifest.json"):
+    return ("runtime.manifest", "--vmfb", vmfb, "--report", report, "--module", "m.mlir", "--target", target,
+            *extra, "--out-vmfb", out_vmfb, "--out-manifest", out_manifest)
+
+
+def _manifest_is_report(p):
+    return manifest(out_manifest="u.report.json"), "--out-manifest u.report.json", "the same file as --report"
+
+
+def _out_vmfb_is_vmfb(p):
+    return manifest(out_vmfb="u.c.vmfb"), "--out-vmfb u.c.vmfb", "the same file as --vmfb u.c.vmfb"
+
+
+def _out_vmfb_is_out_manifest(p):
+    return manifest(out_vmfb="o.json", out_manifest="o.json"), "--out-manifest o.json", "the same file as --out-vmfb"
+
+
+def _target_of_another_triple(p):
+    text = (p.root / "host.yaml").read_text().replace("x86_64-unknown-linux-gnu", "riscv64-unknown-linux-gnu")
+    p.write("t.yaml", text)  # still named `host`: only the sha256 tells
+    return manifest(target="t.yaml"), "t.yaml", ("not the target file u.report.json was compiled for",
+                                                 "x86_64-unknown-linux-gnu")
+
+
+def _target_runnable_flag_flipped(p):
+    p.write("t.yaml", (p.root / "host.yaml").read_text().replace("runnable_on_host: true", "runnable_on_host: false"))
+    return manifest(target="t.yaml"), "t.yaml", "not the target file"
+
+
+def _hardware_for_an_untuned_build(p):
+    return manifest("--hardware", "host_hw.yaml"), "host_hw.yaml", "an untuned build has none"
+
+
+def _hardware_of_another_accelerator(p):
+    return manifest("--analysis", "a.json", "--hardware", "riscv_rvv.yaml", vmfb="t.c.vmfb", report="t.report.json"), \
+        "riscv_rvv.yaml", "not the hardware t.report.json's analysis was made for"
+
+
+def _analysis_for_an_untuned_build(p):
+    return manifest("--analysis", "a.json"), "a.json", "not the analysis u.report.json was compiled with"
+
+
+def _analysis_missing(p):
+    return manifest("--analysis", "gone.json"), "gone.json", "file not found"
+
+
+def _manifest_under_a_file(p):
+    return manifest(out_manifest="m.mlir/o.json"), "m.mlir/o.json", "m.mlir is not a directory"
+
+
+def _report_of_another_vmfb(p):
+    p.write("other.vmfb", (p.root / "u.c.vmfb").read_bytes() + b"\0")
+    return manifest(vmfb="other.vmfb"), "other.vmfb", "not the vmfb u.report.json describes"
+
+
+def run(npz="golden.npz", *extra, vmfb="u.vmfb"):
+    return ("runtime.run", vmfb, npz, "--runs", "1", "--warmup", "0", *extra)
+
+
+def _golden(p, name="g.npz", **change):
+    with np.load(p.root / "golden.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays.update(change)
+    arrays = {k: v for k, v in arrays.items() if v is not None}
+    p.write(name, _npz(arrays))
+
+
+def _golden_output_never_returned(p):
+    _golden(p, output_1=np.zeros(3, np.float32))
+    return run("g.npz", "--check"), "g.npz", ("2 golden outputs, the module returns 1", "output_1 is never compared")
+
+
+def _golden_nan(p):
+    with np.load(p.root / "golden.npz") as data:
+        out = data["output_0"].copy()
+    out[0, 0] = np.nan
+    _golden(p, output_0=out)
+    return run("g.npz", "--check"), "g.npz", "output_0 holds NaN or Inf"
+
+
+def _golden_without_outputs(p):
+    _golden(p, output_0=None)
+    return run("g.npz", "--check"), "g.npz", "has none"
+
+
+def _golden_wrong_values(p):
+    with np.load(p.root / "golden.npz") as data:
+        _golden(p, output_0=data["output_0"] + 1)
+    return run("g.npz", "--check"), "output_0", "mismatch, max abs error 1"
+
+
+def _npz_garbage(p):
+    p.write("g.npz", bytes(range(256)) * 8)
+    return run("g.npz"), "g.npz", "not a readable .npz"
+
+
+def _npz_pickled_object_array(p):
+    p.write("g.npz", _npz({"input_0": np.array([{"a": 1}], dtype=object)}))
+    return run("g.npz"), "g.npz", "not a readable .npz"
+
+
+def _manifest_corrupted(p):
+    p.write("u.manifest.json", "{not json")
+    return run(), "u.manifest.json", "not a manifest"
+
+
+def _manifest_without_target(p):
+    p.write("u.manifest.json", json.dumps({"entry_points": []}))
+    return run(), "u.manifest.json", "not a manifest"
+
+
+def _input_of_another_dtype(p):
+    with np.load(p.root / "golden.npz") as data:
+        _golden(p, input_0=data["input_0"].astype(np.float64))
+    return run("g.npz"), "g.npz", "input_0 is float64"
+
+
+CASES = [_manifest_is_report, _out_vmfb_is_vmfb, _out_vmfb_is_out_manifest, _target_of_another_triple,
+         _target_runnable_flag_flipped, _hardware_for_an_untuned_build, _hardware_of_another_accelerator,
+         _analysis_for_an_untuned_build, _analysis_missing, _manifest_under_a_file, _report_of_another_vmfb,
+         _golden_output_never_returned, _golden_nan, _golden_without_outputs, _golden_wrong_values, _npz_garbage,
+         _npz_pickled_object_array, _manifest_corrupted, _manifest_without_target, _input_of_another_dtype]
+PROGS = {"runtime.manifest": "runtime.manifest: error", "runtime.run": "runtime.run: error"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.strip("_"))
+def test_refused(p, case):
+    argv, culprit, reason = case(p)
+    p.refused(*argv, prog=PROGS[argv[0]], culprit=culprit, reason=reason)
+
+
+def test_the_tuned_build_packages_with_its_own_hardware(p):
+    r = p.run(*manifest("--analysis", "a.json", "--hardware", "host_hw.yaml", vmfb="t.c.vmfb",
+                        report="t.report.json"))
+    assert r.returncode == 0, r.stderr
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
