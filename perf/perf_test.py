@@ -234,11 +234,15 @@ def test_impossible_measurements_are_refused(tmp_path, target_vlen, hardware, wo
 def test_a_build_iree_refused_is_reported_not_measured(tmp_path):
     # strategy_choice's candidates are compiled with record_failure: a refused one gets a report
     # saying why (nothing to run), which perf.choose leaves out; a compiled one is measured.
+    from common.files import sha256_file
+
     report = tmp_path / "m.report.json"
+    target = _target(tmp_path, 128)
     report.write_text(json.dumps({"failed": "iree-compile: error: 'linalg.pack' op failed", "target": "t",
                                   "triple": "riscv64-unknown-linux-gnu", "strategy": "datatiling",
-                                  "vmfb_sha256": "e3b0", "inputs_sha256": {}}))
-    proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out", "--compiled-report", str(report))
+                                  "vmfb_sha256": "e3b0", "inputs_sha256": {
+                                      "module": sha256_file(MATMUL), "target": sha256_file(target)}}))
+    proc = _measure(tmp_path, target, [HW[128]], "out", "--compiled-report", str(report))
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["failed"] == "iree-compile: error: 'linalg.pack' op failed" and data["runs"] == []

@@ -43,11 +43,14 @@ def _perf(d: Path, report: str, cycles: int, **change) -> dict:
                         vector_lmul_unknown=0, blocks=1, model_cycles=cycles, fma_peak_share=None)
     run = CoreRun(hardware="riscv_rvv", hardware_sha256="0" * 64, core="sifive-p670", vlen=128,
                   peak_macs_per_cycle=8, model_ignores="caches", dispatches=[disp], instructions=1,
-                  model_cycles=cycles, inference_instructions=1, inference_model_cycles=cycles)
+                  model_cycles=cycles, inference_instructions=1, inference_model_cycles=cycles,
+                  memory_model_ignores="prefetchers", memory_aware_cycles=cycles, energy_pj=1.0,
+                  inference_memory_aware_cycles=cycles, inference_energy_pj=1.0)
     analysis = rep["inputs_sha256"].get("analysis")
     fields = dict(model="m", module_sha256=rep["inputs_sha256"]["module"], target=rep["target"],
                   target_vector_bits=256, strategy=rep["strategy"], variant="tuned" if analysis else "iree-default",
-                  analysis_sha256=analysis, tools={}, runs=[run])
+                  analysis_sha256=analysis, tools={}, runs=[run],
+                  executables_sha256=rep.get("executables_sha256", {}))
     fields.update(change)
     if fields.get("failed"):
         fields["runs"] = []
@@ -294,7 +297,7 @@ def test_refused(p, case):
 def test_consistent_evidence_is_still_chosen_from(p):
     """The checks refuse only what does not belong: the builds' own reports choose as before."""
     r = p.run(*choose(cand(None, "t"), cand(None, "u"), cand(None, "k", "host_uk.yaml")))
-    assert r.returncode == 0 and "ukernels: fewest model cycles" in r.stdout, r.stderr
+    assert r.returncode == 0 and "ukernels: fewest memory-aware cycles" in r.stdout, r.stderr
     r = p.run(*measure("--compiled-report", "r.report.json", out_json="r.perf.json", out_md="r.perf.md"))
     assert r.returncode == 0 and "not measured" in r.stdout, r.stderr
 
