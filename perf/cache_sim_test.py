@@ -5,17 +5,16 @@
     lines): a streaming copy, a matmul whose operands fit L1 (compulsory misses only), a sweep
     over twice L1 (LRU misses every line, every pass);
 (b) the same programs, whole, through QEMU's own contrib/plugins/cache.c (built from the pinned
-    QEMU source) with the same geometry and LRU: the same L1D accesses and misses; its unified
-    L2 also sees instruction fetches, which ours does not simulate, and the difference is
-    exactly its L1I misses.
+    QEMU 10.0.2 source, run under the qemu-riscv64 built from it) with the same geometry and
+    LRU: the same L1D accesses and misses; its unified L2 also sees instruction fetches, which
+    ours does not simulate, and the difference is exactly its L1I misses.
 
-argv: <libinsn_classes.so> <memory_kernels (riscv64)> <QEMU's libcache.so>
+argv: <libinsn_classes.so> <memory_kernels (riscv64)> <QEMU's libcache.so> <qemu-riscv64>
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,23 +26,16 @@ from perf import counts as cnt
 from perf import memory_model as mem
 
 ROOT = Path(__file__).absolute().parent.parent
-PLUGIN, KERNELS, QEMU_CACHE_PLUGIN = (Path(p).resolve() for p in sys.argv[1:4])
+PLUGIN, KERNELS, QEMU_CACHE_PLUGIN, QEMU = (Path(p).resolve() for p in sys.argv[1:5])
 HW = load_hardware(ROOT / "analysis" / "hardware" / "riscv_rvv.yaml")
-QEMU = "qemu-riscv64"
 SYSROOT = "/usr/riscv64-linux-gnu"
 LINE = 64
-
-
-def _qemu() -> str:
-    path = shutil.which(QEMU)
-    assert path, f"{QEMU} not found: install Debian's qemu-user (tools/bazel does)"
-    return path
 
 
 def _ours(tmp_path: Path, args: list[str], caches: list[str], window: bool = True) -> cnt.DispatchCounts:
     out = tmp_path / "counts.txt"
     spec = ",".join([str(PLUGIN), f"out={out}", *caches] + ([] if window else ["window=all"]))
-    proc = subprocess.run([_qemu(), "-cpu", "rv64,v=true,vlen=128", "-L", SYSROOT, "-plugin", spec, str(KERNELS), *args],
+    proc = subprocess.run([str(QEMU), "-cpu", "rv64,v=true,vlen=128", "-L", SYSROOT, "-plugin", spec, str(KERNELS), *args],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return cnt.read_counts(out)
@@ -118,7 +110,7 @@ def _qemu_cache_c(tmp_path: Path, args: list[str]) -> dict[str, int]:
     log = tmp_path / "cache_c.log"
     spec = (f"{QEMU_CACHE_PLUGIN},dcachesize=32768,dassoc=8,dblksize=64,icachesize=1048576,iassoc=16,"
             f"iblksize=64,evict=lru,l2=on,l2cachesize=524288,l2assoc=8,l2blksize=64")
-    proc = subprocess.run([_qemu(), "-cpu", "rv64,v=true,vlen=128", "-L", SYSROOT, "-d", "plugin", "-D", str(log),
+    proc = subprocess.run([str(QEMU), "-cpu", "rv64,v=true,vlen=128", "-L", SYSROOT, "-d", "plugin", "-D", str(log),
                            "-plugin", spec, str(KERNELS), *args], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     text = log.read_text()

@@ -10,7 +10,7 @@
         --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml none ... \\
         [--code tuned M_tuned.code --code ukernels M_uk.code ...]
 
-    [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME]
+    [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME --qemu qemu-riscv64]
 
 `model_pipeline(strategy = "measured" | "auto")`: each candidate is a complete build of the same module for
 the same target under one lowering strategy. The chosen one has the fewest cycles for
@@ -215,9 +215,10 @@ def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], b
 class Measure:
     """How `confirm_by_measurement` runs a build: perf.measure on the module's own accelerator."""
 
-    def __init__(self, module: Path, hardware: Path, runner: Path, plugin: Path, model_name: str):
+    def __init__(self, module: Path, hardware: Path, runner: Path, plugin: Path, model_name: str,
+                 qemu: Path):
         self.module, self.hardware, self.runner, self.plugin = module, hardware, runner, plugin
-        self.model_name = model_name
+        self.model_name, self.qemu = model_name, qemu
 
     def __call__(self, target: Path, analysis: Path | None, compiled: Path | None = None) -> float:
         """Memory-aware cycles of one call of the build on the description's core model and caches;
@@ -228,7 +229,7 @@ class Measure:
         try:
             shipped = load_codegen_report(compiled).executables_sha256 if compiled is not None else None
             report = measure(self.module, target, analysis, [self.hardware], self.runner, self.plugin,
-                             self.model_name, shipped=shipped)
+                             self.model_name, shipped=shipped, qemu=self.qemu)
         except ReportError as err:
             raise ChoiceError(first_line(err)) from None
         except MEASURE_ERRORS as err:
@@ -283,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--confirm", nargs=4, metavar=("HARDWARE", "RUNNER", "PLUGIN", "MODEL_NAME"),
                    help="code-cycles on riscv: measure the code model's choice and the first candidate "
                         "(perf.measure on HARDWARE's core model) and keep the choice only if faster")
+    p.add_argument("--qemu", type=Path,
+                   help="--confirm: qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64)")
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
@@ -290,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--by code-cycles needs --hardware")
     if a.confirm and a.by != "code-cycles":
         p.error("--confirm confirms a code-cycles choice")
+    if a.confirm and a.qemu is None:
+        p.error("--confirm needs --qemu")
     if not 0 <= a.margin < 1:
         p.error(f"--margin {a.margin}: a fraction of the first candidate's cycles, in [0, 1)")
     with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError)) as cli:
@@ -320,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                 hw, runner, plugin, model_name = a.confirm
                 chosen = confirm_by_measurement(
                     chosen, record, {s: (files[2], files[3], files[1]) for s, files in by_strategy.items()},
-                    Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name))
+                    Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name, a.qemu))
             analysis = by_strategy[chosen][3]
             # The manifest records the hardware of the build's analysis: an untuned build has none.
             hardware = a.hardware if analysis is not None else None

@@ -2,19 +2,20 @@
 
     python -m perf.measure --module M.mlirbc --target riscv64_rvv_zvl128.target.yaml \\
         [--analysis M_riscv.analysis.json] --hardware riscv_rvv.yaml [--hardware ...] \\
-        --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
+        --runner hal_runner_riscv64 --plugin libinsn_classes.so --qemu qemu-riscv64 \\
         --model-name resnet18 --out-json M.perf.json --out-md M.perf.md
 
 The module is compiled for the target through codegen's one compile path (with the
 analysis' tiles, or IREE's defaults without `--analysis`); the executables run are IREE's
 embedded ELF as the vmfb carries them, and with `--compiled-report` their sha256 must equal
 what codegen recorded for the build being reported on (the shipped bytes are the measured
-bytes; a mismatch is an error). Every dispatch is run whole
-(all workgroups) by the riscv64 hal_runner under the dynamic `qemu-riscv64` with the
-`insn_classes` TCG plugin, once per accelerator description at `vlen=` its VLEN; the
-plugin counts what runs between the runner's dispatch markers, by class. Each executed
-block is costed by llvm-mca on the description's `model_core`, and weighted by its count:
-"model cycles on <core>". Nothing here is a time.
+bytes; a mismatch is an error). Every dispatch is run whole (all workgroups) by the riscv64
+hal_runner under `--qemu` (qemu-riscv64 10.0.2 built with plugins from the pinned source,
+//tools/qemu) with the `insn_classes` TCG plugin, once per accelerator description at `vlen=`
+its VLEN; the plugin counts what runs between the runner's dispatch markers, by class, and
+simulates the description's caches. Each executed block is costed by llvm-mca on the
+description's `model_core`, and weighted by its count: "model cycles on <core>". Nothing here
+is a time.
 
 Fails with one line (`perf: <culprit>: <reason>`) and writes nothing when a dispatch
 cannot be run or measured.
@@ -28,7 +29,6 @@ import functools
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,7 +52,6 @@ from perf import mca
 from perf import memory_model as mem
 from runtime.hal_runner import check_dispatches as chk
 
-QEMU = "qemu-riscv64"  # the dynamic build: qemu-riscv64-static cannot load plugins
 MAC_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 
 
@@ -70,19 +69,12 @@ class PerfError(RuntimeError):
 MEASURE_ERRORS = (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError)
 
 
-def _qemu() -> str:
-    path = shutil.which(QEMU)
-    if not path:
-        raise PerfError(f"{QEMU} not found (Debian package qemu-user: the dynamic qemu that loads TCG plugins)")
-    return path
-
-
 def _qemu_cmd(qemu: str, vlen: int) -> list[str]:
     return [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-L", chk.RISCV_SYSROOT]
 
 
-def _qemu_version() -> str:
-    out = subprocess.run([_qemu(), "--version"], capture_output=True, text=True)
+def _qemu_version(qemu: str) -> str:
+    out = subprocess.run([qemu, "--version"], capture_output=True, text=True)
     return (out.stdout.strip().splitlines() or ["unknown"])[0]
 
 
@@ -219,13 +211,15 @@ def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[
 def measure(module: Path, target_path: Path, analysis: Path | None, hardware: list[Path], runner: Path,
             plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
             counts_only_ok: bool = False, only: set[str] | None = None,
-            inputs_dir: Path | None = None, shipped: dict[str, str] | None = None) -> PerfReport:
+            inputs_dir: Path | None = None, shipped: dict[str, str] | None = None, *,
+            qemu: Path) -> PerfReport:
     """Every dispatch of the module measured on each description; `only`: those dispatches
     alone (perf.tune measures the ones whose candidate changed; the rest are still compiled
     and their inputs drawn, so a dispatch's inputs do not depend on the selection).
     `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`).
     `shipped`: the executables' sha256 the build's compile report recorded; the measured ones
-    must be the same bytes."""
+    must be the same bytes. `qemu`: the qemu-riscv64 that loads the plugin
+    (//tools/qemu:qemu-riscv64)."""
     target = load_target(target_path)
     if not target.is_riscv:
         raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
@@ -241,13 +235,14 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         if hw.compute.vector_bits < target.vector_bits:
             raise PerfError(f"{p}: VLEN {hw.compute.vector_bits} is below the {target.vector_bits} bits "
                             f"{target.name} was compiled for: the code cannot run there")
-    for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module")):
+    for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module"),
+                            (qemu, "qemu-riscv64 (--qemu: //tools/qemu:qemu-riscv64)")):
         if not tool_path.is_file():
             raise PerfError(f"{tool_path}: {what} not found")
     if not os.access(runner, os.X_OK):  # qemu would only say "vector version is not specified"
         raise PerfError(f"{runner}: riscv64 hal_runner is not executable")
     plugin = plugin.absolute()  # qemu dlopen()s it: a bare file name would be searched for elsewhere
-    qemu = _qemu()
+    qemu = str(qemu)
     for name in (mca.LLVM_MC, mca.LLVM_MCA):
         mca.tool(name)
     mattr = ",".join(target.cpu_features)
@@ -303,7 +298,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
                 for h, (hw, p) in enumerate(hws)]
 
     return PerfReport(**_build_fields(module, target, analysis, model_name),
-                      tools={"qemu": _qemu_version(), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
+                      tools={"qemu": _qemu_version(qemu), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
                       executables_sha256=compiled.libraries_sha256, runs=runs)
 
 
@@ -403,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="accelerator description with a model_core (repeatable)")
     p.add_argument("--runner", required=True, type=Path, help="riscv64 hal_runner")
     p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
+    p.add_argument("--qemu", required=True, type=Path,
+                   help="qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64, QEMU 10.0.2)")
     p.add_argument("--model-name", required=True)
     p.add_argument("--out-json", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
@@ -428,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
                              args.model_name, args.jobs, args.keep_temps, args.allow_counts_only,
-                             shipped=compiled.executables_sha256 if compiled is not None else None)
+                             shipped=compiled.executables_sha256 if compiled is not None else None,
+                             qemu=args.qemu)
         write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     if cli.failed:
         return cli.exit_code

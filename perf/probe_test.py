@@ -24,9 +24,10 @@ from common.probe import MATMUL_MLIR, Probe, alive, cmdline, snapshot
 ROOT = Path(__file__).parent.parent
 TARGETS = ROOT / "common" / "targets"
 HW = ROOT / "analysis" / "hardware"
-# The plugin and runner: Bazel's arguments, or PERF_PROBE_TOOLS="<plugin> <runner>" under plain pytest.
-TOOLS = [Path(a).resolve() for a in (os.environ.get("PERF_PROBE_TOOLS", "").split() or sys.argv[1:3])]
-TOOLS = TOOLS if len(TOOLS) == 2 and TOOLS[0].suffix == ".so" and all(t.is_file() for t in TOOLS) else []
+# The plugin, runner and qemu: Bazel's arguments, or PERF_PROBE_TOOLS="<plugin> <runner> <qemu>"
+# under plain pytest.
+TOOLS = [Path(a).resolve() for a in (os.environ.get("PERF_PROBE_TOOLS", "").split() or sys.argv[1:4])]
+TOOLS = TOOLS if len(TOOLS) == 3 and TOOLS[0].suffix == ".so" and all(t.is_file() for t in TOOLS) else []
 
 
 def _sha(path: Path) -> str:
@@ -99,13 +100,16 @@ def p(tmp_path, builds):
     probe = Probe(tmp_path)
     for f in builds.iterdir():
         probe.put(f)
+    assert TOOLS, "needs <libinsn_classes.so> <hal_runner_riscv64> <qemu-riscv64> as arguments (Bazel)"
+    probe.put(TOOLS[2], "qemu")
     return probe
 
 
 def measure(*extra, module="m.mlir", target="riscv64_rvv.yaml", out_json="o.perf.json", out_md="o.perf.md",
             runner="runner", plugin="plugin.so"):
     return ("perf.measure", "--module", module, "--target", target, "--hardware", "riscv_rvv.yaml",
-            "--runner", runner, "--plugin", plugin, "--model-name", "m", *extra, "--out-json", out_json,
+            "--runner", runner, "--plugin", plugin, "--qemu", "qemu", "--model-name", "m", *extra,
+            "--out-json", out_json,
             "--out-md", out_md)
 
 
@@ -172,7 +176,8 @@ def _measure_runner_not_executable(p):
 def tune(*extra, analysis="a_riscv_rvv256.json", hardware="riscv_rvv256.yaml", out="o.json", out_md="o.md",
          target="riscv64_rvv.yaml"):
     return ("perf.tune", "--module", "m.mlir", "--target", target, "--analysis", analysis, "--hardware", hardware,
-            "--runner", "runner", "--plugin", "plugin.so", "--model-name", "m", "--candidates", "2", *extra,
+            "--runner", "runner", "--plugin", "plugin.so", "--qemu", "qemu", "--model-name", "m",
+            "--candidates", "2", *extra,
             "--out", out, "--out-md", out_md)
 
 
@@ -302,11 +307,10 @@ def test_consistent_evidence_is_still_chosen_from(p):
     assert r.returncode == 0 and "not measured" in r.stdout, r.stderr
 
 
-@pytest.mark.skipif(len(TOOLS) != 2, reason="needs <libinsn_classes.so> <hal_runner_riscv64> as arguments (Bazel)")
 def test_sigterm_while_qemu_runs_is_one_line_and_leaves_nothing(p):
     """qemu runs in worker threads, where no KeyboardInterrupt arrives: it is killed at once
     (a 1024^3 matmul runs about 10 s under qemu), not waited for, and nothing is left."""
-    plugin, runner = (p.put(t) for t in TOOLS)
+    plugin, runner = (p.put(t) for t in TOOLS[:2])
     p.write("big.mlir", MATMUL_MLIR.replace("64x96", "1024x1024").replace("96x128", "1024x1024")
             .replace("64x128", "1024x1024"))
     before = snapshot(p.root)

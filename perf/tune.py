@@ -2,7 +2,8 @@
 
     python -m perf.tune --module M.mlirbc --target T.target.yaml --analysis M.analysis.json \\
         --hardware riscv_rvv.yaml --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
-        --model-name M --candidates 3 --code-ranked 6 --out M_measured.analysis.json --out-md M_measured.md
+        --qemu qemu-riscv64 --model-name M --candidates 3 --code-ranked 6 \\
+        --out M_measured.analysis.json --out-md M_measured.md
     python -m perf.tune --by code-model --margin 0.05 --code-ranked 4 --module M.mlirbc \
         --target host.yaml --analysis M.analysis.json --hardware host.yaml --model-name M \
         --out M_chosen.analysis.json --out-md M_chosen.md
@@ -36,7 +37,7 @@ code-model cycles plus C's weight for the core x one tile-model feature of the c
 llvm-mca's L1-hit pricing misses, fitted on the calibration split's timings.
 
 A candidate that does not compile or run is recorded with its one-line error and not
-chosen. A dispatch whose own IREE-default run fails (qemu 7.2 aborts on some RVV code) keeps
+chosen. A dispatch whose own IREE-default run fails (e.g. qemu aborts translating it) keeps
 IREE's default, the error recorded: there is nothing to compare against. When IREE's defaults
 cannot be measured at all (an error naming no dispatch, or every dispatch's run failing), the
 tool fails.
@@ -229,7 +230,7 @@ class _Round:
         path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
         report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
                          self.a.plugin, self.a.model_name, self.a.jobs, only=only,
-                         inputs_dir=self.work / "inputs")
+                         inputs_dir=self.work / "inputs", qemu=self.a.qemu)
         return {d.name: Measured.of(d) for d in report.runs[0].dispatches}
 
 
@@ -297,7 +298,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 if j == 0 and _culprit(err, group) is None:
                     raise TuneError(f"IREE's default configs cannot be measured: {err}") from None
                 if j == 0 and len(group) == 1:
-                    # Its own run failed (qemu 7.2 aborts on some RVV code): with nothing to
+                    # Its own run failed (e.g. qemu aborts translating it): with nothing to
                     # compare against, the dispatch keeps IREE's default.
                     (d, c), = group.items()
                     failed[(d, c)] = first_line(err)
@@ -547,6 +548,8 @@ def main(argv: list[str] | None = None) -> int:
                    "whose term is added to each candidate's code-model cycles")
     p.add_argument("--runner", type=Path, help="riscv64 hal_runner (--by memory-aware-cycles)")
     p.add_argument("--plugin", type=Path, help="libinsn_classes.so (--by memory-aware-cycles)")
+    p.add_argument("--qemu", type=Path,
+                   help="qemu-riscv64 that loads the plugin, //tools/qemu:qemu-riscv64 (--by memory-aware-cycles)")
     p.add_argument("--model-name", required=True)
     p.add_argument("--candidates", type=int,
                    help="--by memory-aware-cycles: shortlist size per dispatch, IREE's default included (>= 2)")
@@ -576,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
         elif a.code_calibration is not None:
             raise TuneError("--code-calibration prices a --by code-model choice; model cycles are measured")
         else:
-            missing = [f for f in ("runner", "plugin", "candidates") if getattr(a, f) is None]
+            missing = [f for f in ("runner", "plugin", "qemu", "candidates") if getattr(a, f) is None]
             if missing:
                 raise TuneError(f"--by memory-aware-cycles needs --{missing[0]}")
             if a.candidates < 2:

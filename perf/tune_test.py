@@ -350,6 +350,7 @@ def _cli(tmp_path, hardware: Path, *extra: str) -> tuple[int, Path]:
     out = tmp_path / "out.analysis.json"
     code = main(["--module", str(tmp_path / "absent.mlirbc"), "--target", str(tmp_path / "t.yaml"),
                  "--analysis", str(src), "--hardware", str(hardware), "--runner", "r", "--plugin", "p",
+                 "--qemu", "q",
                  "--model-name", "m", "--candidates", "4", "--out", str(out), "--out-md", str(tmp_path / "out.md"), *extra])
     return code, out
 
@@ -379,7 +380,8 @@ def test_an_analysis_of_other_hardware_is_refused(tmp_path, capsys):
     src = tmp_path / "in.analysis.json"
     src.write_text(_analysis({"x": [DEFAULT, "a"]}).model_dump_json())  # hardware riscv_rvv
     code = main(["--module", "m", "--target", "t", "--analysis", str(src), "--hardware", str(rvv256),
-                 "--runner", "r", "--plugin", "p", "--model-name", "m", "--candidates", "4", "--out", str(tmp_path / "o"),
+                 "--runner", "r", "--plugin", "p", "--qemu", "q", "--model-name", "m", "--candidates", "4",
+                 "--out", str(tmp_path / "o"),
                  "--out-md", str(tmp_path / "o.md")])
     assert code == 1 and "analysed against 'riscv_rvv'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

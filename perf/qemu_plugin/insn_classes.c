@@ -1,7 +1,8 @@
-// insn_classes: a QEMU TCG plugin (API v1) that counts the RISC-V
+// insn_classes: a QEMU TCG plugin (plugin API version 4, QEMU 10.0.2's
+// include/qemu/qemu-plugin.h) that counts the RISC-V
 // instructions a dispatch executes, by translation block and by class.
 //
-//   qemu-riscv64 -cpu rv64,v=true,vlen=128
+//   qemu-riscv64 -cpu rv64,v=true,vlen=128   (QEMU 10.0.2 built with --enable-plugins)
 //       -plugin libinsn_classes.so,out=COUNTS.txt hal_runner ...
 //
 // Attribution: only instructions executed inside a "dispatch window" are
@@ -44,7 +45,13 @@
 // does not rely on it: vector instructions before a block's first vset use
 // the entry vtype (tracked at run time from the vsets executed before),
 // later ones use that vset's immediate vtype (or are "unknown" after the
-// register form vsetvl, whose vtype is in a register the v1 API cannot read).
+// register form vsetvl, whose vtype is in a register; the plugin reads no
+// registers, QEMU_PLUGIN_CB_NO_REGS).
+//
+// Ported from API v1 (QEMU 7.2) to v4: qemu_plugin_insn_data copies an
+// instruction's bytes into a caller's buffer (v3) instead of returning a
+// pointer; qemu_plugin_tb_get_insn returns a non-const handle. The callbacks
+// used here (tb_trans, tb_exec, mem, atexit) kept their signatures.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,12 +270,15 @@ static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
   int after_vset = 0;  // 0: entry vtype; else the vset's slot + 1
   uint32_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
-    const struct qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
+    struct qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
+    uint8_t data[4];  // RISC-V instructions here are 2 or 4 bytes
     size_t size = qemu_plugin_insn_size(insn);
-    const uint8_t* data = qemu_plugin_insn_data(insn);
+    if (size > sizeof(data) || qemu_plugin_insn_data(insn, data, sizeof(data)) != size) {
+      qemu_plugin_outs("insn_classes: an instruction longer than 4 bytes\n");
+      abort();
+    }
     if (g_caches.levels)
-      qemu_plugin_register_vcpu_mem_cb((struct qemu_plugin_insn*)insn, on_mem,
-                                       QEMU_PLUGIN_CB_NO_REGS,
+      qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS,
                                        QEMU_PLUGIN_MEM_RW, NULL);
     memcpy(b->bytes + offset, data, size);
     offset += (uint32_t)size;

@@ -7,13 +7,18 @@ extracts only the paths named in `srcs` and lays a BUILD file over them:
     debian_source(
         name = "qemu_source",
         package = "qemu",
-        orig_tarball = "qemu_7.2+dfsg.orig.tar.xz",
-        sha256 = "91aca71520040edc40b8d437aa3004dae614f58e286cf653ee8996c07af2962f",
-        strip_prefix = "qemu-7.2.0",
+        orig_tarball = "qemu_10.0.2+ds.orig.tar.xz",
+        sha256 = "0901da33844a331bf8b3602b9c1fbd178e60b737c8e3ade678255bd090c9b9f1",
+        strip_prefix = "qemu-10.0.2",
         srcs = ["VERSION", "include/qemu/qemu-plugin.h", "contrib/plugins"],
         build_file = "//tools/debian:qemu_source.BUILD",
         pkg_config = ["glib-2.0"],
+        keep_tarball = True,
     )
+
+With `keep_tarball`, the tarball itself stays in the repository as
+`orig/<orig_tarball>`, for a build action that needs the whole tree (its BUILD
+file exports it, e.g. `glob(["orig/*"])`): one input file instead of thousands.
 
 Why the `.orig` tarball and not `apt-get source`: a Debian stable suite keeps
 one `.orig` tarball per upstream version in its pool for the suite's lifetime,
@@ -22,6 +27,10 @@ while the `.dsc` and `.debian.tar.*` beside it change with every point release
 Check that the Debian patches do not touch the extracted paths when pinning one
 (`apt-get source --download-only <package>/<suite>` with a `deb-src` entry
 fetches them; `apt-get source --print-uris` prints every file's SHA256).
+A backports suite keeps an `.orig` tarball only while it carries that upstream
+version: when a newer backport replaces it, add a mirror that keeps old files
+(snapshot.debian.org's `archive/debian/<timestamp>` has the same pool layout)
+to `mirrors`; the SHA256 stays the same.
 
 The SHA256 is the trust root: Bazel refuses a download whose digest differs, and
 keeps the tarball in its repository cache under that digest, so a re-fetch does
@@ -112,7 +121,8 @@ def _debian_source_impl(rctx):
     if prefix:
         args.append("--strip-components=%d" % len(prefix.split("/")))
     _run(rctx, args + ["--"] + members, "extracting %s from %s" % (", ".join(rctx.attr.srcs), name))
-    _run(rctx, ["rm", "-rf", "orig"], "rm")  # Bazel's repository cache keeps the tarball
+    if not rctx.attr.keep_tarball:
+        _run(rctx, ["rm", "-rf", "orig"], "rm")  # Bazel's repository cache keeps the tarball
 
     _pkg_config(rctx)
 
@@ -129,16 +139,20 @@ debian_source = repository_rule(
         "package": attr.string(mandatory = True, doc = "Debian source package name, e.g. qemu."),
         "orig_tarball": attr.string(
             mandatory = True,
-            doc = "File name of the upstream tarball in the pool, e.g. qemu_7.2+dfsg.orig.tar.xz.",
+            doc = "File name of the upstream tarball in the pool, e.g. qemu_10.0.2+ds.orig.tar.xz.",
         ),
         "sha256": attr.string(mandatory = True, doc = "Its SHA256 (apt-get source --print-uris prints it)."),
-        "strip_prefix": attr.string(doc = "The tarball's top directory, e.g. qemu-7.2.0."),
+        "strip_prefix": attr.string(doc = "The tarball's top directory, e.g. qemu-10.0.2."),
         "srcs": attr.string_list(
             mandatory = True,
             doc = "Files or directories to extract, relative to strip_prefix.",
         ),
         "build_file": attr.label(mandatory = True, allow_single_file = True, doc = "BUILD file for the repository."),
         "pkg_config": attr.string_list(doc = "pkg-config modules of the machine, as @<name>//pkg_config:<module>."),
+        "keep_tarball": attr.bool(
+            default = False,
+            doc = "Keep the tarball in the repository as orig/<orig_tarball> (for an action that builds from it).",
+        ),
         "component": attr.string(default = "main"),
         "mirrors": attr.string_list(default = ["http://deb.debian.org/debian"]),
     },
