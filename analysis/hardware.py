@@ -19,6 +19,7 @@ from common.yaml_model import load_yaml_model
 
 ROLES = ("register", "l1", "l2", "dram")  # required, innermost first
 OPTIONAL_ROLES = ("l3",)  # may sit between l2 and dram
+CACHE_ROLES = ("l1", "l2", "l3")  # simulated as caches by perf/ (the register file is the core's)
 OPERANDS = ("input", "weight", "output")
 _ZZ_OPERAND = {"input": "I1", "weight": "I2", "output": "O"}
 # Memory names ZigZag sees besides the levels': zigzag_accelerator's per-operand registers, and
@@ -74,6 +75,16 @@ class MemoryLevel(_Strict):
     latency_cycles: int = Field(ge=1, le=MAX_LATENCY_CYCLES)
     operands: tuple[str, ...] = OPERANDS
     shared_by_cores: int = Field(default=1, ge=1, le=4096)
+    # Cache geometry and policy, for the levels with a cache role (l1, l2, l3): what perf/'s
+    # trace-driven cache simulation uses. Defaults: 64 B lines, 8 ways, write-back with write
+    # allocate, 8 misses in flight to the next level (an application core's miss-status
+    # registers). The register file and DRAM ignore them.
+    line_bytes: int = Field(default=64, ge=4, le=4096)
+    associativity: int = Field(default=8, ge=1, le=1024)
+    write_policy: Literal["write-back", "write-through"] = "write-back"
+    outstanding_misses: int = Field(default=8, ge=1, le=1024)
+
+    _line_power_of_two = field_validator("line_bytes")(_power_of_two)
 
     @model_validator(mode="after")
     def _known_operands(self):
@@ -107,6 +118,11 @@ class Hardware(_Strict):
     def level(self, role: str) -> MemoryLevel:
         return next(m for m in self.memory if m.role == role)
 
+    @property
+    def caches(self) -> tuple[MemoryLevel, ...]:
+        """The cache levels, innermost first: what perf/ simulates between the core and DRAM."""
+        return tuple(m for m in self.memory if m.role in CACHE_ROLES)
+
 
 def _check(hw: Hardware) -> tuple[str, str] | None:
     """Consistency rules pydantic field types cannot express: (field, reason) or None."""
@@ -123,6 +139,13 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
             return (f"memory.{i}.size_bytes",
                     f"level '{hw.memory[i].name}' ({hw.memory[i].size_bytes} B) must be larger than "
                     f"'{hw.memory[i - 1].name}' ({hw.memory[i - 1].size_bytes} B)")
+    for i, m in enumerate(hw.memory):
+        if m.role in CACHE_ROLES:
+            ways_bytes = m.associativity * m.line_bytes
+            if (m.size_bytes // m.shared_by_cores) % ways_bytes:
+                return (f"memory.{i}.associativity",
+                        f"level '{m.name}': {m.size_bytes // m.shared_by_cores} B per core is not a whole "
+                        f"number of sets of {m.associativity} ways x {m.line_bytes} B lines")
     for i, m in enumerate(hw.memory):
         # ZigZag's memories are a mapping by name: a name given twice, or one of its own, would
         # silently replace a level of the model (names compared as ZigZag-safe: case ignored).

@@ -211,6 +211,25 @@ def _dim_index(dim) -> int | None:
     return int(name[1:]) if name.startswith("L") and name[1:].isdigit() else None
 
 
+def _traffic_bytes(cme) -> dict[str, int]:
+    """Bytes each memory level (by name) serves to the level below it and takes from it, summed
+    over the operands it holds: ZigZag's prediction of what perf/'s cache simulation measures as
+    a level's `read_bytes + write_bytes` (the per-operand register levels included)."""
+    from zigzag.hardware.architecture.memory_port import DataDirection
+    from zigzag.mapping.data_movement import DataMoveAttr
+
+    out: dict[str, int] = {}
+    for op, patterns in cme.mapping.unit_mem_data_movement.items():
+        names = [m.name for m in cme.mem_hierarchy_dict[cme.layer.memory_operand_links[op]]]
+        for lv, pattern in enumerate(patterns):
+            counts = pattern.get_attribute(DataMoveAttr.DATA_ELEM_MOVE_COUNT)
+            precision = pattern.get_attribute(DataMoveAttr.DATA_PRECISION)
+            bits = sum(counts.get(d) * precision.get(d)
+                       for d in (DataDirection.RD_OUT_TO_LOW, DataDirection.WR_IN_BY_LOW))
+            out[names[lv]] = out.get(names[lv], 0) + int(bits) // 8
+    return dict(sorted(out.items()))
+
+
 def extract(cme, nloops: int, energy: float, latency: float) -> dict:
     combined = cme.mapping.combined_mapping_dict_1s1t
     per_level: dict[str, list[list[int]]] = {}
@@ -240,6 +259,7 @@ def extract(cme, nloops: int, energy: float, latency: float) -> dict:
             order.append(k)
     order += [k for k in range(nloops) if k not in order]
     return {
+        "traffic_bytes": _traffic_bytes(cme),
         "energy_pj": _num(energy),
         "latency_cycles": _num(latency),
         "mac_utilization": _num(cme.mac_utilization2),

@@ -73,11 +73,12 @@ def prepare_dispatches(module: Path, target: Path, analysis: Path, work: Path, w
 
 class Measurer:
     def __init__(self, hardware: Path, target: Path, runner: Path | None, plugin: Path | None,
-                 work: Path):
+                 work: Path, qemu: Path | None = None):
         from analysis.hardware import load_hardware
 
         self.hardware, self.target, self.runner, self.plugin, self.work = \
             hardware, target, runner, plugin, work
+        self.qemu = qemu
         from common.core_models import RISCV, core_model
 
         hw = load_hardware(hardware)
@@ -86,8 +87,8 @@ class Measurer:
         riscv = hw.model_core is not None and core_model(hw.model_core).isa == RISCV
         self.core = hw.model_core if riscv else None
         self.clock_hz = hw.clock_ghz * 1e9
-        if self.core and (runner is None or plugin is None):
-            raise CalibrationError(f"{hardware}: riscv hardware needs --runner and --plugin")
+        if self.core and (runner is None or plugin is None or qemu is None):
+            raise CalibrationError(f"{hardware}: riscv hardware needs --runner, --plugin and --qemu")
 
     @property
     def measure(self) -> str:
@@ -100,8 +101,8 @@ class Measurer:
         if self.core:
             _run([sys.executable, "-m", "perf.measure", "--module", str(mlirbc), "--target",
                   str(self.target), "--analysis", str(analysis), "--hardware", str(self.hardware),
-                  "--runner", str(self.runner), "--plugin", str(self.plugin), "--model-name",
-                  info.model_name, "--out-json", f"{out}.perf.json", "--out-md", f"{out}.perf.md"],
+                  "--runner", str(self.runner), "--plugin", str(self.plugin), "--qemu", str(self.qemu),
+                  "--model-name", info.model_name, "--out-json", f"{out}.perf.json", "--out-md", f"{out}.perf.md"],
                  f"{info.name} {tag}: perf.measure")
             from common.perf_schema import PerfReport
 
@@ -405,7 +406,8 @@ def _bazel_defaults(hardware: str) -> list[str]:
     return harvest + ["--hardware", str(hw), "--target", str(target), "--zoo", str(root),
             "--out-dir", str(workspace / "analysis" / "calibration"),
             "--runner", str(root / "runtime" / "hal_runner" / "hal_runner_riscv64"),
-            "--plugin", str(root / "perf" / "libinsn_classes.so")]
+            "--plugin", str(root / "perf" / "libinsn_classes.so"),
+            "--qemu", str(root / "tools" / "qemu" / "qemu-riscv64")]
 
 
 def markdown(cal: Calibration, ev: dict) -> str:
@@ -476,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", required=True, type=Path, help="analysis/calibration")
     p.add_argument("--runner", type=Path, help="riscv64 hal_runner (riscv hardware)")
     p.add_argument("--plugin", type=Path, help="libinsn_classes.so (riscv hardware)")
+    p.add_argument("--qemu", type=Path, help="qemu-riscv64 that loads it, //tools/qemu (riscv hardware)")
     p.add_argument("--rounds", type=int, default=ROUNDS)
     p.add_argument("--models", help="comma-separated pipeline names (default: the whole zoo)")
     p.add_argument("--reuse-measurements", action="store_true",
@@ -492,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         hw_name = load_hardware(a.hardware).name
         meas_path = a.out_dir / f"{a.hardware.stem}.measurements.json"
         with tempfile.TemporaryDirectory(prefix="calibrate.") as tmp:
-            measurer = Measurer(a.hardware, a.target, a.runner, a.plugin, Path(tmp))
+            measurer = Measurer(a.hardware, a.target, a.runner, a.plugin, Path(tmp), a.qemu)
             if a.reuse_measurements:
                 rows = refresh_features(json.loads(meas_path.read_text())["rows"], zoo(a.zoo),
                                         a.zoo, measurer, Path(tmp))

@@ -127,7 +127,8 @@ def test_a_riscv_core_is_measured_in_model_cycles_the_host_is_timed(tmp_path, na
     # host.yaml names an x86 core model too (the static code model prices the host's code on
     # it), but host candidates are timed, never run under qemu.
     hardware = Path(os.environ["CALIBRATE_TEST_HARDWARE_DIR"]) / f"{name}.yaml"
-    m = calibrate.Measurer(hardware, tmp_path / "t.yaml", tmp_path / "runner", tmp_path / "plugin", tmp_path)
+    m = calibrate.Measurer(hardware, tmp_path / "t.yaml", tmp_path / "runner", tmp_path / "plugin", tmp_path,
+                           tmp_path / "qemu")
     assert m.measure == measure
 
 if __name__ == "__main__":

@@ -25,7 +25,11 @@ def _report(strategy, variant, dispatches):
                   instructions=sum(d.instructions for d in dispatches),
                   model_cycles=sum(d.model_cycles for d in dispatches),
                   inference_instructions=sum(d.instructions * d.calls for d in dispatches),
-                  inference_model_cycles=sum(d.model_cycles * d.calls for d in dispatches))
+                  inference_model_cycles=sum(d.model_cycles * d.calls for d in dispatches),
+                  memory_model_ignores="prefetchers",
+                  memory_aware_cycles=sum(d.model_cycles for d in dispatches), energy_pj=1.0,
+                  inference_memory_aware_cycles=sum(d.model_cycles * d.calls for d in dispatches),
+                  inference_energy_pj=1.0)
     return PerfReport(model="m", module_sha256="0" * 64, target="t", target_vector_bits=128,
                       strategy=strategy, variant=variant, analysis_sha256=None, tools={}, runs=[run])
 

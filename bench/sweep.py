@@ -6,9 +6,10 @@
 
 Per variant (`hardware_sweep` in bench/defs.bzl builds each: analysis, compile and RISC-V
 measurement against that variant's description): the analysis' predicted cycles and energy of
-the chosen tiles, summed over one call of the model; the measured instructions and model
-cycles of one call (model cycles only where LLVM has a core model of that VLEN; otherwise
-instruction counts alone, and the report says so); MAC utilisation of the modelled FMA peak;
+the chosen tiles, summed over one call of the model; the measured instructions, model
+cycles, memory-aware cycles and energy of one call (the cycles only where LLVM has a core model
+of that VLEN; otherwise instruction counts alone, and the report says so; memory-aware cycles
+and energy see the variant's own caches and DRAM); MAC utilisation of the modelled FMA peak;
 how many dispatches' chosen tiles differ from the first variant's; and how well the predicted
 ranking of the variants matches the measured one (Spearman).
 """
@@ -67,11 +68,13 @@ def variant_row(name: str, hardware: Path, analysis_path: Path, report_path: Pat
     cycles = run.inference_model_cycles
     return {
         "variant": name, "hardware": hw.name, "vector_bits": hw.compute.vector_bits,
-        "l1_kib": hw.level("l1").size_bytes / 1024, "cores": hw.cores,
+        "l1_kib": hw.level("l1").size_bytes / 1024, "l2_kib": hw.level("l2").size_bytes / 1024,
+        "dram_bytes_per_cycle": hw.level("dram").read_bytes_per_cycle, "cores": hw.cores,
         "peak_macs_per_cycle": hw.macs_per_cycle, "core_model": run.core,
         "predicted_cycles": predicted, "predicted_energy_pj": energy if energy_known else None,
         "calibrated": analysis.calibration is not None,
         "instructions": run.inference_instructions, "model_cycles": cycles,
+        "memory_aware_cycles": run.inference_memory_aware_cycles, "energy_pj": run.inference_energy_pj,
         "mac_utilization": macs / (cycles * hw.macs_per_cycle) if cycles and macs else None,
         "tiles": {d.name: d.tiles for d in analysis.dispatches},
         "configs_applied": compiled.applied,  # each proven landed by codegen
@@ -85,7 +88,18 @@ def sweep(model: str, rows: list[dict]) -> dict:
     for r in rows:
         del r["tiles"]
     timed = [r for r in rows if r["model_cycles"] is not None]
+    with_energy = [r for r in timed if r["predicted_energy_pj"] is not None]
     rank = {
+        "predicted_vs_memory_aware_cycles": {
+            "n": len(timed),
+            "rho": stats.spearman([r["predicted_cycles"] for r in timed],
+                                  [r["memory_aware_cycles"] for r in timed]),
+        },
+        "predicted_vs_measured_energy": {
+            "n": len(with_energy),
+            "rho": stats.spearman([r["predicted_energy_pj"] for r in with_energy],
+                                  [r["energy_pj"] for r in with_energy]),
+        },
         "predicted_vs_model_cycles": {
             "n": len(timed),
             "rho": stats.spearman([r["predicted_cycles"] for r in timed], [r["model_cycles"] for r in timed]),
@@ -110,21 +124,29 @@ def markdown(result: dict) -> str:
                                  " (uncalibrated: unit coefficients, a ranking at best)")
              + ". Measured: dynamic instructions under qemu at the variant's VLEN and llvm-mca model "
              "cycles on the LLVM core model of that VLEN; where LLVM has none, instructions only "
-             "(`counts only`). Model cycles ignore caches and memory latency: the L1 size changes "
-             "the analysis' choice, never a model cycle directly.", "",
-             "| variant | VLEN | L1 KiB | peak MACs/cycle | core model | predicted cycles | predicted energy | "
-             "instructions | model cycles | MAC utilisation | dispatches with other tiles | configs applied |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "(`counts only`). Model cycles ignore caches and memory latency; memory-aware cycles "
+             "and energy add the traffic through the variant's own simulated caches and DRAM "
+             "(docs/design.md), so cache sizes and DRAM bandwidth show there.", "",
+             "| variant | VLEN | L1 KiB | L2 KiB | DRAM B/cycle | peak MACs/cycle | core model | predicted cycles | "
+             "predicted energy | instructions | model cycles | memory-aware cycles | energy | MAC utilisation | "
+             "dispatches with other tiles | configs applied |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         util = f"{r['mac_utilization']:.1%}" if r["mac_utilization"] is not None else "-"
         energy = f"{r['predicted_energy_pj'] / 1e6:.3f} uJ" if r["predicted_energy_pj"] is not None else "-"
-        lines.append(f"| {r['variant']} | {r['vector_bits']} | {r['l1_kib']:g} | {r['peak_macs_per_cycle']} | "
+        measured_energy = f"{r['energy_pj'] / 1e6:.3f} uJ" if r["energy_pj"] is not None else "-"
+        lines.append(f"| {r['variant']} | {r['vector_bits']} | {r['l1_kib']:g} | {r['l2_kib']:g} | "
+                     f"{r['dram_bytes_per_cycle']:g} | {r['peak_macs_per_cycle']} | "
                      f"{r['core_model'] or 'counts only'} | {_m(r['predicted_cycles'])} | {energy} | "
-                     f"{_m(r['instructions'])} | {_m(r['model_cycles'])} | {util} | {r['tiles_changed']} | "
-                     f"{r['configs_applied']} |")
+                     f"{_m(r['instructions'])} | {_m(r['model_cycles'])} | {_m(r['memory_aware_cycles'])} | "
+                     f"{measured_energy} | {util} | {r['tiles_changed']} | {r['configs_applied']} |")
     rk = result["ranking"]
     fmt = lambda v: "-" if v["rho"] is None else f"{v['rho']:.2f}"
     lines += ["", "## Predicted vs measured ranking of the variants (Spearman)", "",
+              f"- predicted cycles vs memory-aware cycles: rho {fmt(rk['predicted_vs_memory_aware_cycles'])} "
+              f"over {rk['predicted_vs_memory_aware_cycles']['n']} variants with a core model",
+              f"- predicted vs measured energy: rho {fmt(rk['predicted_vs_measured_energy'])} "
+              f"over {rk['predicted_vs_measured_energy']['n']} variants",
               f"- predicted cycles vs model cycles: rho {fmt(rk['predicted_vs_model_cycles'])} "
               f"over {rk['predicted_vs_model_cycles']['n']} variants with a core model",
               f"- predicted cycles vs instructions: rho {fmt(rk['predicted_vs_instructions'])} "
@@ -141,12 +163,15 @@ def plot(result: dict) -> bytes:
     import matplotlib.pyplot as plt
 
     rows = result["variants"]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for ax, key, label in ((axes[0], "vector_bits", "VLEN (bits)"), (axes[1], "l1_kib", "L1 (KiB)")):
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.5))
+    for ax, key, label in ((axes[0], "vector_bits", "VLEN (bits)"), (axes[1], "l1_kib", "L1 (KiB)"),
+                           (axes[2], "l2_kib", "L2 (KiB)"), (axes[3], "dram_bytes_per_cycle", "DRAM (B/cycle)")):
         ax.scatter([r[key] for r in rows], [r["instructions"] for r in rows], label="instructions")
         timed = [r for r in rows if r["model_cycles"] is not None]
         ax.scatter([r[key] for r in timed], [r["model_cycles"] for r in timed], marker="x",
                    label="model cycles")
+        ax.scatter([r[key] for r in timed], [r["memory_aware_cycles"] for r in timed], marker="+",
+                   label="memory-aware cycles")
         ax.set_xscale("log", base=2)
         ax.set_xlabel(label)
         ax.set_ylabel("per call of the model")

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Which generator produced the compiled tiles ("search": a systematic variant of another).
 Provenance = Literal["zigzag", "analytical", "iree-default", "search"]
@@ -70,6 +70,13 @@ class Candidate(_Strict):
     # Set by a measured choice (perf/tune.py) for the shortlisted candidates: model cycles of
     # the dispatch compiled with these tiles on the accelerator's core model, or why not.
     measured_model_cycles: int | None = Field(default=None, ge=0)
+    # ... and the same run's memory-aware cycles and energy (perf/memory_model.py: what the
+    # measured choice decides by), and per memory level of the description (cache levels and
+    # DRAM, by name) the bytes it served to the level above and took from it in the simulation:
+    # what ZigZag's `traffic_bytes` predicts for its own mapping.
+    measured_memory_aware_cycles: int | None = Field(default=None, ge=0)
+    measured_energy_pj: float | None = Field(default=None, ge=0)
+    measured_traffic_bytes: dict[str, int] | None = None
     measure_error: str | None = None
     # Set by a measured choice for the candidates it costed statically before shortlisting
     # (perf/code_cost.py: the generated code's model cycles, nothing run), or why not.
@@ -181,10 +188,12 @@ class MeasuredChoice(_Strict):
     """How perf/tune.py chose among the candidates: by model cycles, not by prediction."""
     hardware: str  # the accelerator description measured on
     core: str  # its llvm-mca core model
-    # "model-cycles": each shortlisted candidate run under qemu and costed by llvm-mca (riscv);
+    # "memory-aware-cycles": each shortlisted candidate run under qemu with the description's
+    # caches simulated, costed by llvm-mca plus its memory traffic (riscv, perf/memory_model.py);
+    # "model-cycles": the same without the memory hierarchy (schema 5 and before);
     # "code-model": the code model's static cycles alone, nothing run (host: perf/tune.py
     # choose_tiles_by_code), a candidate taken only when `margin` cheaper than IREE's default.
-    by: Literal["model-cycles", "code-model"] = "model-cycles"
+    by: Literal["memory-aware-cycles", "model-cycles", "code-model"] = "memory-aware-cycles"
     margin: float = Field(default=0.0, ge=0, lt=1)
     candidates_per_dispatch: int = Field(ge=2)  # IREE's default and the best ranked others
     # Candidates per dispatch costed by the code model to rank the shortlist (0: the analysis'
@@ -200,7 +209,7 @@ class MeasuredChoice(_Strict):
 
 class Analysis(_Strict):
     # Only the version this code writes is read: an older or newer file is refused, not guessed.
-    schema_version: Literal[5] = SCHEMA_VERSION
+    schema_version: Literal[6] = SCHEMA_VERSION
     options: AnalysisOptions = AnalysisOptions()
     model: str
     target: str

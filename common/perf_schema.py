@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from common.targets import Strategy
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CLASS_NAMES = (
     "scalar_int", "branch", "scalar_mem", "scalar_fp", "vset", "vector_load", "vector_store",
     "vector_int", "vector_fp", "vector_red_perm", "other",
@@ -22,6 +22,32 @@ CLASS_NAMES = (
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LevelTraffic(_Strict):
+    """One memory level's traffic over a dispatch (caches: what the level above asked of it)."""
+
+    name: str
+    role: str
+    read_accesses: int = Field(default=0, ge=0)
+    write_accesses: int = Field(default=0, ge=0)
+    read_misses: int = Field(default=0, ge=0)
+    write_misses: int = Field(default=0, ge=0)
+    read_bytes: int = Field(ge=0)  # served to the level above (L1: loaded by the core)
+    write_bytes: int = Field(ge=0)  # taken from the level above (L1: stored by the core)
+    fill_bytes: int = Field(default=0, ge=0)  # read from the next level
+    writeback_bytes: int = Field(default=0, ge=0)  # written to the next level
+
+
+class MemoryAware(_Strict):
+    """A dispatch's memory-aware figures (perf/memory_model.py; docs/design.md)."""
+
+    levels: list[LevelTraffic]  # the caches innermost first, then DRAM
+    transfer_cycles: int = Field(ge=0)  # the busiest level's bytes over its bandwidth
+    stall_cycles: int = Field(ge=0)  # miss latency the outstanding misses cannot hide
+    cycles: int = Field(ge=0)  # max(core model cycles + stall, transfer)
+    energy_pj: float = Field(ge=0)  # accesses per level x pJ + MACs x mac_energy_pj
+    bound: str  # "core+stall", or the name of the level whose bandwidth limits
 
 
 class DispatchPerf(_Strict):
@@ -41,6 +67,7 @@ class DispatchPerf(_Strict):
     blocks: int = Field(ge=0)  # distinct basic blocks executed
     model_cycles: int | None = Field(ge=0)  # None: no core model for this VLEN (counts only)
     fma_peak_share: float | None  # macs / (model_cycles x peak MACs per cycle); None without MACs
+    memory: MemoryAware | None = None  # None: no core model (counts only)
 
     @model_validator(mode="after")
     def _classes_add_up(self):
@@ -69,10 +96,15 @@ class CoreRun(_Strict):
     # One call of the model: each dispatch times its `calls` (initializers excluded).
     inference_instructions: int
     inference_model_cycles: int | None
+    memory_model_ignores: str
+    memory_aware_cycles: int | None  # every dispatch once
+    energy_pj: float | None
+    inference_memory_aware_cycles: int | None  # one call of the model
+    inference_energy_pj: float | None
 
 
 class PerfReport(_Strict):
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: Literal[3] = SCHEMA_VERSION
     model: str
     module_sha256: str
     target: str

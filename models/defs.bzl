@@ -153,9 +153,14 @@ def model_zoo(name):
         tags = ["manual"],
     )
     native.filegroup(
-        # The riscv measured choices: every shortlisted candidate's model cycles (//tools:calibrate).
+        # The riscv measured choices: every shortlisted candidate's model cycles and memory-aware
+        # figures, and the predicted analyses they refine (//tools:calibrate, //tools:memory_results).
         name = name + "_measured_choices",
-        srcs = labels + [":%s_riscv_analysis" % r["pipeline"] for r in infos],
+        srcs = labels + [
+            ":%s_riscv%s" % (r["pipeline"], suffix)
+            for r in infos
+            for suffix in ("_analysis", "_predicted_analysis")
+        ],
     )
     native.filegroup(
         name = name + "_bench_data",

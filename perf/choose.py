@@ -10,20 +10,21 @@
         --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml none ... \\
         [--code tuned M_tuned.code --code ukernels M_uk.code ...]
 
-    [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME]
+    [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME --qemu qemu-riscv64]
 
 `model_pipeline(strategy = "measured" | "auto")`: each candidate is a complete build of the same module for
-the same target under one lowering strategy. The chosen one has the fewest model cycles for
+the same target under one lowering strategy. The chosen one has the fewest cycles for
 one call of the model (each dispatch's cycles times its calls), ties to the earlier candidate:
-- `--by model-cycles` (riscv): the perf stage's measurement (the last field of a candidate
-  is its perf.json), on the first core measured (the module's own accelerator);
+- `--by memory-aware-cycles` (riscv): the perf stage's measurement (the last field of a candidate
+  is its perf.json), memory-aware cycles (core model cycles plus the simulated caches' traffic,
+  perf/memory_model.py) on the first core measured (the module's own accelerator);
 - `--by code-cycles` (host and riscv "auto"): the static code model (perf/code_cost.py) on the hardware
   description's `model_core` (the last field is the analysis the build applied, or `none`).
   A candidate the code model cannot cost whole (a loop whose count is a run-time value, IR
   LLVM 19 cannot read) or IREE could not compile is left out, never compared on a partial
   total; when the first candidate (the baseline) is left out, the baseline is kept: nothing
   is known to beat it. With `--confirm` (riscv "auto"), a choice other than the first
-  candidate is kept only if it also runs in fewer model cycles than the first, both measured
+  candidate is kept only if it also runs in fewer memory-aware cycles than the first, both measured
   by perf.measure on the description's core model: the code model proposes (it misprices some
   guarded loop nests, ResNet-18's data-tiled and microkernel builds among them), and one
   measurement of two builds decides; a model the code model keeps at the first runs nothing.
@@ -88,13 +89,14 @@ def choose(candidates: list[tuple[str, Path]]) -> tuple[str, dict]:
         elif (run.hardware, run.core) != core:
             raise ChoiceError(f"{perf}: measured first on {run.hardware}, not {core[0]}: "
                               "candidates must be measured on the same accelerator")
-        if run.inference_model_cycles is None:
+        if run.inference_memory_aware_cycles is None:
             raise ChoiceError(f"{perf}: {run.hardware} has no core model: no model cycles to choose by")
-        figures[strategy] = run.inference_model_cycles
+        figures[strategy] = run.inference_memory_aware_cycles
     if not figures:
         raise ChoiceError("no candidate was measured" + (f" ({', '.join(excluded)}: refused by IREE)" if excluded else ""))
-    return _pick(figures, [s for s, _ in candidates], f"one call of the model, model cycles on {core[1]} ({core[0]})",
-                 f"model cycles on {core[1]}", excluded)
+    return _pick(figures, [s for s, _ in candidates],
+                 f"one call of the model, memory-aware cycles on {core[1]} ({core[0]})",
+                 f"memory-aware cycles on {core[1]}", excluded)
 
 
 def compile_failure(report: Path) -> str | None:
@@ -182,7 +184,7 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
 def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], by: str) -> None:
     """Every candidate is a build of `module` its files describe: the report is of this module,
     target file and analysis (code-cycles), the perf report measured that very build
-    (model-cycles). Evidence from another build is refused, never compared."""
+    (memory-aware-cycles). Evidence from another build is refused, never compared."""
     from common.codegen_report import ReportError, load_codegen_report
     from common.perf_schema import PerfReport
     from common.provenance import check_build_inputs, check_perf_of_build
@@ -198,7 +200,7 @@ def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], b
             report = load_codegen_report(report_path)
         except ReportError as err:
             raise ChoiceError(str(err)) from None
-        if by == "model-cycles":
+        if by == "memory-aware-cycles":
             check_build_inputs(report, report_path, module, target)
             if last is not None:
                 try:
@@ -213,20 +215,21 @@ def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], b
 class Measure:
     """How `confirm_by_measurement` runs a build: perf.measure on the module's own accelerator."""
 
-    def __init__(self, module: Path, hardware: Path, runner: Path, plugin: Path, model_name: str):
+    def __init__(self, module: Path, hardware: Path, runner: Path, plugin: Path, model_name: str,
+                 qemu: Path):
         self.module, self.hardware, self.runner, self.plugin = module, hardware, runner, plugin
-        self.model_name = model_name
+        self.model_name, self.qemu = model_name, qemu
 
     def __call__(self, target: Path, analysis: Path | None) -> float:
-        """Model cycles of one call of the build on the description's core model."""
+        """Memory-aware cycles of one call of the build on the description's core model and caches."""
         from perf.measure import MEASURE_ERRORS, measure
 
         try:
             report = measure(self.module, target, analysis, [self.hardware], self.runner, self.plugin,
-                             self.model_name)
+                             self.model_name, qemu=self.qemu)
         except MEASURE_ERRORS as err:
             raise ChoiceError(first_line(err)) from None
-        cycles = report.runs[0].inference_model_cycles
+        cycles = report.runs[0].inference_memory_aware_cycles
         if cycles is None:
             raise ChoiceError(f"{self.hardware}: no core model: no model cycles to confirm by")
         return cycles
@@ -253,17 +256,17 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     record["measured"] = {s: round(c) for s, c in measured.items()}
     ratio = measured[chosen] / measured[baseline] if measured[baseline] else 1.0
     if measured[chosen] < measured[baseline]:
-        record["reason"] += f"; measured {ratio:.3f}x of {baseline}'s model cycles"
+        record["reason"] += f"; measured {ratio:.3f}x of {baseline}'s memory-aware cycles"
         return chosen
     record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, measured {ratio:.3f}x "
-                  f"of its model cycles; " + record["reason"])
+                  f"of its memory-aware cycles; " + record["reason"])
     return baseline
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.choose", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
-    p.add_argument("--by", choices=("model-cycles", "code-cycles"), default="model-cycles")
+    p.add_argument("--by", choices=("memory-aware-cycles", "code-cycles"), default="memory-aware-cycles")
     p.add_argument("--hardware", type=Path, help="code-cycles: the description naming the core model")
     p.add_argument("--candidate", nargs=5, action="append", required=True,
                    metavar=("STRATEGY", "VMFB", "REPORT", "TARGET", "PERF_JSON|ANALYSIS"))
@@ -276,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--confirm", nargs=4, metavar=("HARDWARE", "RUNNER", "PLUGIN", "MODEL_NAME"),
                    help="code-cycles on riscv: measure the code model's choice and the first candidate "
                         "(perf.measure on HARDWARE's core model) and keep the choice only if faster")
+    p.add_argument("--qemu", type=Path,
+                   help="--confirm: qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64)")
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
@@ -283,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--by code-cycles needs --hardware")
     if a.confirm and a.by != "code-cycles":
         p.error("--confirm confirms a code-cycles choice")
+    if a.confirm and a.qemu is None:
+        p.error("--confirm needs --qemu")
     if not 0 <= a.margin < 1:
         p.error(f"--margin {a.margin}: a fraction of the first candidate's cycles, in [0, 1)")
     with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError)) as cli:
@@ -295,9 +302,9 @@ def main(argv: list[str] | None = None) -> int:
                        **{f"--candidate {s}": files for s, files in by_strategy.items()},
                        **{f"--code {s}": d for s, d in a.code}, "--confirm": (a.confirm or [None] * 3)[:3]})
         _check_candidates(a.module, by_strategy, a.by)
-        if a.by == "model-cycles":
+        if a.by == "memory-aware-cycles":
             if None in (files[3] for files in by_strategy.values()):
-                raise ChoiceError("--by model-cycles needs a perf.json per candidate, got `none`")
+                raise ChoiceError("--by memory-aware-cycles needs a perf.json per candidate, got `none`")
             chosen, record = choose([(s, files[3]) for s, files in by_strategy.items()])
             analysis = hardware = None
         else:
@@ -313,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
                 hw, runner, plugin, model_name = a.confirm
                 chosen = confirm_by_measurement(
                     chosen, record, {s: (files[2], files[3]) for s, files in by_strategy.items()},
-                    Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name))
+                    Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name, a.qemu))
             analysis = by_strategy[chosen][3]
             # The manifest records the hardware of the build's analysis: an untuned build has none.
             hardware = a.hardware if analysis is not None else None

@@ -33,7 +33,11 @@ def _perf(tmp_path, name, cycles, calls, hardware="riscv_rvv", core="sifive-p670
     run = CoreRun(hardware=hardware, hardware_sha256="0" * 64, core=core, vlen=128,
                   peak_macs_per_cycle=8, model_ignores="caches", dispatches=[d], instructions=1,
                   model_cycles=cycles if core else None, inference_instructions=calls,
-                  inference_model_cycles=cycles * calls if core else None)
+                  inference_model_cycles=cycles * calls if core else None,
+                  memory_model_ignores="prefetchers", memory_aware_cycles=cycles if core else None,
+                  energy_pj=1.0 if core else None,
+                  inference_memory_aware_cycles=cycles * calls if core else None,
+                  inference_energy_pj=1.0 * calls if core else None)
     report = PerfReport(model="m", module_sha256="0" * 64, target="t", target_vector_bits=128,
                         strategy="codegen", variant="iree-default", analysis_sha256=None,
                         tools={}, runs=[run])
@@ -47,7 +51,7 @@ def test_fewest_cycles_per_call_wins_and_every_figure_is_recorded(tmp_path):
     chosen, record = choose([("tuned", _perf(tmp_path, "a", 100, 3)),
                              ("ukernels", _perf(tmp_path, "b", 250, 1))])
     assert chosen == "ukernels" and record["candidates"] == {"tuned": 300, "ukernels": 250}
-    assert record["reason"].startswith("ukernels: fewest model cycles") and "1.20x" in record["reason"]
+    assert record["reason"].startswith("ukernels: fewest memory-aware cycles") and "1.20x" in record["reason"]
 
 
 def test_tie_goes_to_the_earlier_candidate(tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from common.perf_schema import CLASS_NAMES
 
-FORMAT = "insn_classes 1"
+FORMAT = "insn_classes 2"
 # The plugin's classes in its order; read_counts checks the plugin's header against them.
 CLASSES = CLASS_NAMES
 SLOT_UNKNOWN = 64
@@ -50,11 +50,34 @@ class Block:
         return sum(n for _, n in self.executions)
 
 
+@dataclass(frozen=True)
+class CacheTraffic:
+    """One simulated cache level's counters over the window (perf/qemu_plugin/cache_sim.h)."""
+
+    size_bytes: int
+    associativity: int
+    line_bytes: int
+    write_policy: str  # "wb" | "wt"
+    read_accesses: int
+    write_accesses: int
+    read_misses: int
+    write_misses: int
+    read_bytes: int  # requested by the level above (the core for L1)
+    write_bytes: int
+    fill_bytes: int  # read from the next level
+    writeback_bytes: int  # written to the next level (evictions, the final flush, write-through)
+    split_requests: int  # requests that spanned two lines (each line is one access above)
+
+
 @dataclass
 class DispatchCounts:
-    """Everything one dispatch executed, merged over the blocks QEMU translated."""
+    """Everything one dispatch executed, merged over the blocks QEMU translated, and the data
+    traffic of its window through the simulated caches (empty when none were simulated)."""
 
     blocks: list[Block] = field(default_factory=list)
+    caches: list[CacheTraffic] = field(default_factory=list)
+    dram_read_bytes: int = 0
+    dram_write_bytes: int = 0
 
     @property
     def instructions(self) -> int:
@@ -100,8 +123,26 @@ def read_counts(path: Path) -> DispatchCounts:
     if windows != 1:
         raise CountsError(f"{path}: {windows} dispatch windows (expected exactly 1: is the runner "
                           f"built with the perf markers?)")
+    out = DispatchCounts()
+    if len(lines) < 4 or not lines[3].startswith("caches "):
+        raise CountsError(f"{path}:4: expected the 'caches N' line")
+    levels = int(lines[3].split()[1])
+    body = 4
+    for number in range(body, body + levels):
+        parts = lines[number].split() if number < len(lines) else []
+        if len(parts) != 15 or parts[0] != "cache" or int(parts[1]) != len(out.caches):
+            raise CountsError(f"{path}:{number + 1}: malformed cache line")
+        out.caches.append(CacheTraffic(int(parts[2]), int(parts[3]), int(parts[4]), parts[5],
+                                       *(int(x) for x in parts[6:])))
+    body += levels
+    if levels:
+        parts = lines[body].split() if body < len(lines) else []
+        if len(parts) != 3 or parts[0] != "dram":
+            raise CountsError(f"{path}:{body + 1}: expected the 'dram READ WRITE' line")
+        out.dram_read_bytes, out.dram_write_bytes = int(parts[1]), int(parts[2])
+        body += 1
     merged: dict[bytes, dict] = {}
-    for number, line in enumerate(lines[3:], start=4):
+    for number, line in enumerate(lines[body:], start=body + 1):
         parts = line.split()
         if len(parts) < 11 or parts[0] != "block":
             raise CountsError(f"{path}:{number}: malformed block line")
@@ -118,7 +159,6 @@ def read_counts(path: Path) -> DispatchCounts:
             "insns": int(insns), "nvec": int(nvec), "weight": int(weight), "unknown": int(unknown),
             "fma": int(fma), "classes": classes, "execs": Counter()})
         entry["execs"].update(execs)
-    out = DispatchCounts()
     for code in sorted(merged):
         e = merged[code]
         out.blocks.append(Block(code, e["insns"], e["nvec"], e["weight"], e["unknown"], e["fma"],

@@ -26,6 +26,7 @@ def _riscv_perf_impl(ctx):
         args.add("--hardware", hw)
     args.add("--runner", ctx.file._runner)
     args.add("--plugin", ctx.file._plugin)
+    args.add("--qemu", ctx.file._qemu)
     args.add("--model-name", module.model_name)
     if ctx.attr.counts_only_ok:
         args.add("--allow-counts-only")
@@ -38,7 +39,7 @@ def _riscv_perf_impl(ctx):
     ctx.actions.run(
         executable = ctx.executable._tool,
         arguments = [args],
-        inputs = inputs + [ctx.file._runner, ctx.file._plugin],
+        inputs = inputs + [ctx.file._runner, ctx.file._plugin, ctx.file._qemu],
         outputs = [out_json, out_md],
         mnemonic = "RiscvPerf",
         progress_message = "Measuring %s on RISC-V (%s): qemu instruction counts, llvm-mca model cycles" % (
@@ -58,6 +59,8 @@ _riscv_perf = rule(
         "_tool": attr.label(default = "//perf:measure", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
+        # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).
+        "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
     },
 )
 
@@ -127,7 +130,7 @@ def _measured_choice_impl(ctx):
             ctx.attr.analysis.label,
             target.name,
         ))
-    how = ["--runner", ctx.file._runner.path, "--plugin", ctx.file._plugin.path,
+    how = ["--runner", ctx.file._runner.path, "--plugin", ctx.file._plugin.path, "--qemu", ctx.file._qemu.path,
            "--candidates", str(ctx.attr.candidates), "--code-ranked", str(ctx.attr.code_ranked)]
     if ctx.attr.allow_no_core_model:
         how.append("--allow-no-core-model")
@@ -137,7 +140,7 @@ def _measured_choice_impl(ctx):
         ".tune.md",
         "MeasuredChoice",
         "Choosing %%s's tiles by RISC-V model cycles (%d candidates per dispatch)" % ctx.attr.candidates,
-        inputs = [ctx.file._runner, ctx.file._plugin],
+        inputs = [ctx.file._runner, ctx.file._plugin, ctx.file._qemu],
     )
 
 measured_choice = rule(
@@ -150,6 +153,8 @@ measured_choice = rule(
         "_tool": attr.label(default = "//perf:tune", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
+        # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).
+        "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
     },
     doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.tune.md: each
 dispatch's tiles chosen, among IREE's default and the candidates the code model (perf/code_cost.py)
@@ -300,7 +305,8 @@ def _code_strategy_choice_impl(ctx):
             inputs.append(compiled.code)
     if ctx.attr.confirm:
         args.add_all("--confirm", [ctx.file.hardware, ctx.file._runner, ctx.file._plugin, module.model_name])
-        inputs += [ctx.file._runner, ctx.file._plugin]
+        args.add("--qemu", ctx.file._qemu)
+        inputs += [ctx.file._runner, ctx.file._plugin, ctx.file._qemu]
     return _package_choice(
         ctx,
         args,
@@ -325,6 +331,8 @@ _code_strategy_choice = rule(
         "_tool": attr.label(default = "//perf:choose", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
+        # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).
+        "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
     },
 )
 

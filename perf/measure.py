@@ -2,16 +2,16 @@
 
     python -m perf.measure --module M.mlirbc --target riscv64_rvv_zvl128.target.yaml \\
         [--analysis M_riscv.analysis.json] --hardware riscv_rvv.yaml [--hardware ...] \\
-        --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
+        --runner hal_runner_riscv64 --plugin libinsn_classes.so --qemu qemu-riscv64 \\
         --model-name resnet18 --out-json M.perf.json --out-md M.perf.md
 
 The module is compiled for the target as codegen compiles it (with the analysis' tiles,
 or IREE's defaults without `--analysis`), as system libraries. Every dispatch is run whole
-(all workgroups) by the riscv64 hal_runner under the dynamic `qemu-riscv64` with the
-`insn_classes` TCG plugin, once per accelerator description at `vlen=` its VLEN; the
-plugin counts what runs between the runner's dispatch markers, by class. Each executed
-block is costed by llvm-mca on the description's `model_core`, and weighted by its count:
-"model cycles on <core>". Nothing here is a time.
+(all workgroups) by the riscv64 hal_runner under `--qemu` (qemu-riscv64 10.0.2 built with
+plugins from the pinned source, //tools/qemu) with the `insn_classes` TCG plugin, once per
+accelerator description at `vlen=` its VLEN; the plugin counts what runs between the runner's
+dispatch markers, by class. Each executed block is costed by llvm-mca on the description's
+`model_core`, and weighted by its count: "model cycles on <core>". Nothing here is a time.
 
 Fails with one line (`perf: <culprit>: <reason>`) and writes nothing when a dispatch
 cannot be run or measured.
@@ -25,7 +25,6 @@ import functools
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,9 +45,9 @@ from common.core_models import MODEL_IGNORES, RISCV, core_model
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
 from perf import mca
+from perf import memory_model as mem
 from runtime.hal_runner import check_dispatches as chk
 
-QEMU = "qemu-riscv64"  # the dynamic build: qemu-riscv64-static cannot load plugins
 MAC_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 
 
@@ -66,19 +65,12 @@ class PerfError(RuntimeError):
 MEASURE_ERRORS = (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError)
 
 
-def _qemu() -> str:
-    path = shutil.which(QEMU)
-    if not path:
-        raise PerfError(f"{QEMU} not found (Debian package qemu-user: the dynamic qemu that loads TCG plugins)")
-    return path
-
-
 def _qemu_cmd(qemu: str, vlen: int) -> list[str]:
     return [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-L", chk.RISCV_SYSROOT]
 
 
-def _qemu_version() -> str:
-    out = subprocess.run([_qemu(), "--version"], capture_output=True, text=True)
+def _qemu_version(qemu: str) -> str:
+    out = subprocess.run([qemu, "--version"], capture_output=True, text=True)
     return (out.stdout.strip().splitlines() or ["unknown"])[0]
 
 
@@ -113,9 +105,10 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
     return compiled, infos
 
 
-def _run_dispatch(qemu_cmd: list[str], plugin: Path, runner: Path, lib: Path, index: int,
-                  d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
-    runner_cmd = qemu_cmd[:1] + ["-plugin", f"{plugin},out={out}"] + qemu_cmd[1:] + [str(runner)]
+def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: Path, lib: Path,
+                  index: int, d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
+    plugin_spec = ",".join([str(plugin), f"out={out}", *plugin_args])
+    runner_cmd = qemu_cmd[:1] + ["-plugin", plugin_spec] + qemu_cmd[1:] + [str(runner)]
     proc = processes.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
@@ -150,6 +143,12 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
         info = infos.get(name)
         macs = _macs(info) if info else 0
         share = (macs / (model_cycles * hw.macs_per_cycle)) if macs and model_cycles else None
+        memory = None
+        if model_cycles is not None:
+            try:
+                memory = mem.memory_aware(hw, c, model_cycles, macs)
+            except mem.MemoryModelError as err:
+                raise PerfError(f"{name}: {err}", name) from None
         results.append(DispatchPerf(
             name=name, kind=info.kind if info else "unknown",
             workgroups=tuple(compiled.dispatches[name].workgroup_count),
@@ -157,7 +156,9 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
             initializer_calls=compiled.dispatches[name].initializer_calls, macs=macs,
             instructions=c.instructions, classes=c.by_class(), vector_fma=c.vector_fma,
             vector_lmul_weighted=weighted / 8, vector_lmul_unknown=unknown, blocks=len(c.blocks),
-            model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None))
+            model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None,
+            memory=memory))
+    measured = cycles is not None
     return CoreRun(hardware=hw.name, hardware_sha256=sha256_file(hw_path), core=hw.model_core,
                    vlen=hw.compute.vector_bits, peak_macs_per_cycle=hw.macs_per_cycle,
                    model_ignores=MODEL_IGNORES, dispatches=results,
@@ -165,7 +166,14 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
                    model_cycles=sum(r.model_cycles for r in results) if cycles is not None else None,
                    inference_instructions=sum(r.instructions * r.calls for r in results),
                    inference_model_cycles=sum(r.model_cycles * r.calls for r in results)
-                   if cycles is not None else None)
+                   if measured else None,
+                   memory_model_ignores=mem.MEMORY_MODEL_IGNORES,
+                   memory_aware_cycles=sum(r.memory.cycles for r in results) if measured else None,
+                   energy_pj=round(sum(r.memory.energy_pj for r in results), 1) if measured else None,
+                   inference_memory_aware_cycles=sum(r.memory.cycles * r.calls for r in results)
+                   if measured else None,
+                   inference_energy_pj=round(sum(r.memory.energy_pj * r.calls for r in results), 1)
+                   if measured else None)
 
 
 def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[Path]]:
@@ -199,11 +207,12 @@ def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[
 def measure(module: Path, target_path: Path, analysis: Path | None, hardware: list[Path], runner: Path,
             plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
             counts_only_ok: bool = False, only: set[str] | None = None,
-            inputs_dir: Path | None = None) -> PerfReport:
+            inputs_dir: Path | None = None, *, qemu: Path) -> PerfReport:
     """Every dispatch of the module measured on each description; `only`: those dispatches
     alone (perf.tune measures the ones whose candidate changed; the rest are still compiled
     and their inputs drawn, so a dispatch's inputs do not depend on the selection).
-    `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`)."""
+    `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`).
+    `qemu`: the qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64)."""
     target = load_target(target_path)
     if not target.is_riscv:
         raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
@@ -219,13 +228,14 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         if hw.compute.vector_bits < target.vector_bits:
             raise PerfError(f"{p}: VLEN {hw.compute.vector_bits} is below the {target.vector_bits} bits "
                             f"{target.name} was compiled for: the code cannot run there")
-    for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module")):
+    for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module"),
+                            (qemu, "qemu-riscv64 (--qemu: //tools/qemu:qemu-riscv64)")):
         if not tool_path.is_file():
             raise PerfError(f"{tool_path}: {what} not found")
     if not os.access(runner, os.X_OK):  # qemu would only say "vector version is not specified"
         raise PerfError(f"{runner}: riscv64 hal_runner is not executable")
     plugin = plugin.absolute()  # qemu dlopen()s it: a bare file name would be searched for elsewhere
-    qemu = _qemu()
+    qemu = str(qemu.absolute())  # run as given: a bare name would be looked up on PATH (another qemu)
     for name in (mca.LLVM_MC, mca.LLVM_MCA):
         mca.tool(name)
     mattr = ",".join(target.cpu_features)
@@ -266,7 +276,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
                 i = folder_of[name]
                 lib, index = exports[name]
                 out = work / f"d{i:03d}" / f"counts_{hw.name}.txt"
-                jobs_list.append(((h, name), (qemu_cmd, plugin, runner, lib, index,
+                jobs_list.append(((h, name), (qemu_cmd, plugin, mem.plugin_cache_args(hw), runner, lib, index,
                                               compiled.dispatches[name], inputs[name], out)))
         counts: dict[tuple[int, str], cnt.DispatchCounts] = {}
         with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
@@ -277,7 +287,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
                 for h, (hw, p) in enumerate(hws)]
 
     return PerfReport(**_build_fields(module, target, analysis, model_name),
-                      tools={"qemu": _qemu_version(), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
+                      tools={"qemu": _qemu_version(qemu), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
                       runs=runs)
 
 
@@ -326,19 +336,30 @@ def to_markdown(report: PerfReport) -> str:
             lines += [f"## {run.hardware}: model cycles on {run.core} (qemu vlen={run.vlen})", "",
                       f"The model ignores {run.model_ignores}. FMA peak: {run.peak_macs_per_cycle} f32 MACs "
                       f"per cycle (the description's lanes x FMA pipes).", ""]
+        if run.core is not None:
+            lines += [f"Memory-aware cycles add the data traffic of a simulation of the description's "
+                      f"caches (docs/design.md); they ignore {run.memory_model_ignores}.", ""]
         lines += ["| dispatch | kind | calls (init) | workgroups | instructions | vector share | "
-                  "vector FMAs | model cycles | share of FMA peak |",
-                  "|---|---|---:|---|---:|---:|---:|---:|---:|"]
+                  "vector FMAs | model cycles | share of FMA peak | L1 misses | DRAM bytes | stall cycles | "
+                  "memory-aware cycles | bound | energy (uJ) |",
+                  "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
         for d in run.dispatches:
             share = f"{d.fma_peak_share:.1%}" if d.fma_peak_share is not None else "-"
             calls = f"{d.calls} ({d.initializer_calls})" if d.initializer_calls else str(d.calls)
+            m = d.memory
+            memory = (f"{_fmt(m.levels[0].read_misses + m.levels[0].write_misses)} | "
+                      f"{_fmt(m.levels[-1].read_bytes + m.levels[-1].write_bytes)} | {_fmt(m.stall_cycles)} | "
+                      f"{_fmt(m.cycles)} | {m.bound} | {m.energy_pj / 1e6:.2f}") if m else "- | - | - | - | - | -"
             lines.append(f"| {d.name} | {d.kind} | {calls} | {'x'.join(map(str, d.workgroups))} | "
                          f"{_fmt(d.instructions)} | {d.vector_share:.1%} | {_fmt(d.vector_fma)} | "
-                         f"{_cycles(d.model_cycles)} | {share} |")
+                         f"{_cycles(d.model_cycles)} | {share} | {memory} |")
+        energy = (lambda e: "-" if e is None else f"{e / 1e6:.2f}")
         lines += [f"| **every dispatch once** | | | | {_fmt(run.instructions)} | | | "
-                  f"{_cycles(run.model_cycles)} | |",
+                  f"{_cycles(run.model_cycles)} | | | | | {_cycles(run.memory_aware_cycles)} | | "
+                  f"{energy(run.energy_pj)} |",
                   f"| **one call of the model** (dispatch x calls) | | | | "
-                  f"{_fmt(run.inference_instructions)} | | | {_cycles(run.inference_model_cycles)} | |", ""]
+                  f"{_fmt(run.inference_instructions)} | | | {_cycles(run.inference_model_cycles)} | | | | | "
+                  f"{_cycles(run.inference_memory_aware_cycles)} | | {energy(run.inference_energy_pj)} |", ""]
     return "\n".join(lines)
 
 
@@ -362,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="accelerator description with a model_core (repeatable)")
     p.add_argument("--runner", required=True, type=Path, help="riscv64 hal_runner")
     p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
+    p.add_argument("--qemu", required=True, type=Path,
+                   help="qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64, QEMU 10.0.2)")
     p.add_argument("--model-name", required=True)
     p.add_argument("--out-json", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
@@ -377,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         check_outputs({"--out-json": args.out_json, "--out-md": args.out_md, "--keep-temps": args.keep_temps},
                       {"--module": args.module, "--target": args.target, "--analysis": args.analysis,
                        "--hardware": args.hardware, "--runner": args.runner, "--plugin": args.plugin,
-                       "--compiled-report": args.compiled_report})
+                       "--qemu": args.qemu, "--compiled-report": args.compiled_report})
         if args.keep_temps is not None:
             check_new_directory(args.keep_temps, "--keep-temps")
         refused = _compiled_refusal(args) if args.compiled_report else None
@@ -385,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
             report = refused_report(args.module, args.target, args.analysis, args.model_name, refused)
         else:
             report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
-                             args.model_name, args.jobs, args.keep_temps, args.allow_counts_only)
+                             args.model_name, args.jobs, args.keep_temps, args.allow_counts_only,
+                             qemu=args.qemu)
         write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     if cli.failed:
         return cli.exit_code
@@ -398,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     # sum with each dispatch once undercounts a model that calls one executable per layer.
     print(f"perf {report.model} ({report.variant}): {len(run.dispatches)} dispatches; one call of the model: "
           + "; ".join(f"{r.hardware} ({r.core or 'counts only'}): {_fmt(r.inference_instructions)} instructions, "
-                      f"{_cycles(r.inference_model_cycles)} model cycles" for r in report.runs))
+                      f"{_cycles(r.inference_model_cycles)} model cycles, "
+                      f"{_cycles(r.inference_memory_aware_cycles)} memory-aware cycles" for r in report.runs))
     return 0
 
 

@@ -2,7 +2,7 @@
 the dynamic count, perf.json is deterministic, and missing tools or bad descriptions fail
 with one line.
 
-argv: <libinsn_classes.so> <known_kernel (riscv64)> <hal_runner_riscv64>
+argv: <libinsn_classes.so> <known_kernel (riscv64)> <hal_runner_riscv64> <qemu-riscv64 (//tools/qemu)>
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from runtime.hal_runner import check_dispatches as chk
 
 ROOT = Path(__file__).absolute().parent.parent  # the runfiles tree, not the source tree
 HERE = ROOT / "perf"
-PLUGIN, KERNEL, RUNNER = (Path(p).resolve() for p in sys.argv[1:4])
-QEMU = "qemu-riscv64"
+PLUGIN, KERNEL, RUNNER, QEMU = (Path(p).resolve() for p in sys.argv[1:5])
 SYSROOT = "/usr/riscv64-linux-gnu"
 MATMUL = HERE / "testdata" / "matmul.mlir"
 HW = {
@@ -34,16 +33,9 @@ HW = {
 }
 
 
-def _require(tool: str) -> str:
-    path = shutil.which(tool)
-    # A missing tool is a failure with its reason, never a skip.
-    assert path, f"{tool} not found: install Debian's qemu-user / llvm-19 (tools/bazel does)"
-    return path
-
-
 def _run_kernel(tmp_path: Path, iterations: int, vlen: int) -> cnt.DispatchCounts:
     out = tmp_path / f"counts_{iterations}_{vlen}.txt"
-    proc = subprocess.run([_require(QEMU), "-cpu", f"rv64,v=true,vlen={vlen}", "-L", SYSROOT,
+    proc = subprocess.run([str(QEMU), "-cpu", f"rv64,v=true,vlen={vlen}", "-L", SYSROOT,
                            "-plugin", f"{PLUGIN},out={out}", str(KERNEL), str(iterations)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -72,7 +64,7 @@ def test_known_kernel_counts_are_exact(tmp_path, iterations, vlen):
 def test_plugin_refuses_a_run_without_dispatch_window(tmp_path):
     """A program without the markers has no window: the reader says so instead of reporting 0."""
     out = tmp_path / "counts.txt"
-    proc = subprocess.run([_require(QEMU), "-L", SYSROOT, "-plugin", f"{PLUGIN},out={out}",
+    proc = subprocess.run([str(QEMU), "-L", SYSROOT, "-plugin", f"{PLUGIN},out={out}",
                            str(RUNNER)], capture_output=True, text=True)
     assert proc.returncode == 2  # usage: no window opened
     with pytest.raises(cnt.CountsError, match="0 dispatch windows"):
@@ -87,9 +79,9 @@ def _target(tmp_path: Path, vlen: int) -> Path:
 
 
 def _measure(tmp_path: Path, target: Path, hardware: list[Path], out: str, *extra: str,
-             env: dict | None = None) -> subprocess.CompletedProcess:
+             env: dict | None = None, qemu: Path = QEMU) -> subprocess.CompletedProcess:
     args = [sys.executable, "-m", "perf.measure", "--module", str(MATMUL), "--target", str(target),
-            "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--model-name", "matmul",
+            "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(qemu), "--model-name", "matmul",
             "--out-json", str(tmp_path / f"{out}.json"), "--out-md", str(tmp_path / f"{out}.md"), *extra]
     for hw in hardware:
         args += ["--hardware", str(hw)]
@@ -127,6 +119,15 @@ def test_perf_json_is_deterministic_and_adds_up(tmp_path):
         assert sum(d["classes"].values()) == d["instructions"] > 0
         assert d["macs"] == 64 * 128 * 96 and d["kind"] == "matmul"
         assert d["model_cycles"] > 0 and 0 < d["fma_peak_share"] <= 1.0
+        # Each run simulates its own description's caches; the matmul's operands (A 64x96,
+        # B 96x128, C 64x128 f32) come from DRAM at least once and the result goes back.
+        m = d["memory"]
+        assert [lv["role"] for lv in m["levels"]] == ["l1", "l2", "dram"]
+        dram = m["levels"][-1]
+        assert dram["read_bytes"] >= (64 * 96 + 96 * 128) * 4 and dram["write_bytes"] >= 64 * 128 * 4
+        assert m["cycles"] >= d["model_cycles"] and m["energy_pj"] > d["macs"]  # + the MACs' pJ
+        assert run["inference_memory_aware_cycles"] == sum(x["memory"]["cycles"] * x["calls"]
+                                                           for x in run["dispatches"])
     md = (tmp_path / "a.md").read_text()
     assert "model cycles on sifive-p670 (qemu vlen=128)" in md and "The model ignores caches" in md
 
@@ -173,18 +174,23 @@ def _path_without(tmp_path: Path, missing: str) -> dict:
     """An environment whose PATH has the perf tools except `missing`."""
     bin_dir = tmp_path / f"bin_without_{missing}"
     bin_dir.mkdir()
-    for tool in (QEMU, "llvm-mc-19", "llvm-mca-19", "riscv64-linux-gnu-ld"):
+    for tool in ("llvm-mc-19", "llvm-mca-19", "riscv64-linux-gnu-ld"):
         if tool != missing and shutil.which(tool):
             (bin_dir / tool).symlink_to(shutil.which(tool))
     return {**os.environ, "PATH": str(bin_dir)}
 
 
 @pytest.mark.parametrize("missing,words", [
-    (QEMU, "qemu-riscv64 not found (Debian package qemu-user"),
+    ("qemu", "qemu-riscv64 (--qemu: //tools/qemu:qemu-riscv64) not found"),
     ("llvm-mca-19", "llvm-mca-19 not found (Debian package llvm-19"),
 ])
 def test_a_missing_tool_fails_with_one_line(tmp_path, missing, words):
-    proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out", env=_path_without(tmp_path, missing))
+    # qemu is an explicit argument (no PATH lookup); the llvm tools are found on PATH.
+    if missing == "qemu":
+        proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out",
+                        qemu=tmp_path / "absent" / "qemu-riscv64")
+    else:
+        proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out", env=_path_without(tmp_path, missing))
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0 and words in proc.stderr, proc.stderr
     assert not (tmp_path / "out.json").exists() and not (tmp_path / "out.md").exists()
@@ -224,7 +230,7 @@ def test_a_failed_run_names_its_dispatch(tmp_path):
     # perf.tune sets the named dispatch apart instead of halving its round.
     d = chk.Dispatch("main_dispatch_7_softmax", workgroup_count=(1, 1, 1))
     with pytest.raises(measure.PerfError) as err:  # /bin/false stands in for a qemu that aborts
-        measure._run_dispatch(["/bin/false"], tmp_path / "plugin.so", tmp_path / "runner", tmp_path / "lib.so",
+        measure._run_dispatch(["/bin/false"], tmp_path / "plugin.so", [], tmp_path / "runner", tmp_path / "lib.so",
                               0, d, [], tmp_path / "counts.txt")
     assert err.value.dispatch == "main_dispatch_7_softmax"
     assert str(err.value).startswith("main_dispatch_7_softmax: runner failed under qemu (exit 1)")

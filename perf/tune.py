@@ -2,7 +2,8 @@
 
     python -m perf.tune --module M.mlirbc --target T.target.yaml --analysis M.analysis.json \\
         --hardware riscv_rvv.yaml --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
-        --model-name M --candidates 3 --code-ranked 6 --out M_measured.analysis.json --out-md M_measured.md
+        --qemu qemu-riscv64 --model-name M --candidates 3 --code-ranked 6 \\
+        --out M_measured.analysis.json --out-md M_measured.md
     python -m perf.tune --by code-model --margin 0.05 --code-ranked 4 --module M.mlirbc \
         --target host.yaml --analysis M.analysis.json --hardware host.yaml --model-name M \
         --out M_chosen.analysis.json --out-md M_chosen.md
@@ -36,7 +37,7 @@ code-model cycles plus C's weight for the core x one tile-model feature of the c
 llvm-mca's L1-hit pricing misses, fitted on the calibration split's timings.
 
 A candidate that does not compile or run is recorded with its one-line error and not
-chosen. A dispatch whose own IREE-default run fails (qemu 7.2 aborts on some RVV code) keeps
+chosen. A dispatch whose own IREE-default run fails (e.g. qemu aborts translating it) keeps
 IREE's default, the error recorded: there is nothing to compare against. When IREE's defaults
 cannot be measured at all (an error naming no dispatch, or every dispatch's run failing), the
 tool fails.
@@ -48,6 +49,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
@@ -57,6 +59,7 @@ from common.calibration_schema import CodeModelCalibration
 from codegen.compile import CompileError
 from common.errors import OneLineErrors, first_line
 from common.files import check_outputs, sha256_file, write_together
+from common.perf_schema import DispatchPerf
 from common.targets import TargetError, load_target
 from perf.choose import clears_margin
 from perf.code_cost import CodeCostError, module_call_cycles
@@ -69,10 +72,15 @@ class TuneError(RuntimeError):
     """The measured choice cannot be made; the message names the culprit."""
 
 
+ZIGZAG = "zigzag"  # ZigZag's own mapping, as the analysis translated it (analysis/candidates.py)
+
+
 def shortlist(dispatch: dict, size: int) -> list[str]:
     """IREE's default, then the other candidates best ranked, `size` in all: those the code
     model costed (`code_model_cycles`) cheapest first, then the rest in the analysis'
-    (predicted) order; empty when IREE's default is not among them (nothing to compare against)."""
+    (predicted) order; plus ZigZag's own mapping where the analysis has one and it is not among
+    them, so that ZigZag is always judged by the measurement (docs/design.md). Empty when IREE's
+    default is not among the candidates (nothing to compare against)."""
     candidates = dispatch.get("candidates", [])
     if DEFAULT not in (c["name"] for c in candidates):
         return []
@@ -80,7 +88,10 @@ def shortlist(dispatch: dict, size: int) -> list[str]:
     costed = sorted((c for c in others if c.get("code_model_cycles") is not None),
                     key=lambda c: c["code_model_cycles"])  # stable: ties keep the predicted order
     rest = [c for c in others if c.get("code_model_cycles") is None]
-    return ([DEFAULT] + [c["name"] for c in costed + rest])[:size]
+    names = ([DEFAULT] + [c["name"] for c in costed + rest])[:size]
+    if ZIGZAG not in names and any(c["name"] == ZIGZAG for c in others):
+        names.append(ZIGZAG)
+    return names
 
 
 def round_assignments(analysis: dict, size: int) -> list[dict[str, str]]:
@@ -214,13 +225,35 @@ class _Round:
     def __init__(self, a: argparse.Namespace, work: Path):
         self.a, self.work = a, work
 
-    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, int]:
+    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, "Measured"]:
         path = self.work / f"{tag}.analysis.json"
         path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
         report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
                          self.a.plugin, self.a.model_name, self.a.jobs, only=only,
-                         inputs_dir=self.work / "inputs")
-        return {d.name: d.model_cycles for d in report.runs[0].dispatches}
+                         inputs_dir=self.work / "inputs", qemu=self.a.qemu)
+        return {d.name: Measured.of(d) for d in report.runs[0].dispatches}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One candidate's measurement: what the choice decides by (`memory_aware_cycles`) and what it
+    records beside it."""
+
+    model_cycles: int
+    memory_aware_cycles: int
+    energy_pj: float
+    traffic_bytes: dict[str, int]  # level name -> bytes served to the level above + taken from it
+
+    @property
+    def dram_bytes(self) -> int:
+        return list(self.traffic_bytes.values())[-1]
+
+    @classmethod
+    def of(cls, d: DispatchPerf) -> "Measured | None":
+        if d.model_cycles is None or d.memory is None:
+            return None
+        return cls(d.model_cycles, d.memory.cycles, d.memory.energy_pj,
+                   {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels})
 
 
 def _cost_of_chosen(d: Dispatch, chosen: Candidate) -> Cost | None:
@@ -239,9 +272,10 @@ def _cost_of_chosen(d: Dispatch, chosen: Candidate) -> Cost | None:
 def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core: str,
          code_ranked: int = 0) -> tuple[Analysis, list[str]]:
     """(the analysis with measured choices, per-round log lines). `measure_round(analysis_dict,
-    dispatches, tag)` returns dispatch -> model cycles or raises PerfError."""
+    dispatches, tag)` returns dispatch -> Measured (None: no core model) or raises PerfError.
+    Each dispatch keeps the candidate with the fewest memory-aware cycles."""
     base = analysis.model_dump(mode="json")
-    measured: dict[tuple[str, str], int] = {}
+    measured: dict[tuple[str, str], Measured] = {}
     failed: dict[tuple[str, str], str] = {}
     log = []
     # Every dispatch is measured itself: dispatches of one root op differ in what IREE fused
@@ -254,7 +288,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 if d in choices and (j == 0 or c != DEFAULT) and (d, c) not in measured}
         if not todo:
             continue
-        def run(group: dict[str, str], tag: str, j: int = j, assign: dict = assign) -> dict[str, int]:
+        def run(group: dict[str, str], tag: str, j: int = j, assign: dict = assign) -> dict[str, Measured]:
             forced = forced_analysis(base, {**{d: DEFAULT for d in assign}, **group},
                                      f"measured choice, round {j}")
             return measure_round(forced, set(group), f"round{j}_{tag}")
@@ -264,7 +298,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 if j == 0 and _culprit(err, group) is None:
                     raise TuneError(f"IREE's default configs cannot be measured: {err}") from None
                 if j == 0 and len(group) == 1:
-                    # Its own run failed (qemu 7.2 aborts on some RVV code): with nothing to
+                    # Its own run failed (e.g. qemu aborts translating it): with nothing to
                     # compare against, the dispatch keeps IREE's default.
                     (d, c), = group.items()
                     failed[(d, c)] = first_line(err)
@@ -294,10 +328,14 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
         if len(names) < 2:
             dispatches.append(d)
             continue
-        cands = [c.model_copy(update={
-            "measured_model_cycles": measured.get((d.name, c.name)),
-            "measure_error": failed.get((d.name, c.name))}) if c.name in names else c
-            for c in d.candidates]
+        def figures(key: tuple[str, str]) -> dict:
+            m = measured.get(key)
+            return {"measured_model_cycles": m and m.model_cycles,
+                    "measured_memory_aware_cycles": m and m.memory_aware_cycles,
+                    "measured_energy_pj": m and m.energy_pj, "measured_traffic_bytes": m and m.traffic_bytes,
+                    "measure_error": failed.get(key)}
+        cands = [c.model_copy(update=figures((d.name, c.name))) if c.name in names else c
+                 for c in d.candidates]
         by_name = {c.name: c for c in cands}
         if d.name not in choices:  # IREE's default could not be measured
             default = by_name[DEFAULT]
@@ -306,15 +344,15 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
                 f"{d.kind}: measured choice on {core} ({hardware_name}): IREE's default kept, its run "
                 f"failed ({by_name[DEFAULT].measure_error}), nothing to compare against; analysis: {d.reason}")}))
             continue
-        default_cycles = by_name[DEFAULT].measured_model_cycles
-        ok = [n for n in names if by_name[n].measured_model_cycles is not None]
-        # Fewest model cycles; ties go to the earlier (IREE's default first).
-        best = min(ok, key=lambda n: (by_name[n].measured_model_cycles, names.index(n)))
+        default_cycles = by_name[DEFAULT].measured_memory_aware_cycles
+        ok = [n for n in names if by_name[n].measured_memory_aware_cycles is not None]
+        # Fewest memory-aware cycles; ties go to the earlier (IREE's default first).
+        best = min(ok, key=lambda n: (by_name[n].measured_memory_aware_cycles, names.index(n)))
         chosen = by_name[best]
         kept = " (IREE's default kept)" if best == DEFAULT else ""
         reason = (f"{d.kind}: measured choice on {core} ({hardware_name}): {best} at "
-                  f"{chosen.measured_model_cycles:,} model cycles vs IREE's default "
-                  f"{default_cycles:,} ({chosen.measured_model_cycles / default_cycles:.3f}x){kept}; "
+                  f"{chosen.measured_memory_aware_cycles:,} memory-aware cycles vs IREE's default "
+                  f"{default_cycles:,} ({chosen.measured_memory_aware_cycles / default_cycles:.3f}x){kept}; "
                   f"{len(ok)} of {len(names)} shortlisted candidates measured"
                   + (f", {len(names) - len(ok)} failed" if len(ok) < len(names) else "")
                   + f"; analysis: {d.reason}")
@@ -455,27 +493,31 @@ def code_choice_markdown(analysis: Analysis) -> str:
 
 def to_markdown(analysis: Analysis) -> str:
     mc = analysis.measured_choice
-    lines = [f"# Measured tile choice: {analysis.model} on {mc.hardware} (model cycles on {mc.core})",
+    lines = [f"# Measured tile choice: {analysis.model} on {mc.hardware} (memory-aware cycles on {mc.core})",
              "", f"Shortlist per dispatch: IREE's default and the {mc.candidates_per_dispatch - 1} "
              + (f"other candidates with the fewest code-model cycles (perf/code_cost.py, static) among "
                 f"the {mc.code_ranked - 1} best predicted; " if mc.code_ranked else
                 "best predicted other candidates; ")
-             + "each run whole under qemu and costed by llvm-mca. "
-             "Model cycles ignore caches, memory latency and branch misses: they are not time.", "",
+             + "each run whole under qemu with the description's caches simulated, costed by llvm-mca "
+             "plus its memory traffic (perf/memory_model.py). Each dispatch keeps the fewest memory-aware "
+             "cycles; model cycles (every load an L1 hit) are shown beside them. Neither is time.", "",
              "| dispatch | kind | chosen | IREE default | chosen | chosen/default | "
-             "candidates (rank: measured (code model)) |", "|---|---|---|---:|---:|---:|---|"]
+             "candidates (name: memory-aware / model cycles, DRAM bytes (code model)) |",
+             "|---|---|---|---:|---:|---:|---|"]
     total_default = total_chosen = 0
     for d in analysis.dispatches:
         shortlisted = [c for c in d.candidates
-                       if c.measured_model_cycles is not None or c.measure_error is not None]
+                       if c.measured_memory_aware_cycles is not None or c.measure_error is not None]
         if not shortlisted:
             continue
         by = {c.name: c for c in shortlisted}
-        cells = ", ".join((f"{c.name}: {c.measured_model_cycles:,}" if c.measured_model_cycles is not None
+        cells = ", ".join((f"{c.name}: {c.measured_memory_aware_cycles:,} / {c.measured_model_cycles:,}, "
+                           f"{list(c.measured_traffic_bytes.values())[-1]:,} B"
+                           if c.measured_memory_aware_cycles is not None
                            else f"{c.name}: failed")
                           + (f" (code {c.code_model_cycles:,.0f})" if c.code_model_cycles is not None else "")
                           for c in shortlisted)
-        dc, cc = by[DEFAULT].measured_model_cycles, by[d.chosen].measured_model_cycles
+        dc, cc = by[DEFAULT].measured_memory_aware_cycles, by[d.chosen].measured_memory_aware_cycles
         if dc is None:  # IREE's default did not run: kept, out of the totals
             lines.append(f"| {d.name} | {d.kind} | {d.chosen} | failed | failed | - | {cells} |")
             continue
@@ -494,8 +536,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", required=True, type=Path, help="riscv target derived from --hardware")
     p.add_argument("--analysis", required=True, type=Path, help="analysis.json with candidates")
     p.add_argument("--hardware", required=True, type=Path, help="the accelerator (with a model_core)")
-    p.add_argument("--by", choices=("model-cycles", "code-model"), default="model-cycles",
-                   help="model-cycles: run the shortlist under qemu (riscv); code-model: choose by "
+    p.add_argument("--by", choices=("memory-aware-cycles", "code-model"), default="memory-aware-cycles",
+                   help="memory-aware-cycles: run the shortlist under qemu with the caches simulated "
+                   "(riscv); code-model: choose by "
                    "the code model's static cycles alone among the --code-ranked (host)")
     p.add_argument("--margin", type=float, default=0.0,
                    help="--by code-model: a candidate replaces IREE's default only below "
@@ -503,11 +546,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--code-calibration", type=Path,
                    help="--by code-model: a CodeModelCalibration (analysis/calibration/<hardware>.code_model.json) "
                    "whose term is added to each candidate's code-model cycles")
-    p.add_argument("--runner", type=Path, help="riscv64 hal_runner (--by model-cycles)")
-    p.add_argument("--plugin", type=Path, help="libinsn_classes.so (--by model-cycles)")
+    p.add_argument("--runner", type=Path, help="riscv64 hal_runner (--by memory-aware-cycles)")
+    p.add_argument("--plugin", type=Path, help="libinsn_classes.so (--by memory-aware-cycles)")
+    p.add_argument("--qemu", type=Path,
+                   help="qemu-riscv64 that loads the plugin, //tools/qemu:qemu-riscv64 (--by memory-aware-cycles)")
     p.add_argument("--model-name", required=True)
     p.add_argument("--candidates", type=int,
-                   help="--by model-cycles: shortlist size per dispatch, IREE's default included (>= 2)")
+                   help="--by memory-aware-cycles: shortlist size per dispatch, IREE's default included (>= 2)")
     p.add_argument("--code-ranked", type=int, default=0,
                    help="cost IREE's default and the N-1 best predicted candidates per dispatch with "
                    "the code model (perf/code_cost.py) and shortlist the cheapest; 0: shortlist by "
@@ -523,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         check_outputs({"--out": a.out, "--out-md": a.out_md},
                       {"--module": a.module, "--target": a.target, "--analysis": a.analysis,
                        "--hardware": a.hardware, "--code-calibration": a.code_calibration,
-                       "--runner": a.runner, "--plugin": a.plugin})
+                       "--runner": a.runner, "--plugin": a.plugin, "--qemu": a.qemu})
         if a.code_ranked == 1 or a.code_ranked < 0:
             raise TuneError(f"--code-ranked {a.code_ranked}: 0 (off) or at least 2 (IREE's default and one more)")
         if a.by == "code-model":
@@ -534,9 +579,9 @@ def main(argv: list[str] | None = None) -> int:
         elif a.code_calibration is not None:
             raise TuneError("--code-calibration prices a --by code-model choice; model cycles are measured")
         else:
-            missing = [f for f in ("runner", "plugin", "candidates") if getattr(a, f) is None]
+            missing = [f for f in ("runner", "plugin", "qemu", "candidates") if getattr(a, f) is None]
             if missing:
-                raise TuneError(f"--by model-cycles needs --{missing[0]}")
+                raise TuneError(f"--by memory-aware-cycles needs --{missing[0]}")
             if a.candidates < 2:
                 raise TuneError(f"--candidates {a.candidates}: a choice needs at least 2 (IREE's default and one more)")
         hw = load_hardware(a.hardware)

@@ -14,7 +14,7 @@ from common.analysis_schema import Analysis
 from perf.measure import PerfError
 from codegen.compile import CompileError
 from perf.code_cost import CallCycles, CodeCostError
-from perf.tune import (DEFAULT, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
+from perf.tune import (DEFAULT, Measured, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
                        round_assignments, shortlist, to_markdown, tune)
 
 LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound": 16, "kind": "parallel"},
@@ -46,19 +46,23 @@ def _analysis(dispatches: dict[str, list[str]], signatures: dict[str, str] | Non
 
 
 class FakeCore:
-    """Model cycles per (dispatch, candidate compiled for it); `broken` candidates fail to run,
-    with an error naming their dispatch as perf.measure's does (`named`) or not."""
+    """Memory-aware cycles per (dispatch, candidate compiled for it) (`memory`: the core's model
+    cycles beside them, if they differ); `broken` candidates fail to run, with an error naming
+    their dispatch as perf.measure's does (`named`) or not."""
 
-    def __init__(self, cycles: dict[tuple[str, str], int], broken=(), named: bool = True):
+    def __init__(self, cycles: dict[tuple[str, str], int], broken=(), named: bool = True,
+                 core: dict[tuple[str, str], int] | None = None):
         self.cycles, self.broken, self.named, self.calls = cycles, set(broken), named, []
+        self.core = core or cycles
 
-    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, int]:
+    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, Measured]:
         chosen = {d["name"]: d["chosen"] for d in analysis["dispatches"]}
         self.calls.append({d: chosen[d] for d in only})
         for d in sorted(only):
             if (d, chosen[d]) in self.broken:
                 raise PerfError(f"{d}: runner failed under qemu (exit 1): boom", d if self.named else None)
-        return {d: self.cycles[(d, chosen[d])] for d in only}
+        return {d: Measured(model_cycles=self.core[(d, chosen[d])], memory_aware_cycles=self.cycles[(d, chosen[d])],
+                            energy_pj=1.0, traffic_bytes={"l1d": 640, "l2": 128, "dram": 64}) for d in only}
 
 
 class FakeCode:
@@ -124,6 +128,14 @@ def test_shortlist_is_the_default_then_the_best_predicted():
     assert round_assignments(a, 3) == [{"x": DEFAULT}, {"x": "zigzag"}, {"x": "a"}]
 
 
+def test_zigzags_own_mapping_is_always_measured():
+    """Ranked out of the shortlist, ZigZag's mapping is still measured, one candidate more."""
+    a = _analysis({"x": ["a", DEFAULT, "b", "zigzag"], "y": ["a", DEFAULT, "b"]}).model_dump(mode="json")
+    assert shortlist(a["dispatches"][0], 3) == [DEFAULT, "a", "b", "zigzag"]
+    assert shortlist(a["dispatches"][1], 3) == [DEFAULT, "a", "b"]
+    assert round_assignments(a, 3)[3] == {"x": "zigzag", "y": DEFAULT}
+
+
 def test_fewest_model_cycles_wins_and_every_measurement_is_recorded():
     a = _analysis({"x": [DEFAULT, "a", "b"], "y": ["a", DEFAULT]})
     core = FakeCore({("x", DEFAULT): 100, ("x", "a"): 120, ("x", "b"): 70,
@@ -131,7 +143,7 @@ def test_fewest_model_cycles_wins_and_every_measurement_is_recorded():
     out, _ = tune(a, core, 4, "riscv_rvv", "sifive-p670")
     x, y = out.dispatches
     assert (x.chosen, x.provenance, x.tiles["register"]) == ("b", "search", [1, 4, 1])
-    assert {c.name: c.measured_model_cycles for c in x.candidates} == {DEFAULT: 100, "a": 120, "b": 70}
+    assert {c.name: c.measured_memory_aware_cycles for c in x.candidates} == {DEFAULT: 100, "a": 120, "b": 70}
     assert (y.chosen, y.tiles) == (DEFAULT, None) and "IREE's default kept" in y.reason
     assert "0.700x" in x.reason and out.measured_choice.measured == 5
     assert out.summary.search == 1 and out.summary.iree_default == 1
@@ -141,6 +153,18 @@ def test_fewest_model_cycles_wins_and_every_measurement_is_recorded():
     # The output is a valid analysis, and its cost is the chosen candidate's prediction.
     again = Analysis.model_validate_json(out.model_dump_json())
     assert again.dispatches[0].cost.latency_cycles == 102.0
+
+
+def test_memory_aware_cycles_decide_not_the_cores_model_cycles():
+    """A candidate the core model prices cheaper (every load an L1 hit) but whose traffic makes it
+    slower on the memory hierarchy loses; both figures are recorded."""
+    a = _analysis({"x": [DEFAULT, "a"]})
+    core = FakeCore({("x", DEFAULT): 100, ("x", "a"): 130}, core={("x", DEFAULT): 90, ("x", "a"): 60})
+    out, _ = tune(a, core, 4, "riscv_rvv", "sifive-p670")
+    x = out.dispatches[0]
+    assert x.chosen == DEFAULT and "memory-aware cycles" in x.reason
+    assert {c.name: (c.measured_model_cycles, c.measured_memory_aware_cycles) for c in x.candidates} == {
+        DEFAULT: (90, 100), "a": (60, 130)}
 
 
 def test_a_tie_keeps_iree_default():
@@ -226,8 +250,8 @@ def test_never_chosen_slower_than_iree_default(cycles, size):
     a = _analysis({"x": names})
     out, _ = tune(a, FakeCore({("x", n): c for n, c in zip(names, cycles)}), size, "riscv_rvv", "p670")
     chosen = next(c for c in out.dispatches[0].candidates if c.name == out.dispatches[0].chosen)
-    assert chosen.measured_model_cycles <= cycles[0]
-    assert chosen.measured_model_cycles == min(cycles[:size])
+    assert chosen.measured_memory_aware_cycles <= cycles[0]
+    assert chosen.measured_memory_aware_cycles == min(cycles[:size])
 
 
 def test_code_model_choice_takes_the_cheapest_only_past_the_margin():
@@ -326,6 +350,7 @@ def _cli(tmp_path, hardware: Path, *extra: str) -> tuple[int, Path]:
     out = tmp_path / "out.analysis.json"
     code = main(["--module", str(tmp_path / "absent.mlirbc"), "--target", str(tmp_path / "t.yaml"),
                  "--analysis", str(src), "--hardware", str(hardware), "--runner", "r", "--plugin", "p",
+                 "--qemu", "q",
                  "--model-name", "m", "--candidates", "4", "--out", str(out), "--out-md", str(tmp_path / "out.md"), *extra])
     return code, out
 
@@ -355,7 +380,8 @@ def test_an_analysis_of_other_hardware_is_refused(tmp_path, capsys):
     src = tmp_path / "in.analysis.json"
     src.write_text(_analysis({"x": [DEFAULT, "a"]}).model_dump_json())  # hardware riscv_rvv
     code = main(["--module", "m", "--target", "t", "--analysis", str(src), "--hardware", str(rvv256),
-                 "--runner", "r", "--plugin", "p", "--model-name", "m", "--candidates", "4", "--out", str(tmp_path / "o"),
+                 "--runner", "r", "--plugin", "p", "--qemu", "q", "--model-name", "m", "--candidates", "4",
+                 "--out", str(tmp_path / "o"),
                  "--out-md", str(tmp_path / "o.md")])
     assert code == 1 and "analysed against 'riscv_rvv'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

@@ -1,7 +1,8 @@
-// insn_classes: a QEMU TCG plugin (API v1) that counts the RISC-V
+// insn_classes: a QEMU TCG plugin (plugin API version 4, QEMU 10.0.2's
+// include/qemu/qemu-plugin.h) that counts the RISC-V
 // instructions a dispatch executes, by translation block and by class.
 //
-//   qemu-riscv64 -cpu rv64,v=true,vlen=128
+//   qemu-riscv64 -cpu rv64,v=true,vlen=128   (QEMU 10.0.2 built with --enable-plugins)
 //       -plugin libinsn_classes.so,out=COUNTS.txt hal_runner ...
 //
 // Attribution: only instructions executed inside a "dispatch window" are
@@ -14,10 +15,25 @@
 // window is the dispatch's: its own code in the dlopen'ed library, the libc
 // routines it calls, and the runner's few-instruction workgroup loop.
 //
+// Memory: with `cache=SIZE:ASSOC:LINE:wb|wt` arguments (one per cache level,
+// innermost first), every data access the guest makes inside the window
+// (vector loads and stores reach the plugin once per element) goes through a
+// simulation of those caches in front of DRAM (cache_sim.h). The caches are
+// emptied when the window opens and their dirty lines written back when it
+// closes: each dispatch reads its inputs from, and leaves its outputs in, DRAM.
+// `window=all` counts the whole program instead of the dispatch window (to
+// compare with QEMU's own contrib/plugins/cache.c, which has no window).
+//
 // Output (text; the Python side in perf/counts.py parses and aggregates it):
-//   insn_classes 1
+//   insn_classes 2
 //   classes <class names in order>
 //   windows <number of begin markers executed>
+//   caches <number of simulated cache levels>
+//   cache <level> <size> <assoc> <line> <wb|wt> <read_accesses>
+//         <write_accesses> <read_misses> <write_misses> <read_bytes>
+//         <write_bytes> <fill_bytes> <writeback_bytes> <split_requests>
+//                                                           (one per level)
+//   dram <read_bytes> <write_bytes>                         (with caches)
 //   block <vaddr> <size> <insns> <nvec_entry> <weight_after_x8>
 //         <nvec_after_unknown> <fma> <c0,c1,...> <hex bytes> <slot>:<n> ...
 // `slot` is the vtype in force when the block was entered (vsew*8 + vlmul,
@@ -29,15 +45,23 @@
 // does not rely on it: vector instructions before a block's first vset use
 // the entry vtype (tracked at run time from the vsets executed before),
 // later ones use that vset's immediate vtype (or are "unknown" after the
-// register form vsetvl, whose vtype is in a register the v1 API cannot read).
+// register form vsetvl, whose vtype is in a register; the plugin reads no
+// registers, QEMU_PLUGIN_CB_NO_REGS).
+//
+// Ported from API v1 (QEMU 7.2) to v4: qemu_plugin_insn_data copies an
+// instruction's bytes into a caller's buffer (v3) instead of returning a
+// pointer; qemu_plugin_tb_get_insn returns a non-const handle. The callbacks
+// used here (tb_trans, tb_exec, mem, atexit) kept their signatures.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf/qemu_plugin/qemu_plugin_v1.h"
+#include "perf/qemu_plugin/cache_sim.h"
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_API_VERSION;
+#include <qemu-plugin.h>
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 enum insn_class {
   CLASS_SCALAR_INT,
@@ -89,6 +113,8 @@ static const char* g_out_path;
 static int g_active;
 static int g_slot = SLOT_UNKNOWN;
 static uint64_t g_windows;
+static struct cache_sim g_caches;
+static int g_whole_program;  // window=all
 
 static uint32_t bits(uint32_t insn, int hi, int lo) {
   return (insn >> lo) & ((1u << (hi - lo + 1)) - 1u);
@@ -203,14 +229,29 @@ static void on_tb_exec(unsigned int vcpu_index, void* userdata) {
   (void)vcpu_index;
   struct block* b = userdata;
   if (b->marker == MARKER_BEGIN) {
-    g_active = 1;
+    if (!g_whole_program) {
+      g_active = 1;
+      cache_sim_reset(&g_caches);
+    }
     ++g_windows;
   } else if (b->marker == MARKER_END) {
-    g_active = 0;
+    if (!g_whole_program && g_active) {
+      g_active = 0;
+      cache_sim_flush(&g_caches);
+    }
   } else if (g_active) {
     ++b->exec[g_slot];
   }
   if (b->exit_slot != VTYPE_UNCHANGED) g_slot = b->exit_slot;
+}
+
+static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+                   uint64_t vaddr, void* userdata) {
+  (void)vcpu_index;
+  (void)userdata;
+  if (!g_active) return;
+  cache_sim_access(&g_caches, vaddr, 1u << qemu_plugin_mem_size_shift(info),
+                   qemu_plugin_mem_is_store(info));
 }
 
 static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
@@ -229,9 +270,16 @@ static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
   int after_vset = 0;  // 0: entry vtype; else the vset's slot + 1
   uint32_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
-    const struct qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
+    struct qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
+    uint8_t data[4];  // RISC-V instructions here are 2 or 4 bytes
     size_t size = qemu_plugin_insn_size(insn);
-    const uint8_t* data = qemu_plugin_insn_data(insn);
+    if (size > sizeof(data) || qemu_plugin_insn_data(insn, data, sizeof(data)) != size) {
+      qemu_plugin_outs("insn_classes: an instruction longer than 4 bytes\n");
+      abort();
+    }
+    if (g_caches.levels)
+      qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS,
+                                       QEMU_PLUGIN_MEM_RW, NULL);
     memcpy(b->bytes + offset, data, size);
     offset += (uint32_t)size;
     uint32_t word = 0;
@@ -269,9 +317,26 @@ static void write_counts(qemu_plugin_id_t id, void* userdata) {
     qemu_plugin_outs("insn_classes: cannot open the output file\n");
     return;
   }
-  fprintf(out, "insn_classes 1\nclasses");
+  if (g_whole_program) cache_sim_flush(&g_caches);
+  fprintf(out, "insn_classes 2\nclasses");
   for (int c = 0; c < CLASS_COUNT; ++c) fprintf(out, " %s", kClassNames[c]);
   fprintf(out, "\nwindows %llu\n", (unsigned long long)g_windows);
+  fprintf(out, "caches %d\n", g_caches.levels);
+  for (int i = 0; i < g_caches.levels; ++i) {
+    const struct cache_sim_level* lv = &g_caches.level[i];
+    const struct cache_sim_stats* st = &lv->stats;
+    fprintf(out, "cache %d %llu %u %u %s %llu %llu %llu %llu %llu %llu %llu %llu %llu\n", i,
+            (unsigned long long)(lv->sets * lv->assoc * lv->line_bytes), lv->assoc,
+            lv->line_bytes, lv->policy == CACHE_SIM_WRITE_BACK ? "wb" : "wt",
+            (unsigned long long)st->read_accesses, (unsigned long long)st->write_accesses,
+            (unsigned long long)st->read_misses, (unsigned long long)st->write_misses,
+            (unsigned long long)st->read_bytes, (unsigned long long)st->write_bytes,
+            (unsigned long long)st->fill_bytes, (unsigned long long)st->writeback_bytes,
+            (unsigned long long)st->split_requests);
+  }
+  if (g_caches.levels)
+    fprintf(out, "dram %llu %llu\n", (unsigned long long)g_caches.dram_read_bytes,
+            (unsigned long long)g_caches.dram_write_bytes);
   for (struct block* b = g_blocks; b; b = b->next) {
     int ran = 0;
     for (int s = 0; s < SLOT_COUNT; ++s) ran |= b->exec[s] != 0;
@@ -298,7 +363,38 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     return -1;
   }
   for (int i = 0; i < argc; ++i) {
-    if (!strncmp(argv[i], "out=", 4)) g_out_path = argv[i] + 4;
+    if (!strncmp(argv[i], "out=", 4)) {
+      g_out_path = argv[i] + 4;
+    } else if (!strcmp(argv[i], "window=all")) {
+      g_whole_program = 1;
+      g_active = 1;
+    } else if (!strncmp(argv[i], "cache=", 6)) {
+      unsigned long long size;
+      unsigned assoc, line;
+      char policy[3];
+      const char* why = NULL;
+      if (sscanf(argv[i] + 6, "%llu:%u:%u:%2s", &size, &assoc, &line, policy) != 4 ||
+          (strcmp(policy, "wb") && strcmp(policy, "wt"))) {
+        qemu_plugin_outs("insn_classes: cache= wants SIZE:ASSOC:LINE:wb|wt\n");
+        return -1;
+      }
+      if (cache_sim_add_level(&g_caches, size, assoc, line,
+                              strcmp(policy, "wb") ? CACHE_SIM_WRITE_THROUGH
+                                                   : CACHE_SIM_WRITE_BACK,
+                              &why)) {
+        qemu_plugin_outs("insn_classes: cache=");
+        qemu_plugin_outs(argv[i] + 6);
+        qemu_plugin_outs(": ");
+        qemu_plugin_outs(why);
+        qemu_plugin_outs("\n");
+        return -1;
+      }
+    } else {
+      qemu_plugin_outs("insn_classes: unknown argument ");
+      qemu_plugin_outs(argv[i]);
+      qemu_plugin_outs("\n");
+      return -1;
+    }
   }
   if (!g_out_path || !*g_out_path) {
     qemu_plugin_outs("insn_classes: missing argument out=FILE\n");

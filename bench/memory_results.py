@@ -1,0 +1,244 @@
+"""The memory-aware measurement's results: committed data in, docs/results_memory.md out.
+
+    bazel build //models:zoo_measured_choices && \
+        bazel run //tools:memory_results -- collect   # bazel-bin -> docs/data/measured_choices.json
+    bazel run //tools:memory_results                  # docs/data/measured_choices.json -> docs/results_memory.md
+
+`collect` reads what `bazel build //models:zoo_measured_choices` built into the workspace's
+bazel-bin (every pipeline's riscv measured choice and its predicted analysis) and keeps, per dispatch with a choice, each
+measured candidate's figures and ZigZag's prediction for its own mapping. `render` (the
+default) writes, from that committed file alone:
+1. how often each candidate source wins, by the analysis' prediction, by model cycles (every
+   load an L1 hit) and by memory-aware cycles (the simulated caches), calibration and held-out
+   models apart;
+2. ZigZag judged by the simulation: for every matmul and convolution dispatch whose ZigZag
+   mapping was compiled and run, ZigZag's predicted bytes per memory level against the
+   simulated bytes of the compiled code, and its predicted latency against the memory-aware
+   cycles;
+3. per model, the measured choice over IREE's default in memory-aware cycles and energy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from bench import stats
+
+DATA = Path("docs/data/measured_choices.json")
+OUT = Path("docs/results_memory.md")
+DEFAULT = "iree-default"
+ZIGZAG = "zigzag"
+CONTRACTIONS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
+LEVELS = ("l1d", "l2", "dram")  # the shipped accelerators' cache levels and DRAM, by name
+SPLITS = ("calibration", "held_out")
+
+
+def source(name: str, generator: str) -> str:
+    """The candidate source a win is counted for."""
+    if generator == "iree-default":
+        return "IREE default" if name == DEFAULT else "default + register/alignment"
+    return {"zigzag": "ZigZag", "search": "search", "analytical": "analytical"}.get(generator, generator)
+
+
+SOURCES = ("IREE default", "default + register/alignment", "ZigZag", "search", "analytical")
+
+
+def collect(root: Path) -> dict:
+    from bench.artifacts import zoo
+    from common.analysis_schema import Analysis
+
+    models = {}
+    for info in sorted(zoo(root), key=lambda i: i.name):
+        measured_path = _find(root, f"models/{info.name}_riscv_analysis.analysis.json")
+        predicted_path = _find(root, f"models/{info.name}_riscv_predicted_analysis.analysis.json")
+        measured = Analysis.model_validate_json(measured_path.read_text())
+        predicted = {d.name: d for d in Analysis.model_validate_json(predicted_path.read_text()).dispatches}
+        dispatches = []
+        for d in measured.dispatches:
+            cands = [c for c in d.candidates if c.measured_memory_aware_cycles is not None]
+            if len(cands) < 2:
+                continue
+            pred = predicted[d.name]
+            zz = d.zigzag or {}
+            dispatches.append({
+                "name": d.name, "kind": d.kind, "chosen": d.chosen,
+                "predicted_choice": pred.chosen,
+                "zigzag": {"latency_cycles": zz.get("latency_cycles"), "energy_pj": zz.get("energy_pj"),
+                           "traffic_bytes": zz.get("traffic_bytes")} if zz else None,
+                "candidates": [{"name": c.name, "generator": c.generator,
+                                "model_cycles": c.measured_model_cycles,
+                                "memory_aware_cycles": c.measured_memory_aware_cycles,
+                                "energy_pj": c.measured_energy_pj,
+                                "traffic_bytes": c.measured_traffic_bytes} for c in cands]})
+        models[info.name] = {"split": info.split, "hardware": measured.hardware,
+                             "core": measured.measured_choice.core, "dispatches": dispatches}
+    return {"what": "per riscv measured choice of the zoo, the candidates measured (perf/tune.py)",
+            "produced_by": "bazel run //tools:memory_results -- collect", "models": models}
+
+
+def _find(root: Path, rel: str) -> Path:
+    for base in (root, root / "bazel-bin"):
+        if (base / rel).is_file():
+            return base / rel
+    raise FileNotFoundError(f"{rel} not found under {root} (build //models:zoo_measured_choices)")
+
+
+def _generator(d: dict, name: str) -> str:
+    if name == DEFAULT:
+        return "iree-default"
+    for c in d["candidates"]:
+        if c["name"] == name:
+            return c["generator"]
+    # The predicted choice need not have been measured: its generator is in its name.
+    return name.split("+")[0] if name.split("+")[0] in ("zigzag", "search", "analytical") else "iree-default"
+
+
+def wins(data: dict) -> dict[str, dict[str, Counter]]:
+    """split -> rule -> source -> dispatches won."""
+    out: dict[str, dict[str, Counter]] = {s: defaultdict(Counter) for s in SPLITS}
+    for m in data["models"].values():
+        for d in m["dispatches"]:
+            by_model = min(d["candidates"], key=lambda c: c["model_cycles"])
+            by_memory = min(d["candidates"], key=lambda c: c["memory_aware_cycles"])
+            for rule, name in (("predicted", d["predicted_choice"]), ("model cycles", by_model["name"]),
+                               ("memory-aware cycles", by_memory["name"])):
+                out[m["split"]][rule][source(name, _generator(d, name))] += 1
+    return out
+
+
+def zigzag_rows(data: dict) -> list[dict]:
+    """Per dispatch whose ZigZag mapping was measured: predicted / simulated per level."""
+    rows = []
+    for model, m in data["models"].items():
+        for d in m["dispatches"]:
+            zz = d["zigzag"]
+            measured = next((c for c in d["candidates"] if c["name"] == ZIGZAG), None)
+            if d["kind"] not in CONTRACTIONS or not zz or not zz["traffic_bytes"] or measured is None:
+                continue
+            ratios = {lv: zz["traffic_bytes"][lv] / measured["traffic_bytes"][lv]
+                      for lv in LEVELS if zz["traffic_bytes"].get(lv) and measured["traffic_bytes"].get(lv)}
+            rows.append({"model": model, "split": m["split"], "dispatch": d["name"], "ratios": ratios,
+                         "predicted_latency": zz["latency_cycles"],
+                         "memory_aware_cycles": measured["memory_aware_cycles"],
+                         "predicted_energy": zz["energy_pj"], "energy": measured["energy_pj"]})
+    return rows
+
+
+def render(data: dict) -> str:
+    lines = ["# Memory-aware results", "",
+             f"Generated by `bazel run //tools:memory_results` from `{DATA}` (written by "
+             "`bazel run //tools:memory_results -- collect` from the zoo's RISC-V measured choices). "
+             "Every figure is measured on the module's own accelerator (`riscv_rvv`: SiFive P670 core "
+             "model, 32 KiB L1, 512 KiB L2, 4 B/cycle DRAM); model cycles assume every load hits L1, "
+             "memory-aware cycles add the simulated cache and DRAM traffic (docs/design.md). Neither is "
+             "time.", "",
+             "## 1. Which candidate source wins", "",
+             "Dispatches with a measured choice; the winner by the analysis' prediction (its own choice, "
+             "before measurement), by model cycles and by memory-aware cycles among the same measured "
+             "shortlist. `default + register/alignment` is IREE's default tiles with a register tile or "
+             "alignment change.", ""]
+    w = wins(data)
+    for split in SPLITS:
+        total = sum(w[split]["memory-aware cycles"].values())
+        lines += [f"**{split.replace('_', '-')} models** ({total} dispatches)", "",
+                  "| source | predicted | model cycles | memory-aware cycles |", "|---|---:|---:|---:|"]
+        for s in SOURCES:
+            lines.append(f"| {s} | {w[split]['predicted'][s]} | {w[split]['model cycles'][s]} | "
+                         f"{w[split]['memory-aware cycles'][s]} |")
+        lines.append("")
+    rows = zigzag_rows(data)
+    lines += ["## 2. ZigZag judged by the simulation", "",
+              "Every matmul and convolution dispatch whose ZigZag mapping was compiled and run (the "
+              "measured choice always runs it): ZigZag's predicted bytes served by each memory level "
+              "(to the level above, and taken from it) over the simulated bytes of the compiled code.",
+              "", "| split | level | dispatches | median predicted / simulated | within 1.5x |",
+              "|---|---|---:|---:|---:|"]
+    for split in SPLITS:
+        for lv in LEVELS:
+            rs = sorted(r["ratios"][lv] for r in rows if r["split"] == split and lv in r["ratios"])
+            if not rs:
+                continue
+            within = sum(1 / 1.5 <= x <= 1.5 for x in rs)
+            lines.append(f"| {split} | {lv} | {len(rs)} | {rs[len(rs) // 2]:.2f} | "
+                         f"{within} ({within / len(rs):.0%}) |")
+    lines += ["", "ZigZag's predicted latency of its own mapping against the memory-aware cycles of that "
+              "mapping as compiled, across dispatches (Spearman; ZigZag's cost model is not applied to "
+              "the other candidates' tiles here, so this is not a ranking of candidates within an op):", ""]
+    for split in SPLITS:
+        sel = [r for r in rows if r["split"] == split]
+        rho = stats.spearman([r["predicted_latency"] for r in sel], [r["memory_aware_cycles"] for r in sel]) \
+            if len(sel) >= 3 else None
+        lines.append(f"- {split}: {len(sel)} dispatches, Spearman "
+                     + (f"{rho:.2f}" if rho is not None else "n/a (fewer than 3)"))
+    lines += ["", "| model | split | dispatch | " + " | ".join(f"{lv} pred/sim" for lv in LEVELS)
+              + " | ZigZag latency | memory-aware cycles |",
+              "|---|---|---|" + "---:|" * (len(LEVELS) + 2)]
+    for r in rows:
+        cells = " | ".join(f"{r['ratios'][lv]:.2f}" if lv in r["ratios"] else "-" for lv in LEVELS)
+        lines.append(f"| {r['model']} | {r['split']} | {r['dispatch']} | {cells} | "
+                     f"{r['predicted_latency']:,.0f} | {r['memory_aware_cycles']:,} |")
+    lines += ["", "## 3. Measured choice over IREE's default, per model", "",
+              "Summed over the dispatches with a choice, each once; the measured choice as built by "
+              "`<name>_riscv_analysis` (the shipped build may be another strategy).", "",
+              "| model | split | dispatches | model cycles | memory-aware cycles | energy |",
+              "|---|---|---:|---:|---:|---:|"]
+    geo: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for model, m in sorted(data["models"].items()):
+        sums = {k: [0.0, 0.0] for k in ("model_cycles", "memory_aware_cycles", "energy_pj")}
+        for d in m["dispatches"]:
+            by = {c["name"]: c for c in d["candidates"]}
+            if d["chosen"] not in by:
+                continue
+            for k in sums:
+                sums[k][0] += by[d["chosen"]][k]
+                sums[k][1] += by[DEFAULT][k]
+        if not sums["memory_aware_cycles"][1]:
+            continue
+        r = {k: v[0] / v[1] for k, v in sums.items()}
+        geo[m["split"]].append((r["memory_aware_cycles"], r["energy_pj"]))
+        lines.append(f"| {model} | {m['split']} | {len(m['dispatches'])} | {r['model_cycles']:.3f} | "
+                     f"{r['memory_aware_cycles']:.3f} | {r['energy_pj']:.3f} |")
+    for split in SPLITS:
+        if geo[split]:
+            g = [stats.geomean([x[i] for x in geo[split]]) for i in (0, 1)]
+            lines.append(f"| **geomean** | {split} | | | **{g[0]:.3f}** | **{g[1]:.3f}** |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bazel run //tools:memory_results --", description=__doc__.split("\n")[0])
+    p.add_argument("command", nargs="?", choices=("render", "collect"), default="render")
+    p.add_argument("--root", type=Path, default=None,
+                   help="collect: where the zoo's outputs are (default: the workspace's bazel-bin)")
+    a = p.parse_args(argv)
+    workspace = Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
+    if a.command == "collect":
+        from bench.artifacts import ArtifactError
+
+        try:
+            data = collect(a.root or workspace / "bazel-bin")
+        except (ArtifactError, FileNotFoundError, ValueError) as err:
+            print(f"memory_results: {str(err).splitlines()[0]}", file=sys.stderr)
+            return 1
+        out = workspace / DATA
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"memory_results: wrote {DATA} ({len(data['models'])} models)")
+        return 0
+    try:
+        data = json.loads((workspace / DATA).read_text())
+    except (OSError, ValueError) as err:
+        print(f"memory_results: {workspace / DATA}: {err}", file=sys.stderr)
+        return 1
+    (workspace / OUT).write_text(render(data))
+    print(f"memory_results: wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
