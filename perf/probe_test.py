@@ -28,8 +28,8 @@ HW = ROOT / "analysis" / "hardware"
 # under plain pytest.
 TOOLS = [Path(a).resolve() for a in (os.environ.get("PERF_PROBE_TOOLS", "").split() or sys.argv[1:4])]
 TOOLS = TOOLS if len(TOOLS) == 3 and TOOLS[0].suffix == ".so" and all(t.is_file() for t in TOOLS) else []
-# A qemu-riscv64 that can at least start a runner (Debian's, else the one built for perf/).
-QEMU = Path("/usr/bin/qemu-riscv64") if Path("/usr/bin/qemu-riscv64").is_file() else (TOOLS or [None] * 3)[2]
+# A qemu-riscv64 that can at least start a runner: the one built for perf/, else Debian's.
+QEMU = TOOLS[2] if TOOLS else Path("/usr/bin/qemu-riscv64")
 
 
 def _sha(path: Path) -> str:
