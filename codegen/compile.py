@@ -150,8 +150,10 @@ def apply_analysis(module, analysis: Analysis | None, lanes: int,
     return entries
 
 
-def binaries_flags(target: IreeTarget) -> list[str]:
-    """Extra iree-compile flags that make each dispatch a standalone shared library.
+def system_library_flags(target: IreeTarget) -> list[str]:
+    """Extra iree-compile flags that make each dispatch a standalone system shared library
+    instead of IREE's embedded ELF. Nothing shipped uses them any more: the runners load the
+    embedded ELF the vmfb carries (runtime/hal_runner), so what is measured is what ships.
 
     These must be given from the first phase on: the executable variant's target
     (embedded or system ELF) is fixed when executable sources are formed.
@@ -162,7 +164,7 @@ def binaries_flags(target: IreeTarget) -> list[str]:
         arch, _, rest = target.triple.partition("-")
         linker = shutil.which(f"{arch}-{rest.split('-', 1)[-1]}-ld")
         if linker is None:
-            raise CompileError(f"--out-binaries for {target.triple} needs {arch}-{rest.split('-', 1)[-1]}-ld "
+            raise CompileError(f"system libraries for {target.triple} need {arch}-{rest.split('-', 1)[-1]}-ld "
                                f"(apt-get install binutils-{arch}-linux-gnu)")
         flags.append(f"--iree-llvmcpu-system-linker-path={Path(linker).name}")
     return flags
@@ -173,7 +175,7 @@ class TunedSources:
     """The rewritten executable-configurations IR of a module (steps 1-2)."""
 
     path: Path  # <workdir>/tuned.mlir: compile it with `flags` + --compile-from=executable-sources
-    flags: list[str]  # the iree-compile flags of every phase (target flags [+ binaries_flags])
+    flags: list[str]  # the iree-compile flags of every phase (the target's own, nothing else)
     entries: list[dict]  # per-dispatch report entries (status, applied levels, ...)
     target: IreeTarget
     analysis: Analysis | None
@@ -181,12 +183,12 @@ class TunedSources:
 
 
 def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path | IreeTarget, workdir: Path,
-                  binaries: bool = False, allow_untuned_dispatches: bool = False,
-                  reproducer: bool = False) -> TunedSources:
+                  allow_untuned_dispatches: bool = False, reproducer: bool = False) -> TunedSources:
     """Steps 1-2 of the compile: IREE's configurations with the analysis' tiles written in.
 
     Writes <workdir>/cfg.mlir (IREE's defaults) and <workdir>/tuned.mlir (rewritten).
-    `binaries=True` adds `binaries_flags` (standalone shared libraries, as --out-binaries).
+    The one compile path: IREE's default build (`analysis` None), a tuned build and every
+    strategy's build differ only in the configs written here and in the target's own flags.
     Compiling tuned.mlir with `.flags` and `--compile-from=executable-sources` is exactly
     what compile_module does; `check_landed` then proves the configs were used.
     `reproducer=True` makes a failing pass write <workdir>/reproducer.mlir (costs a copy of the
@@ -212,8 +214,6 @@ def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path |
     elif analysis is not None:
         check_analysis_fits(analysis, target, Path(f"<analysis of {analysis.model}>"))
     flags = target.compile_flags()
-    if binaries:
-        flags += binaries_flags(target)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     repro = [f"--mlir-pass-pipeline-crash-reproducer={workdir / REPRODUCER}"] if reproducer else []
@@ -280,11 +280,10 @@ def check_landed(entries: list[dict], dump_dir: Path, ctx=None) -> None:
                            f"{bad[0][1]}")
 
 
-def run_codegen(tuned: TunedSources, binaries: bool = False, targets_ir: bool = False,
-                intermediates: bool = False) -> Path:
-    """Step 3: compiles <workdir>/tuned.mlir to <workdir>/out.vmfb (and, with `binaries`,
-    each executable's library into <workdir>/bin); returns the configurations dump dir
-    <workdir>/dump (what codegen actually used, for `check_landed`).
+def run_codegen(tuned: TunedSources, targets_ir: bool = False, intermediates: bool = False) -> Path:
+    """Step 3: compiles <workdir>/tuned.mlir to <workdir>/out.vmfb and, from the same
+    invocation, each executable the vmfb embeds into <workdir>/bin (`executables`); returns the
+    configurations dump dir <workdir>/dump (what codegen actually used, for `check_landed`).
 
     `targets_ir`: the compile runs in two halves, the first ending at executable-targets and
     written to <workdir>/targets.mlir, whose host program holds every dispatch's materialized
@@ -299,7 +298,7 @@ def run_codegen(tuned: TunedSources, binaries: bool = False, targets_ir: bool = 
     configured = ["--iree-hal-dump-executable-configurations-to=dump"]
     if tuned.reproducer:
         configured += [f"--mlir-pass-pipeline-crash-reproducer={REPRODUCER}"]
-    emitted = ["--iree-hal-dump-executable-binaries-to=bin"] if binaries else []
+    emitted = ["--iree-hal-dump-executable-binaries-to=bin"]
     if intermediates:
         emitted += ["--iree-hal-dump-executable-intermediates-to=inter"]
     if not targets_ir:
@@ -312,6 +311,23 @@ def run_codegen(tuned: TunedSources, binaries: bool = False, targets_ir: bool = 
     run_iree([TARGETS_IR, *tuned.flags, "--compile-from=executable-targets", *emitted, "-o", "out.vmfb"],
              "codegen", cwd=workdir)
     return workdir / "dump"
+
+
+def executables(workdir: Path) -> dict[str, bytes]:
+    """The executables `run_codegen` dumped (file name -> bytes), each checked to be inside the
+    vmfb it wrote: the bytes a runner loads are the bytes the vmfb ships."""
+    vmfb = (workdir / "out.vmfb").read_bytes()
+    found = {p.name: p.read_bytes() for p in sorted((workdir / "bin").iterdir())}
+    if not found:
+        raise CompileError("IREE dumped no executable binaries")
+    for name, data in found.items():
+        if data not in vmfb:
+            raise CompileError(f"{name}: the dumped executable is not the one embedded in the vmfb")
+    return found
+
+
+def executables_sha256(found: dict[str, bytes]) -> dict[str, str]:
+    return {name: hashlib.sha256(data).hexdigest() for name, data in sorted(found.items())}
 
 
 def dumped_configs_text(dump_dir: Path, ctx=None) -> str:
@@ -371,17 +387,15 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
     if analysis_path is not None:
         analysis = load_analysis(analysis_path)
         check_analysis_fits(analysis, target, analysis_path)
-    if out_binaries is not None:
-        binaries_flags(target)  # fail on a missing cross linker before compiling
     lanes = target.vector_bits // 32
 
-    tuned = tuned_sources(module, analysis, target_path, tmp, binaries=out_binaries is not None,
+    tuned = tuned_sources(module, analysis, target_path, tmp,
                           allow_untuned_dispatches=allow_untuned_dispatches,
                           reproducer=reproducer)
     flags, entries = tuned.flags, tuned.entries
 
-    dump = run_codegen(tuned, binaries=out_binaries is not None, targets_ir=out_code is not None,
-                       intermediates=out_code is not None)
+    dump = run_codegen(tuned, targets_ir=out_code is not None, intermediates=out_code is not None)
+    shipped = executables(tmp)
 
     # Proof: what codegen used must be exactly what was written.
     ctx = ir.Context()
@@ -407,13 +421,13 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
     vmfb_bytes = (tmp / "out.vmfb").read_bytes()
     # The manifest checks the vmfb it packages is the one this report describes.
     report["vmfb_sha256"] = hashlib.sha256(vmfb_bytes).hexdigest()
+    report["executables_sha256"] = executables_sha256(shipped)
     CodegenReport.model_validate(report)  # what runtime, perf and bench read back
     outputs = {out_configs: dumped_text,
                out_report: json.dumps(report, indent=1, sort_keys=True) + "\n",
                out_vmfb: vmfb_bytes}
     if out_binaries is not None:
-        outputs.update({out_binaries / p.name: p.read_bytes()
-                        for p in sorted((tmp / "bin").iterdir())})
+        outputs.update({out_binaries / name: data for name, data in shipped.items()})
     if out_code is not None:
         outputs[out_code / TARGETS_IR] = (tmp / TARGETS_IR).read_bytes()
         outputs.update({out_code / p.name: p.read_bytes() for p in sorted((tmp / "inter").iterdir())
@@ -450,7 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-configs", required=True, type=Path)
     p.add_argument("--out-report", required=True, type=Path)
     p.add_argument("--out-binaries", type=Path,
-                   help="also write each dispatch as a standalone shared library (link-embedded=false)")
+                   help="also write the executables the vmfb embeds (IREE's embedded ELF, which the "
+                        "hal_runner loads), dumped by the same invocation, into DIR")
     p.add_argument("--out-code", type=Path, metavar="DIR",
                    help="also write the executable-targets IR and IREE's LLVM IR and assembly of each "
                         "executable (what perf.code_cost prices)")

@@ -129,12 +129,37 @@ def test_a_root_codegen_cannot_configure_compiles_with_its_analysis(tmp_path):
 
 
 @pytest.mark.parametrize("target", ["host", "riscv64_rvv"])
-def test_out_binaries_one_shared_library_per_dispatch(tmp_path, target):
-    run(tmp_path, target, out_binaries=tmp_path / "bin")
-    libs = sorted(p.name for p in (tmp_path / "bin").iterdir())
-    assert len(libs) == 8 and all(n.endswith(".so") and "system_elf" in n for n in libs)
-    machine = (tmp_path / "bin" / libs[0]).read_bytes()[18]  # e_machine (low byte)
+def test_out_binaries_are_the_executables_the_vmfb_embeds(tmp_path, target):
+    """One invocation writes the vmfb and dumps its executables (IREE's embedded ELF); the report
+    records their sha256, and the vmfb read back holds exactly those bytes."""
+    from common.vmfb_executables import embedded_executables, sha256_set
+
+    report = run(tmp_path, target, out_binaries=tmp_path / "bin")
+    libs = sorted((tmp_path / "bin").iterdir())
+    assert libs and all(p.name.endswith(".so") and "embedded_elf" in p.name for p in libs)
+    machine = libs[0].read_bytes()[18]  # e_machine (low byte)
     assert machine == (0x3E if target == "host" else 0xF3)
+    assert sha256_set({p.name: p.read_bytes() for p in libs}) == sha256_set(report["executables_sha256"])
+    assert sha256_set(embedded_executables(tmp_path / "m.vmfb")) == sha256_set(report["executables_sha256"])
+
+
+def test_an_analysis_keeping_every_default_builds_iree_defaults_bytes(tmp_path):
+    """One compile path: tuned with IREE's default chosen everywhere is IREE's untuned build."""
+    from common.analysis_schema import Analysis
+
+    analysis = Analysis.model_validate_json((DATA / "analysis_riscv64_rvv.json").read_text())
+    defaults = analysis.model_copy(update={"dispatches": [
+        d.model_copy(update={"chosen": "iree-default" if any(c.name == "iree-default" for c in d.candidates)
+                             else d.chosen, "tiles": None, "provenance": "iree-default"})
+        for d in analysis.dispatches]})
+    path = tmp_path / "defaults.analysis.json"
+    path.write_text(defaults.model_dump_json())
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    untuned = run(tmp_path / "a", "riscv64_rvv", analysis=None)
+    kept = run(tmp_path / "b", "riscv64_rvv", analysis=path)
+    assert kept["summary"]["applied"] == 0
+    assert kept["executables_sha256"] == untuned["executables_sha256"] != {}
 
 
 def cli(tmp, *args):

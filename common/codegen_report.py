@@ -81,6 +81,10 @@ class CodegenReport(_Strict):
     summary: Summary | None = None
     dispatches: list[DispatchEntry] = []
     options: dict[str, bool] = {}
+    # Each HAL executable the vmfb embeds, by the file name IREE dumps it under, and its sha256:
+    # dumped by the same iree-compile invocation that wrote the vmfb and checked to be inside it.
+    # perf/ and the dispatch tests run exactly these bytes (they check their own against these).
+    executables_sha256: dict[str, str] = {}
 
 
 def load_codegen_report(path: Path) -> CodegenReport:

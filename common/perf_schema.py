@@ -113,6 +113,9 @@ class PerfReport(_Strict):
     variant: Literal["tuned", "iree-default"]
     analysis_sha256: str | None
     tools: dict[str, str]
+    # The executables measured (library file name -> sha256): IREE's embedded ELF, the bytes the
+    # build's vmfb carries; equal to the compile report's `executables_sha256` (checked).
+    executables_sha256: dict[str, str] = {}
     runs: list[CoreRun]
     # IREE refused to compile this build and codegen recorded why (`iree_compile(record_failure =
     # True)`: one candidate of a strategy choice); nothing ran, `runs` is empty.

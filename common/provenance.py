@@ -55,10 +55,14 @@ def check_perf_of_build(perf: PerfReport, perf_path: Path, report: CodegenReport
         ("analysis", perf.analysis_sha256, analysis),
         ("variant", perf.variant, "tuned" if analysis else "iree-default"),
         ("refused by IREE", perf.failed is not None, report.failed is not None),
+        # The very executables: a measured build's bytes are the ones its vmfb ships.
+        ("executables", sorted(perf.executables_sha256.values()) if perf.failed is None else [],
+         sorted(report.executables_sha256.values()) if report.failed is None else []),
     )
     for what, measured, built in checks:
         if measured != built:
-            shown = (lambda v: v[:12] if isinstance(v, str) and len(v) == 64 else v)
+            shown = (lambda v: v[:12] if isinstance(v, str) and len(v) == 64
+                     else [h[:12] for h in v] if isinstance(v, list) else v)
             raise ProvenanceError(f"{perf_path}: measured another build than {Path(report_path).name} "
                                   f"describes ({what}: {shown(measured)} vs {shown(built)})")
     if module_sha256 is not None and perf.module_sha256 != module_sha256:

@@ -415,14 +415,19 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         main = "//models:riscv_dispatch_test.py",
         args = [
             "%s/%s.mlirbc" % (native.package_name(), model_name),
+            "%s/%s_riscv.manifest.json" % (native.package_name(), name),
             "%s/%s_riscv_analysis.analysis.json" % (native.package_name(), name),
             "$(location %s)" % riscv_target,
+        ] + [
+            "%s=$(location %s)" % (other, STRATEGY_TARGETS[("riscv", other)])
+            for other in STRATEGIES
         ],
         data = [
             ":" + imported,
+            ":%s_riscv" % name,
             ":%s_riscv_analysis" % name,
             riscv_target,
-        ],
+        ] + [STRATEGY_TARGETS[("riscv", other)] for other in STRATEGIES],
         tags = tags,
         deps = ["//runtime/hal_runner:check_dispatches_lib"],
     )

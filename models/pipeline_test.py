@@ -101,6 +101,17 @@ def test_riscv_hal_executables_are_rvv_code():
             assert "vsetvli" in disassembly or "vsetivli" in disassembly, f"{name}: no RVV code"
 
 
+@pytest.mark.parametrize("suffix", ["host", "riscv"])
+def test_the_shipped_executables_are_the_recorded_ones(suffix):
+    """What the vmfb carries (read back from the file that ships) is what the manifest records,
+    which is what codegen dumped and perf/ measures (perf.measure refuses other bytes)."""
+    from common.vmfb_executables import embedded_executables, sha256_set
+
+    manifest = json.loads(_file(f"{suffix}.manifest.json").read_text())
+    assert manifest["executables_sha256"], "the manifest records no executable"
+    assert sha256_set(embedded_executables(_file(f"{suffix}.vmfb"))) == sha256_set(manifest["executables_sha256"])
+
+
 def test_manifests_record_target_and_provenance():
     for suffix, triple in (("riscv", "riscv64"), ("host", "x86_64")):
         manifest = json.loads(_file(f"{suffix}.manifest.json").read_text())

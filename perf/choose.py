@@ -220,13 +220,18 @@ class Measure:
         self.module, self.hardware, self.runner, self.plugin = module, hardware, runner, plugin
         self.model_name, self.qemu = model_name, qemu
 
-    def __call__(self, target: Path, analysis: Path | None) -> float:
-        """Memory-aware cycles of one call of the build on the description's core model and caches."""
+    def __call__(self, target: Path, analysis: Path | None, compiled: Path | None = None) -> float:
+        """Memory-aware cycles of one call of the build on the description's core model and caches;
+        with `compiled` (the build's codegen report), of exactly the executables it records."""
+        from common.codegen_report import ReportError, load_codegen_report
         from perf.measure import MEASURE_ERRORS, measure
 
         try:
+            shipped = load_codegen_report(compiled).executables_sha256 if compiled is not None else None
             report = measure(self.module, target, analysis, [self.hardware], self.runner, self.plugin,
-                             self.model_name, qemu=self.qemu)
+                             self.model_name, shipped=shipped, qemu=self.qemu)
+        except ReportError as err:
+            raise ChoiceError(first_line(err)) from None
         except MEASURE_ERRORS as err:
             raise ChoiceError(first_line(err)) from None
         cycles = report.runs[0].inference_memory_aware_cycles
@@ -238,9 +243,9 @@ class Measure:
 def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Path, Path | None]],
                            measure) -> str:
     """The code model's choice, kept only if measured faster than the baseline (the first
-    candidate): the code model proposes, the model cycles of both builds decide. `builds`:
-    strategy -> (target, analysis or None), the baseline first; `measure(target, analysis)` ->
-    model cycles of one call. Adds what was measured to `record`; returns what is chosen.
+    candidate): the code model proposes, the memory-aware cycles of both builds decide. `builds`:
+    strategy -> (target, analysis or None[, codegen report]), the baseline first;
+    `measure(target, analysis[, report])` -> cycles of one call of that build. Adds what was measured to `record`; returns what is chosen.
     The baseline is measured first: when that fails (no qemu, a broken runner) the error stands;
     when only the other build fails to run, the baseline is kept and the manifest says why."""
     baseline = next(iter(builds))
@@ -319,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             if a.confirm:
                 hw, runner, plugin, model_name = a.confirm
                 chosen = confirm_by_measurement(
-                    chosen, record, {s: (files[2], files[3]) for s, files in by_strategy.items()},
+                    chosen, record, {s: (files[2], files[3], files[1]) for s, files in by_strategy.items()},
                     Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name, a.qemu))
             analysis = by_strategy[chosen][3]
             # The manifest records the hardware of the build's analysis: an untuned build has none.

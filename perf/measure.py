@@ -5,13 +5,17 @@
         --runner hal_runner_riscv64 --plugin libinsn_classes.so --qemu qemu-riscv64 \\
         --model-name resnet18 --out-json M.perf.json --out-md M.perf.md
 
-The module is compiled for the target as codegen compiles it (with the analysis' tiles,
-or IREE's defaults without `--analysis`), as system libraries. Every dispatch is run whole
-(all workgroups) by the riscv64 hal_runner under `--qemu` (qemu-riscv64 10.0.2 built with
-plugins from the pinned source, //tools/qemu) with the `insn_classes` TCG plugin, once per
-accelerator description at `vlen=` its VLEN; the plugin counts what runs between the runner's
-dispatch markers, by class. Each executed block is costed by llvm-mca on the description's
-`model_core`, and weighted by its count: "model cycles on <core>". Nothing here is a time.
+The module is compiled for the target through codegen's one compile path (with the
+analysis' tiles, or IREE's defaults without `--analysis`); the executables run are IREE's
+embedded ELF as the vmfb carries them, and with `--compiled-report` their sha256 must equal
+what codegen recorded for the build being reported on (the shipped bytes are the measured
+bytes; a mismatch is an error). Every dispatch is run whole (all workgroups) by the riscv64
+hal_runner under `--qemu` (qemu-riscv64 10.0.2 built with plugins from the pinned source,
+//tools/qemu) with the `insn_classes` TCG plugin, once per accelerator description at `vlen=`
+its VLEN; the plugin counts what runs between the runner's dispatch markers, by class, and
+simulates the description's caches. Each executed block is costed by llvm-mca on the
+description's `model_core`, and weighted by its count: "model cycles on <core>". Nothing here
+is a time.
 
 Fails with one line (`perf: <culprit>: <reason>`) and writes nothing when a dispatch
 cannot be run or measured.
@@ -207,12 +211,15 @@ def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[
 def measure(module: Path, target_path: Path, analysis: Path | None, hardware: list[Path], runner: Path,
             plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
             counts_only_ok: bool = False, only: set[str] | None = None,
-            inputs_dir: Path | None = None, *, qemu: Path) -> PerfReport:
+            inputs_dir: Path | None = None, shipped: dict[str, str] | None = None, *,
+            qemu: Path) -> PerfReport:
     """Every dispatch of the module measured on each description; `only`: those dispatches
     alone (perf.tune measures the ones whose candidate changed; the rest are still compiled
     and their inputs drawn, so a dispatch's inputs do not depend on the selection).
     `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`).
-    `qemu`: the qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64)."""
+    `shipped`: the executables' sha256 the build's compile report recorded; the measured ones
+    must be the same bytes. `qemu`: the qemu-riscv64 that loads the plugin
+    (//tools/qemu:qemu-riscv64)."""
     target = load_target(target_path)
     if not target.is_riscv:
         raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
@@ -244,6 +251,10 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         compiled, infos = _compile(module, target, analysis, work)
+        if shipped is not None and compiled.libraries_sha256 != shipped:
+            raise PerfError(f"{module.name}: the executables compiled for measurement "
+                            f"({_hashes(compiled.libraries_sha256)}) are not the build's "
+                            f"({_hashes(shipped)}): its compile report is of another build")
         exports = {}
         for lib in compiled.libraries:
             try:
@@ -288,7 +299,11 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
 
     return PerfReport(**_build_fields(module, target, analysis, model_name),
                       tools={"qemu": _qemu_version(qemu), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
-                      runs=runs)
+                      executables_sha256=compiled.libraries_sha256, runs=runs)
+
+
+def _hashes(named: dict[str, str]) -> str:
+    return ", ".join(f"{n} {h[:12]}" for n, h in sorted(named.items())) or "none"
 
 
 def _build_fields(module: Path, target: IreeTarget, analysis: Path | None, model_name: str) -> dict:
@@ -363,15 +378,15 @@ def to_markdown(report: PerfReport) -> str:
     return "\n".join(lines)
 
 
-def _compiled_refusal(args) -> str | None:
-    """Why IREE refused the build `--compiled-report` describes (None: it compiled), once the
-    report is known to be of this module, target and analysis."""
+def _compiled_build(args):
+    """The codegen report `--compiled-report` names, once it is known to be of this module, target
+    and analysis: whether IREE refused the build, else the executables it shipped."""
     for path in (args.module, args.target, args.analysis):
         if path is not None and not path.is_file():
             raise PerfError(f"{path}: file not found")
     report = load_codegen_report(args.compiled_report)
     check_build_inputs(report, args.compiled_report, args.module, args.target, args.analysis)
-    return report.failed
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--allow-counts-only", action="store_true",
                    help="accept descriptions without a model_core: instruction counts, no model cycles")
     p.add_argument("--compiled-report", type=Path, default=None,
-                   help="codegen's report of the build measured: a build IREE refused (recorded with "
+                   help="codegen's report of the build measured: the executables measured must be the "
+                        "ones it recorded (the shipped bytes); a build IREE refused (recorded with "
                         "--record-failure) gets a report saying so instead of a measurement")
     p.add_argument("--keep-temps", type=Path, default=None, help="keep libraries, inputs and plugin outputs here")
     args = p.parse_args(argv)
@@ -403,12 +419,13 @@ def main(argv: list[str] | None = None) -> int:
                        "--qemu": args.qemu, "--compiled-report": args.compiled_report})
         if args.keep_temps is not None:
             check_new_directory(args.keep_temps, "--keep-temps")
-        refused = _compiled_refusal(args) if args.compiled_report else None
-        if refused is not None:
-            report = refused_report(args.module, args.target, args.analysis, args.model_name, refused)
+        compiled = _compiled_build(args) if args.compiled_report else None
+        if compiled is not None and compiled.failed is not None:
+            report = refused_report(args.module, args.target, args.analysis, args.model_name, compiled.failed)
         else:
             report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
                              args.model_name, args.jobs, args.keep_temps, args.allow_counts_only,
+                             shipped=compiled.executables_sha256 if compiled is not None else None,
                              qemu=args.qemu)
         write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     if cli.failed:

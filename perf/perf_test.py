@@ -132,6 +132,26 @@ def test_perf_json_is_deterministic_and_adds_up(tmp_path):
     assert "model cycles on sifive-p670 (qemu vlen=128)" in md and "The model ignores caches" in md
 
 
+def test_the_measured_executables_are_the_builds(tmp_path):
+    """perf.measure runs the executables codegen's report records (the vmfb's own bytes), and
+    refuses a report whose executables are not the ones it compiled: another build's evidence."""
+    from codegen import compile as cg
+
+    target = _target(tmp_path, 128)
+    report = cg.compile_module(MATMUL, target, None, tmp_path / "m.vmfb", tmp_path / "m.configs.mlir",
+                               tmp_path / "m.report.json")
+    proc = _measure(tmp_path, target, [HW[128]], "ok", "--compiled-report", str(tmp_path / "m.report.json"))
+    assert proc.returncode == 0, proc.stderr
+    measured = json.loads((tmp_path / "ok.json").read_text())["executables_sha256"]
+    assert measured == report["executables_sha256"] != {}
+    other = json.loads((tmp_path / "m.report.json").read_text())
+    other["executables_sha256"] = {name: "0" * 64 for name in other["executables_sha256"]}
+    (tmp_path / "other.report.json").write_text(json.dumps(other))
+    proc = _measure(tmp_path, target, [HW[128]], "bad", "--compiled-report", str(tmp_path / "other.report.json"))
+    assert proc.returncode == 1 and "its compile report is of another build" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "bad.json").exists()
+
+
 def test_the_code_model_predicts_the_measured_model_cycles(tmp_path):
     """perf.code_cost, which runs nothing, against perf.measure on the same compiled matmul:
     the same core model, so only the static trip counts and the vtype guess may differ."""
@@ -211,11 +231,15 @@ def test_impossible_measurements_are_refused(tmp_path, target_vlen, hardware, wo
 def test_a_build_iree_refused_is_reported_not_measured(tmp_path):
     # strategy_choice's candidates are compiled with record_failure: a refused one gets a report
     # saying why (nothing to run), which perf.choose leaves out; a compiled one is measured.
+    from common.files import sha256_file
+
     report = tmp_path / "m.report.json"
+    target = _target(tmp_path, 128)
     report.write_text(json.dumps({"failed": "iree-compile: error: 'linalg.pack' op failed", "target": "t",
                                   "triple": "riscv64-unknown-linux-gnu", "strategy": "datatiling",
-                                  "vmfb_sha256": "e3b0", "inputs_sha256": {}}))
-    proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out", "--compiled-report", str(report))
+                                  "vmfb_sha256": "e3b0", "inputs_sha256": {
+                                      "module": sha256_file(MATMUL), "target": sha256_file(target)}}))
+    proc = _measure(tmp_path, target, [HW[128]], "out", "--compiled-report", str(report))
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["failed"] == "iree-compile: error: 'linalg.pack' op failed" and data["runs"] == []

@@ -28,8 +28,6 @@ HW = ROOT / "analysis" / "hardware"
 # under plain pytest.
 TOOLS = [Path(a).resolve() for a in (os.environ.get("PERF_PROBE_TOOLS", "").split() or sys.argv[1:4])]
 TOOLS = TOOLS if len(TOOLS) == 3 and TOOLS[0].suffix == ".so" and all(t.is_file() for t in TOOLS) else []
-# A qemu-riscv64 that can at least start a runner: the one built for perf/, else Debian's.
-QEMU = TOOLS[2] if TOOLS else Path("/usr/bin/qemu-riscv64")
 
 
 def _sha(path: Path) -> str:
@@ -52,7 +50,8 @@ def _perf(d: Path, report: str, cycles: int, **change) -> dict:
     analysis = rep["inputs_sha256"].get("analysis")
     fields = dict(model="m", module_sha256=rep["inputs_sha256"]["module"], target=rep["target"],
                   target_vector_bits=256, strategy=rep["strategy"], variant="tuned" if analysis else "iree-default",
-                  analysis_sha256=analysis, tools={}, runs=[run])
+                  analysis_sha256=analysis, tools={}, runs=[run],
+                  executables_sha256=rep.get("executables_sha256", {}))
     fields.update(change)
     if fields.get("failed"):
         fields["runs"] = []
@@ -73,7 +72,6 @@ def builds(tmp_path_factory):
     p.put(HW / "host.yaml", "host_hw.yaml")
     p.put(HW / "riscv_rvv.yaml")
     p.put(ROOT / "perf" / "testdata" / "riscv_rvv256.yaml")
-    p.write("qemu", b"")  # for the probes refused before qemu would run
     steps = [("analysis.analyze", "--module", "m.mlir", "--target", "host.yaml", "--hardware", "host_hw.yaml",
               "--model-name", "m", "--out", "a.json"),
              ("codegen.strategy_target", "--base", "host.yaml", "--strategy", "ukernels", "--out", "host_uk.yaml")]
@@ -102,14 +100,17 @@ def p(tmp_path, builds):
     probe = Probe(tmp_path)
     for f in builds.iterdir():
         probe.put(f)
+    assert TOOLS, "needs <libinsn_classes.so> <hal_runner_riscv64> <qemu-riscv64> as arguments (Bazel)"
+    probe.put(TOOLS[2], "qemu")
     return probe
 
 
 def measure(*extra, module="m.mlir", target="riscv64_rvv.yaml", out_json="o.perf.json", out_md="o.perf.md",
-            runner="runner", plugin="plugin.so", qemu="qemu"):
+            runner="runner", plugin="plugin.so"):
     return ("perf.measure", "--module", module, "--target", target, "--hardware", "riscv_rvv.yaml",
-            "--runner", runner, "--plugin", plugin, "--qemu", qemu, "--model-name", "m", *extra,
-            "--out-json", out_json, "--out-md", out_md)
+            "--runner", runner, "--plugin", plugin, "--qemu", "qemu", "--model-name", "m", *extra,
+            "--out-json", out_json,
+            "--out-md", out_md)
 
 
 def _measure_json_is_module(p):
@@ -163,7 +164,7 @@ def _measure_md_is_a_directory(p):
 def _measure_runner_of_another_architecture(p):
     p.put(Path(sys.executable).resolve(), "runner")  # an x86-64 binary
     p.write("plugin.so", b"")
-    return measure(qemu=QEMU), "runner", ("cannot list", "Invalid ELF image for this architecture")
+    return measure(), "runner", ("cannot list", "Invalid ELF image for this architecture")
 
 
 def _measure_runner_not_executable(p):
@@ -175,8 +176,8 @@ def _measure_runner_not_executable(p):
 def tune(*extra, analysis="a_riscv_rvv256.json", hardware="riscv_rvv256.yaml", out="o.json", out_md="o.md",
          target="riscv64_rvv.yaml"):
     return ("perf.tune", "--module", "m.mlir", "--target", target, "--analysis", analysis, "--hardware", hardware,
-            "--runner", "runner", "--plugin", "plugin.so", "--qemu", "qemu", "--model-name", "m", "--candidates", "2",
-            *extra,
+            "--runner", "runner", "--plugin", "plugin.so", "--qemu", "qemu", "--model-name", "m",
+            "--candidates", "2", *extra,
             "--out", out, "--out-md", out_md)
 
 
@@ -301,21 +302,19 @@ def test_refused(p, case):
 def test_consistent_evidence_is_still_chosen_from(p):
     """The checks refuse only what does not belong: the builds' own reports choose as before."""
     r = p.run(*choose(cand(None, "t"), cand(None, "u"), cand(None, "k", "host_uk.yaml")))
-    assert r.returncode == 0 and "ukernels: fewest" in r.stdout, r.stderr
+    assert r.returncode == 0 and "ukernels: fewest memory-aware cycles" in r.stdout, r.stderr
     r = p.run(*measure("--compiled-report", "r.report.json", out_json="r.perf.json", out_md="r.perf.md"))
     assert r.returncode == 0 and "not measured" in r.stdout, r.stderr
 
 
-@pytest.mark.skipif(len(TOOLS) != 3, reason="needs <libinsn_classes.so> <hal_runner_riscv64> <qemu-riscv64> "
-                                             "as arguments (Bazel) or in PERF_PROBE_TOOLS")
 def test_sigterm_while_qemu_runs_is_one_line_and_leaves_nothing(p):
     """qemu runs in worker threads, where no KeyboardInterrupt arrives: it is killed at once
     (a 1024^3 matmul runs about 10 s under qemu), not waited for, and nothing is left."""
-    plugin, runner, qemu = (p.put(t) for t in TOOLS)
+    plugin, runner = (p.put(t) for t in TOOLS[:2])
     p.write("big.mlir", MATMUL_MLIR.replace("64x96", "1024x1024").replace("96x128", "1024x1024")
             .replace("64x128", "1024x1024"))
     before = snapshot(p.root)
-    result, seen = p.interrupt(*measure(module="big.mlir", runner=runner.name, plugin=plugin.name, qemu=qemu.name),
+    result, seen = p.interrupt(*measure(module="big.mlir", runner=runner.name, plugin=plugin.name),
                                when=lambda pid, kids: any("-plugin" in cmdline(k) for k in kids))
     assert seen, "qemu never ran a dispatch"
     p.check_refused(result, before, "perf", "big.mlir", "interrupted by SIGTERM")

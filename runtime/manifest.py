@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from common import vmfb_executables
 from common.codegen_report import CodegenReport, ReportError, load_codegen_report
 from common.errors import OneLineErrors, first_line
 from common.files import check_outputs, sha256_file, write_together
@@ -97,6 +98,9 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
         "tuned": rep.tuned,
         "entry_points": entry_points(module),
         "dispatches": dispatches,
+        # What the runtime loads, the hal_runner runs and perf/ measures (checked equal to the
+        # executables read back from the vmfb itself).
+        "executables_sha256": rep.executables_sha256,
         "inputs_sha256": inputs,
         **(extra or {}),
     }
@@ -129,6 +133,12 @@ def _check_belong_together(rep: CodegenReport, report: Path, inputs: dict, vmfb:
         ireert.VmModule.copy_buffer(ireert.VmInstance(), vmfb.read_bytes())
     except Exception as err:  # noqa: BLE001 - the runtime raises a generic error
         raise ManifestError(f"{vmfb}: IREE's runtime cannot load it: {first_line(err)}") from None
+    try:
+        embedded = vmfb_executables.sha256_set(vmfb_executables.embedded_executables(vmfb))
+    except vmfb_executables.VmfbError as err:
+        raise ManifestError(str(err)) from None
+    if embedded != vmfb_executables.sha256_set(rep.executables_sha256):
+        raise ManifestError(f"{vmfb}: the executables it embeds are not the ones {report.name} records")
 
 
 def main(argv=None) -> int:

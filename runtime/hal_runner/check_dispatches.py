@@ -5,22 +5,22 @@
         [--analysis RISCV_ANALYSIS.json] [--reference-analysis HOST_ANALYSIS.json]
 
 MODULE is MLIR (bytecode or text) IREE accepts, e.g. a model import's
-`.mlirbc`. Both targets are compiled with their common/targets flags plus
-`--iree-llvmcpu-link-embedded=false`, so each HAL executable is a system
-shared library; `--iree-hal-dump-executable-binaries-to` writes them out.
-Everything a dispatch needs is read from the compiled IR with IREE's Python
-bindings:
+`.mlirbc`. Both targets are compiled through codegen's one compile path with
+their common/targets flags alone: the executables run are IREE's embedded ELF,
+the bytes the vmfb ships (`--iree-hal-dump-executable-binaries-to` writes them
+out from the same invocation; the hal_runner dlopens them). Everything a
+dispatch needs is read from the compiled IR with IREE's Python bindings:
 
 - `--compile-to=executable-targets`: the host program's `stream.cmd.dispatch`
   (workload, push constants, binding ranges) and each `hal.executable.export`
   (its materialized workgroup-count region, evaluated here);
-- `--iree-hal-dump-executable-sources-to`: each binding's
+- the executable configurations ("tuned.mlir"): each binding's
   `hal.interface.binding.subspan` (offset, access, tensor type).
 
 With `--analysis`, the target is compiled exactly as the codegen stage does
-(`codegen.compile.tuned_sources` + `run_codegen` with `binaries=True`, i.e.
-`codegen.compile --out-binaries`): IREE's configurations with the analysis'
-tiles written in ("tuned.mlir"), then `--compile-from=executable-sources`.
+(`codegen.compile.tuned_sources` + `run_codegen`, i.e. `codegen.compile
+--out-binaries`): IREE's configurations with the analysis' tiles written in
+("tuned.mlir"), then `--compile-from=executable-sources`.
 Every applied lowering_config is proven to have landed (`check_landed` on the
 dumped configurations), and the host program, workgroup counts and binding
 subspans are all read from that same tuned IR, so the tiles' workgroup counts
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import json
 import shutil
 import subprocess
 import sys
@@ -70,60 +71,46 @@ class DriveError(Exception):
 # --------------------------------------------------------------------------
 
 
-def _compile_flags(target: IreeTarget) -> list[str]:
-    flags = target.compile_flags() + ["--iree-llvmcpu-link-embedded=false"]
-    if target.is_riscv:
-        linker = shutil.which(RISCV_LINKER)
-        if not linker:
-            raise SystemExit(f"check_dispatches: {RISCV_LINKER} not found (Debian binutils-riscv64-linux-gnu)")
-        flags.append(f"--iree-llvmcpu-system-linker-path={linker}")
-    return flags
+def compile_build(module: Path, target: IreeTarget, analysis: Path | None, workdir: Path):
+    """Compiles |module| for |target| as codegen.compile does, through its one compile path
+    (IREE's defaults when |analysis| is None, else its tiles written in), and returns
+    (CompiledTarget, codegen.compile.TunedSources). The libraries are the executables the vmfb
+    embeds (IREE's embedded ELF, which the hal_runner dlopens), from the same invocation, and
+    their sha256 are what codegen's report records for the same build.
 
-
-def compile_target(module: Path, target: IreeTarget, workdir: Path) -> "CompiledTarget":
-    from iree.compiler import tools
-
-    flags = _compile_flags(target)
-    bins = workdir / f"{target.name}_binaries"
-    srcs = workdir / f"{target.name}_sources"
-    targets = workdir / f"{target.name}.targets.mlir"
-    # Two halves of one compile: the first's output holds the host program with the
-    # materialized workgroup counts, the second emits the libraries (the same bytes as one
-    # call: the locations are printed with the IR).
-    tools.compile_file(str(module), extra_args=flags + ["--compile-to=executable-targets", "--mlir-print-debuginfo",
-                                                        f"--iree-hal-dump-executable-sources-to={srcs}"],
-                       output_file=str(targets))
-    tools.compile_file(str(targets), extra_args=flags + ["--compile-from=executable-targets",
-                                                         f"--iree-hal-dump-executable-binaries-to={bins}"],
-                       output_file=str(workdir / f"{target.name}.vmfb"))
-    return CompiledTarget(target, targets.read_text(), sorted(bins.glob("*.so")), sorted(srcs.glob("*.mlir")))
-
-
-def compile_tuned(module: Path, target: IreeTarget, analysis: Path, workdir: Path):
-    """Compiles |module| for |target| with |analysis|' tiles, as codegen does.
-
-    Returns (CompiledTarget, codegen.compile.TunedSources). Raises SystemExit with a
-    one-line message when codegen rejects the analysis or a config does not land.
+    Raises SystemExit with a one-line message when codegen rejects the analysis or a config
+    does not land.
     """
     from iree.compiler import ir
 
     from codegen import compile as cg
 
-    wd = workdir / f"{target.name}_tuned"
+    wd = workdir / f"{target.name}_{'tuned' if analysis is not None else 'default'}"
     try:
-        tuned = cg.tuned_sources(module, analysis, target, wd, binaries=True)
-        # The libraries: codegen's step 3 itself (the same flags as --out-binaries), in two
-        # halves whose first holds the host program with the materialized workgroup counts.
-        dump = cg.run_codegen(tuned, binaries=True, targets_ir=True)
+        tuned = cg.tuned_sources(module, analysis, target, wd)
+        # Two halves of codegen's step 3 whose first holds the host program with the
+        # materialized workgroup counts; the libraries are the bytes one call emits.
+        dump = cg.run_codegen(tuned, targets_ir=True)
         ctx = ir.Context()  # one context, as compile_module: configs.mlir == its --out-configs
         cg.check_landed(tuned.entries, dump, ctx)
+        shipped = cg.executables(wd)
     except cg.CompileError as err:
         raise SystemExit(f"check_dispatches: {target.name}: {err}") from None
     (wd / "configs.mlir").write_text(cg.dumped_configs_text(dump, ctx))
     # tuned.mlir holds each dispatch's func.func with its binding subspans.
-    compiled = CompiledTarget(target, (wd / cg.TARGETS_IR).read_text(), sorted((wd / "bin").glob("*.so")),
-                              [tuned.path])
+    compiled = CompiledTarget(target, (wd / cg.TARGETS_IR).read_text(), [wd / "bin" / n for n in shipped],
+                              [tuned.path], cg.executables_sha256(shipped))
     return compiled, tuned
+
+
+def compile_target(module: Path, target: IreeTarget, workdir: Path) -> "CompiledTarget":
+    """IREE's default build of |module| (compile_build without an analysis)."""
+    return compile_build(module, target, None, workdir)[0]
+
+
+def compile_tuned(module: Path, target: IreeTarget, analysis: Path, workdir: Path):
+    """The build with |analysis|' tiles: (CompiledTarget, TunedSources) (compile_build)."""
+    return compile_build(module, target, analysis, workdir)
 
 
 # --------------------------------------------------------------------------
@@ -356,11 +343,13 @@ def _encoded_storage_shape(ttype, tensor_text: str, context) -> tuple[int, ...]:
 
 
 class CompiledTarget:
-    def __init__(self, target: IreeTarget, host_ir: str, libraries: list[Path], sources: list[Path]):
+    def __init__(self, target: IreeTarget, host_ir: str, libraries: list[Path], sources: list[Path],
+                 libraries_sha256: dict[str, str] | None = None):
         from iree.compiler import ir
 
         self.target = target
         self.libraries = libraries
+        self.libraries_sha256 = libraries_sha256 or {}  # library file name -> sha256
         self.context = ir.Context()
         self.context.allow_unregistered_dialects = True
         self.dispatches: dict[str, Dispatch] = {}
@@ -606,9 +595,12 @@ def _target(name_or_file: str) -> IreeTarget:
 def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
           host_runner: Path | None = None, riscv_runner: Path | None = None, keep: Path | None = None,
           analysis: Path | None = None, reference_analysis: Path | None = None,
-          tamper: str | None = None, qemu: Path | None = None) -> int:
+          tamper: str | None = None, qemu: Path | None = None,
+          shipped: dict[str, str] | None = None) -> int:
     """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
-    riscv64 output is corrupted before comparing (proves the comparison can fail)."""
+    riscv64 output is corrupted before comparing (proves the comparison can fail).
+    `shipped`: the executables' sha256 a manifest records: the riscv build compiled here must
+    be those very bytes (it is what runs), else the check fails before running anything."""
     target = _target(target_name)
     reference = _target(reference_name)
     if not reference.runnable_on_host:
@@ -651,6 +643,14 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
                   f"with analysis tiles, every config landed")
         ref_c, dut_c = compiled
         print(f"compiled {module.name} for {reference.name} and {target.name} in {time.monotonic() - start:.1f} s")
+        if shipped is not None:
+            from common.vmfb_executables import sha256_set
+
+            if sha256_set(dut_c.libraries_sha256) != sha256_set(shipped):
+                raise SystemExit(f"check_dispatches: {target.name}: the executables compiled here are not "
+                                 f"the shipped ones the manifest records")
+            print(f"{target.name}: the executables run are the shipped ones "
+                  f"({', '.join(h[:12] for h in sha256_set(shipped))})")
         ref_libs = {name: (lib, idx) for lib in ref_c.libraries for name, idx in _library_exports(ref_cmd, lib).items()}
         dut_libs = {name: (lib, idx) for lib in dut_c.libraries for name, idx in _library_exports(dut_cmd, lib).items()}
 
@@ -720,14 +720,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qemu", type=Path, default=None,
                         help="qemu-riscv64 to run it (default: @qemu_user_backport's, qemu 10)")
     parser.add_argument("--keep", type=Path, default=None, help="keep binaries and buffers in this folder")
+    parser.add_argument("--shipped", type=Path, default=None, metavar="MANIFEST",
+                        help="a manifest (runtime.manifest) whose executables the riscv build must be")
     parser.add_argument("--tamper", metavar="EXPORT", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.module.is_file():
         print(f"check_dispatches: {args.module}: input module not found", file=sys.stderr)
         return 2
     try:
+        shipped = None
+        if args.shipped is not None:
+            try:
+                shipped = json.loads(args.shipped.read_text())["executables_sha256"]
+            except (OSError, ValueError, KeyError) as err:
+                print(f"check_dispatches: {args.shipped}: not a manifest with executables_sha256 ({err})",
+                      file=sys.stderr)
+                return 2
         return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner,
-                     args.keep, args.analysis, args.reference_analysis, args.tamper, args.qemu)
+                     args.keep, args.analysis, args.reference_analysis, args.tamper, args.qemu, shipped)
     except TargetError as err:
         print(f"check_dispatches: {err}", file=sys.stderr)
         return 2
