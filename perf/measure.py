@@ -242,7 +242,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     if not os.access(runner, os.X_OK):  # qemu would only say "vector version is not specified"
         raise PerfError(f"{runner}: riscv64 hal_runner is not executable")
     plugin = plugin.absolute()  # qemu dlopen()s it: a bare file name would be searched for elsewhere
-    qemu = str(qemu)
+    qemu = str(qemu.absolute())  # run as given: a bare name would be looked up on PATH (another qemu)
     for name in (mca.LLVM_MC, mca.LLVM_MCA):
         mca.tool(name)
     mattr = ",".join(target.cpu_features)
@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         check_outputs({"--out-json": args.out_json, "--out-md": args.out_md, "--keep-temps": args.keep_temps},
                       {"--module": args.module, "--target": args.target, "--analysis": args.analysis,
                        "--hardware": args.hardware, "--runner": args.runner, "--plugin": args.plugin,
-                       "--compiled-report": args.compiled_report})
+                       "--qemu": args.qemu, "--compiled-report": args.compiled_report})
         if args.keep_temps is not None:
             check_new_directory(args.keep_temps, "--keep-temps")
         compiled = _compiled_build(args) if args.compiled_report else None

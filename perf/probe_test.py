@@ -5,7 +5,7 @@ candidate or module, a compile report of another module or target), --keep-temps
 command's own, unwritable outputs (a traceback before), a runner of another architecture, and
 SIGTERM while qemu runs (it left qemu children and gigabytes of temporaries).
 
-argv (Bazel passes them): <libinsn_classes.so> <hal_runner_riscv64>, for the SIGTERM probe.
+argv (Bazel passes them): <libinsn_classes.so> <hal_runner_riscv64> <qemu-riscv64>, for the SIGTERM probe.
 """
 
 import hashlib

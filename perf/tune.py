@@ -568,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         check_outputs({"--out": a.out, "--out-md": a.out_md},
                       {"--module": a.module, "--target": a.target, "--analysis": a.analysis,
                        "--hardware": a.hardware, "--code-calibration": a.code_calibration,
-                       "--runner": a.runner, "--plugin": a.plugin})
+                       "--runner": a.runner, "--plugin": a.plugin, "--qemu": a.qemu})
         if a.code_ranked == 1 or a.code_ranked < 0:
             raise TuneError(f"--code-ranked {a.code_ranked}: 0 (off) or at least 2 (IREE's default and one more)")
         if a.by == "code-model":
