@@ -1,4 +1,4 @@
-"""RISC-V instruction counts and model cycles of a compiled module (`riscv_perf`), and the choices made by them (`measured_choice`, `strategy_choice`) or by the static code model (`code_choice`, `code_strategy_choice`)."""
+"""RISC-V instruction counts, model cycles and memory-aware cycles of a compiled module (`riscv_perf`), and the choices made by them (`measured_choice`, `strategy_choice`) or by the static code model (`code_choice`, `code_strategy_choice`)."""
 
 load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "MlirModuleInfo")
 
@@ -42,7 +42,7 @@ def _riscv_perf_impl(ctx):
         inputs = inputs + [ctx.file._runner, ctx.file._plugin, ctx.file._qemu],
         outputs = [out_json, out_md],
         mnemonic = "RiscvPerf",
-        progress_message = "Measuring %s on RISC-V (%s): qemu instruction counts, llvm-mca model cycles" % (
+        progress_message = "Measuring %s on RISC-V (%s): qemu instruction counts and cache simulation, llvm-mca model cycles" % (
             module.model_name,
             "tuned" if compiled.analysis != None else "IREE defaults",
         ),
@@ -139,7 +139,7 @@ def _measured_choice_impl(ctx):
         how,
         ".tune.md",
         "MeasuredChoice",
-        "Choosing %%s's tiles by RISC-V model cycles (%d candidates per dispatch)" % ctx.attr.candidates,
+        "Choosing %%s's tiles by RISC-V memory-aware cycles (%d candidates per dispatch)" % ctx.attr.candidates,
         inputs = [ctx.file._runner, ctx.file._plugin, ctx.file._qemu],
     )
 
@@ -158,7 +158,7 @@ measured_choice = rule(
     },
     doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.tune.md: each
 dispatch's tiles chosen, among IREE's default and the candidates the code model (perf/code_cost.py)
-costs cheapest among the analysis' best predicted, by measured model cycles on the accelerator's core model (perf/tune.py); never a candidate measured
+costs cheapest among the analysis' best predicted (and ZigZag's own mapping), by measured memory-aware cycles on the accelerator's core model and caches (perf/tune.py); never a candidate measured
 slower than IREE's default. Every shortlisted candidate's prediction and measurement is recorded.""",
 )
 
@@ -270,7 +270,7 @@ def _strategy_choice_impl(ctx):
         inputs,
         module,
         "StrategyChoice",
-        "Choosing %s's strategy by RISC-V model cycles (%s)" % (module.model_name, ", ".join(ctx.attr.strategies)),
+        "Choosing %s's strategy by RISC-V memory-aware cycles (%s)" % (module.model_name, ", ".join(ctx.attr.strategies)),
     )
 
 strategy_choice = rule(
@@ -283,7 +283,7 @@ strategy_choice = rule(
     },
     doc = """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
 strategies (`strategies[i]` compiled as `compiled[i]`, measured by riscv_perf `perf[i]`), the one
-with the fewest model cycles for one call of the model on the first measured core; every
+with the fewest memory-aware cycles for one call of the model on the first measured core; every
 candidate's figure and the reason are in the manifest (`strategy_choice`).""",
 )
 
