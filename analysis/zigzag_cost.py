@@ -365,7 +365,8 @@ def tile_loops(tiles: dict[str, list[int]], bounds: list[int], loop_order: list[
                spatial: dict[int, int]) -> tuple[list[list[tuple[int, int]]], list[int]]:
     """Tiles -> temporal loops per level [register, l1, l2, outer], each innermost first as
     (loop index, factor), and the padded loop bounds (see the comment above). Factors of 1
-    are left out. Raises ValueError on tiles that are not register <= l1 <= l2 <= bound."""
+    are left out; tiles above the loop's bound count as the whole loop. Raises ValueError on
+    tiles that are not register <= l1 <= l2."""
     n = len(bounds)
     if sorted(loop_order) != list(range(n)):
         raise ValueError(f"loop order {loop_order} is not a permutation of {n} loops")
@@ -376,7 +377,8 @@ def tile_loops(tiles: dict[str, list[int]], bounds: list[int], loop_order: list[
     padded = []
     factors = [[1] * 4 for _ in range(n)]
     for k in range(n):
-        chain = [tiles["register"][k], tiles["l1"][k], tiles["l2"][k], bounds[k]]
+        # a tile larger than its loop (a lane-rounded register tile) is the whole loop
+        chain = [min(tiles[r][k], bounds[k]) for r in TILE_ROLES] + [bounds[k]]
         if any(t < 1 for t in chain) or any(a > b for a, b in zip(chain, chain[1:])):
             raise ValueError(f"loop d{k}: tiles {chain[:3]} are not 1 <= register <= l1 <= l2 <= "
                              f"bound {bounds[k]}")

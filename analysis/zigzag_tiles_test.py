@@ -59,6 +59,11 @@ def test_factors_cover_every_tile(tiles, bounds, spatial):
         assert covered == padded[k] >= bound
 
 
+def test_tiles_above_the_bound_are_the_whole_loop():
+    levels, padded = zigzag_cost.tile_loops({"register": [8], "l1": [904], "l2": [904]}, [900], [0], {})
+    assert levels == [[(0, 8)], [(0, 113)], [], []] and padded == [904]
+
+
 def test_bad_tiles_are_refused():
     with pytest.raises(ValueError, match="not 1 <= register"):
         zigzag_cost.tile_loops({"register": [8], "l1": [4], "l2": [16]}, [16], [0], {})
