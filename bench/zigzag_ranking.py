@@ -144,10 +144,14 @@ class Pricer:
 
 
 def _split_of(analysis: Path, model: str) -> str:
-    info = analysis.parent / f"{model}_pipeline_info.json"
-    if not info.exists():
-        return "unknown"
-    return json.loads(info.read_text()).get("split", "unknown")
+    """The model's split from `<name>_pipeline_info.json` beside the analysis, `<name>` the
+    analysis file's prefix (`resnet` of resnet_riscv_analysis.analysis.json, whose model is
+    resnet18), else the model's name; "unknown" without one."""
+    for name in (analysis.name.split("_riscv_analysis")[0], model):
+        info = analysis.parent / f"{name}_pipeline_info.json"
+        if info.exists():
+            return json.loads(info.read_text()).get("split", "unknown")
+    return "unknown"
 
 
 def rank_analysis(path: Path, modes: list[str], pricer_for, log) -> list[dict]:
