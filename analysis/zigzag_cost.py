@@ -59,8 +59,11 @@ def _bits(elt: str) -> int:
     return int(digits)
 
 
-def to_layer(kind: str, nest: LoopNest, layer_id: int = 0) -> dict:
-    """The ZigZag workload entry for a root op (raises NotExpressible)."""
+def to_layer(kind: str, nest: LoopNest, layer_id: int = 0,
+             max_searched_loops: int | None = MAX_SEARCHED_LOOPS) -> dict:
+    """The ZigZag workload entry for a root op (raises NotExpressible). `max_searched_loops`
+    None lifts the loop-count limit, which only LOMA's search needs (evaluate_tiles does not
+    search)."""
     if kind not in ZIGZAG_KINDS:
         raise NotExpressible(f"{kind} has no ZigZag operator (unary/reduction/data movement)")
     ins = [i for i, o in enumerate(nest.operands) if o[0] == "input"]
@@ -70,9 +73,9 @@ def to_layer(kind: str, nest: LoopNest, layer_id: int = 0) -> dict:
     if any(b < 1 for _, b, _ in nest.loops):
         raise NotExpressible("dynamic or empty loop bound")
     searched = sum(b > 1 for _, b, _ in nest.loops)
-    if searched > MAX_SEARCHED_LOOPS:
+    if max_searched_loops is not None and searched > max_searched_loops:
         raise NotExpressible(f"{searched} loops larger than 1: ZigZag's loop-order search grows as their "
-                             f"factorial (at most {MAX_SEARCHED_LOOPS})")
+                             f"factorial (at most {max_searched_loops})")
     relations, pr_dims, pr_sizes = [], [], []
 
     def index(op: int, r: int) -> str:
@@ -301,3 +304,258 @@ def relevant_loops(nest: LoopNest) -> dict[str, set[int]]:
         if idx:
             out[letter] = nest.operand_dims(idx[0])
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# ZigZag's cost model applied to GIVEN tiles (not its own search)
+#
+# A candidate's tiles (analysis roles register <= l1 <= l2 <= the whole loop, per loop d0..dn)
+# become a ZigZag mapping as follows, per loop k (innermost first):
+#   spatial   s_k on the array dimension D1 (see candidate_spatial: the vector loop, then the
+#             next parallel loop outward, as the register tile allows), below every memory;
+#   register  ceil(register_k / s_k) temporal iterations at each operand's register level;
+#   l1        ceil(l1_k / register_k') at the L1 level, l2 likewise at the L2 level;
+#   outer     what is left of the loop at the top level (DRAM); any level between L2 and the
+#             top (an L3) gets no loop.
+# (register_k' etc. = the padded size below.) Within a level the loops follow `loop_order`
+# (outermost first; IREE tiles in linalg order d0..dn, so that is the default for candidates).
+# Every operand gets the same level boundaries (an EVEN-style cut; ZigZag's own allocator cuts
+# each operand separately by capacity), and the memories' capacities are NOT enforced: the
+# cost model prices the tiles as given, so an output register tile of 7 rows x 16 columns sits
+# in `reg_O` although ZigZag's per-lane, per-operand third of the register file could not hold
+# it (its register level is scalar registers, the candidate's vector registers).
+# A tile that does not divide its enclosing tile makes the loop *padded* to a whole number of
+# tiles (ZigZag has no ragged tiles): the layer is priced with the padded loop sizes, so the
+# padded MACs count as work (IREE executes a smaller last tile instead).
+# `mode="allocated"` instead hands ZigZag only the flat loop ordering (the same loops, innermost
+# first) and lets ZigZag's MemoryAllocator cut it into levels by capacity (its own per-operand
+# choice); the tiles then only set the loop blocking and order, as a cache would.
+
+TILE_ROLES = ("register", "l1", "l2")
+FORCE_MODES = ("forced", "allocated")
+
+
+def candidate_spatial(tiles: dict[str, list[int]], kinds: list[str], array_size: int
+                      ) -> dict[int, int]:
+    """Spatial unrolling for a candidate: loop -> factor on the array dimension D1 (the MAC
+    units: f32 lanes x FMA pipes). The innermost parallel loop (the vector loop) takes
+    min(its register tile, array size); what is left of the array goes to the next parallel
+    loops outward (accumulator rows: the pipes work on different vectors), each taking at most
+    its register tile. Factors need not divide the register tile (the loop is padded)."""
+    reg = tiles["register"]
+    out: dict[int, int] = {}
+    left = array_size
+    for k in reversed(range(len(kinds))):
+        if left <= 1:
+            break
+        if kinds[k] != "parallel" or reg[k] <= 1:
+            continue
+        s = 1
+        while s * 2 <= min(reg[k], left) and left % (s * 2) == 0:
+            s *= 2
+        if reg[k] < left and left % reg[k] == 0:
+            s = max(s, reg[k])
+        if s > 1:
+            out[k] = s
+            left //= s
+    return out
+
+
+def tile_loops(tiles: dict[str, list[int]], bounds: list[int], loop_order: list[int],
+               spatial: dict[int, int]) -> tuple[list[list[tuple[int, int]]], list[int]]:
+    """Tiles -> temporal loops per level [register, l1, l2, outer], each innermost first as
+    (loop index, factor), and the padded loop bounds (see the comment above). Factors of 1
+    are left out; tiles above the loop's bound count as the whole loop. Raises ValueError on
+    tiles that are not register <= l1 <= l2."""
+    n = len(bounds)
+    if sorted(loop_order) != list(range(n)):
+        raise ValueError(f"loop order {loop_order} is not a permutation of {n} loops")
+    for role in TILE_ROLES:
+        if len(tiles[role]) != n:
+            raise ValueError(f"{role} tile has {len(tiles[role])} entries for {n} loops")
+    levels: list[list[tuple[int, int]]] = [[], [], [], []]
+    padded = []
+    factors = [[1] * 4 for _ in range(n)]
+    for k in range(n):
+        # a tile larger than its loop (a lane-rounded register tile) is the whole loop
+        chain = [min(tiles[r][k], bounds[k]) for r in TILE_ROLES] + [bounds[k]]
+        if any(t < 1 for t in chain) or any(a > b for a, b in zip(chain, chain[1:])):
+            raise ValueError(f"loop d{k}: tiles {chain[:3]} are not 1 <= register <= l1 <= l2 <= "
+                             f"bound {bounds[k]}")
+        covered = spatial.get(k, 1)
+        for lv, size in enumerate(chain):
+            f = -(-size // covered)
+            factors[k][lv] = f
+            covered *= f
+        padded.append(covered)
+    for lv in range(4):
+        for k in reversed(loop_order):  # innermost first
+            if factors[k][lv] > 1:
+                levels[lv].append((k, factors[k][lv]))
+    return levels, padded
+
+
+def _padded_layer(layer: dict, padded: list[int]) -> dict:
+    """`layer` with loop sizes `padded`; derived (pr) dims recomputed where a padded loop feeds them."""
+    out = dict(layer)
+    old = layer["loop_sizes"]
+    out["loop_sizes"] = list(padded)
+    if "dimension_relations" in layer and padded != list(old):
+        sizes = list(layer["pr_loop_sizes"])
+        for i, rel in enumerate(layer["dimension_relations"]):
+            # "p0=2*l1+1*l2"
+            terms = [t.split("*") for t in rel.split("=")[1].split("+")]
+            dims = [(int(c), int(d[1:])) for c, d in terms]
+            if any(padded[d] != old[d] for _, d in dims):
+                sizes[i] = max(sizes[i], sum(c * (padded[d] - 1) for c, d in dims) + 1)
+        out["pr_loop_sizes"] = sizes
+    return out
+
+
+class _ForcedTemporalMapping:
+    """Replaces TemporalMappingGeneratorStage.generate_temporal_mappings while active: yields
+    the one temporal mapping built from `levels` instead of LOMA's search."""
+
+    def __init__(self, levels: list[list[tuple[int, int]]] | dict, mode: str):
+        self.levels, self.mode = levels, mode
+
+    def __enter__(self):
+        from zigzag.stages.mapping.temporal_mapping_generator_stage import TemporalMappingGeneratorStage
+
+        self._saved = TemporalMappingGeneratorStage.generate_temporal_mappings
+        levels, mode = self.levels, self.mode
+
+        def generate(stage):
+            from zigzag.datatypes import LayerDim
+            from zigzag.mapping.temporal_mapping import TemporalMapping
+            from zigzag.opt.loma.memory_allocator import MemoryAllocator
+
+            if isinstance(levels, dict):  # a whole per-operand temporal mapping (extract's form)
+                yield TemporalMapping({op: [[(LayerDim(d), f) for d, f in lv] for lv in tm]
+                                       for op, tm in ((next(o for o in stage.layer.layer_operands
+                                                            if str(o) == name), tm)
+                                                      for name, tm in levels.items())},
+                                      stage.layer, stage.mapping_type)
+                return
+            loops = [[(LayerDim(f"L{k}"), f) for k, f in lv] for lv in levels]
+            if mode == "allocated":
+                flat = [loop for lv in loops for loop in lv]
+                yield MemoryAllocator(stage.accelerator, stage.layer, stage.spatial_mapping, flat,
+                                      stage.mapping_type).run()
+                return
+            hierarchy = stage.accelerator.memory_hierarchy
+            mapping = {}
+            for layer_op, mem_op in stage.layer.memory_operand_links.layer_and_mem_ops():
+                nlv = len(hierarchy.get_memory_levels(mem_op))
+                if nlv < 2:
+                    raise ZigZagFailed(f"operand {layer_op} has {nlv} memory level(s); need >= 2")
+                per = [list(loops[0]), *([list(loops[1])] if nlv > 2 else []),
+                       *([list(loops[2])] if nlv > 3 else [])]
+                while len(per) < nlv - 1:
+                    per.append([])
+                # levels the hierarchy lacks fold outward; the outer loops go to the top
+                per.append([loop for lv in loops[len(per):] for loop in lv]
+                           if len(per) < 4 else list(loops[3]))
+                mapping[layer_op] = per
+            yield TemporalMapping(mapping, stage.layer, stage.mapping_type)
+
+        TemporalMappingGeneratorStage.generate_temporal_mappings = generate
+        return self
+
+    def __exit__(self, *exc):
+        from zigzag.stages.mapping.temporal_mapping_generator_stage import TemporalMappingGeneratorStage
+
+        TemporalMappingGeneratorStage.generate_temporal_mappings = self._saved
+        return False
+
+
+def evaluate_tiles(layer: dict, accelerator: Path, mapping: Path, tiles: dict[str, list[int]],
+                   loop_order: list[int], nloops: int, *, kinds: list[str] | None = None,
+                   spatial: dict[int, int] | None = None, mode: str = "forced",
+                   dump_root: Path | None = None) -> dict:
+    """ZigZag's cost model on the given tiles (see the comment above for the translation):
+    a result like `run`'s (latency_cycles, energy_pj, traffic_bytes, ...) plus the padded loop
+    sizes. `spatial` (loop -> D1 factor) defaults to candidate_spatial(tiles, kinds, D1 size);
+    `mapping` is the analysis' mapping YAML (its memory_operand_links are kept).
+
+    Raises ZigZagFailed when ZigZag raises (e.g. `allocated` mode on tiles that do not fit)."""
+    import yaml
+
+    if mode not in FORCE_MODES:
+        raise ValueError(f"mode {mode}: expected one of {', '.join(FORCE_MODES)}")
+    bounds = list(layer["loop_sizes"])
+    if len(bounds) != nloops:
+        raise ValueError(f"layer has {len(bounds)} loops, nloops is {nloops}")
+    if spatial is None:
+        acc = yaml.safe_load(Path(accelerator).read_text())
+        array = acc["operational_array"]
+        if array["dimensions"] != ["D1"]:
+            raise ValueError(f"array dimensions {array['dimensions']}: candidate_spatial knows D1 only")
+        if kinds is None:
+            raise ValueError("kinds is needed to choose the spatial unrolling")
+        spatial = candidate_spatial(tiles, kinds, int(array["sizes"][0]))
+    levels, padded = tile_loops(tiles, bounds, loop_order, spatial)
+    base = yaml.safe_load(Path(mapping).read_text())
+    entry = dict(next(m for m in base if m["name"] == "default"))
+    entry["spatial_mapping"] = {"D1": [f"L{k}, {f}" for k, f in sorted(spatial.items())] or ["L0, 1"]}
+    logging.getLogger("zigzag").setLevel(logging.ERROR)
+    logging.getLogger().setLevel(logging.ERROR)
+    from zigzag.api import get_hardware_performance_zigzag
+
+    dump = Path(tempfile.mkdtemp(prefix="zz_", dir=dump_root))
+    try:
+        map_path = dump / "mapping.yaml"
+        map_path.write_text(yaml.safe_dump([entry], sort_keys=False))
+        with contextlib.redirect_stdout(io.StringIO()), _ForcedTemporalMapping(levels, mode):
+            energy, latency, cmes = get_hardware_performance_zigzag(
+                [_padded_layer(layer, padded)], str(accelerator), str(map_path), opt="latency",
+                dump_folder=str(dump / "out"), loma_show_progress_bar=False)
+    except ZigZagFailed:
+        raise
+    except Exception as err:  # noqa: BLE001 - ZigZag raises anything; keep its words, not its paths
+        text = first_line(err)
+        for path, name in ((dump, "<zigzag dump>"), (Path(accelerator).parent, "<zigzag inputs>")):
+            text = text.replace(str(path), name)
+        raise ZigZagFailed(f"{type(err).__name__}: {text}") from None
+    finally:
+        shutil.rmtree(dump, ignore_errors=True)
+    cme = cmes[0][1][0][0]
+    out = extract(cme, nloops, energy, latency)
+    out["padded_loop_sizes"] = padded
+    out["spatial"] = {f"d{k}": f for k, f in sorted(spatial.items())}
+    return out
+
+
+def evaluate_mapping(layer: dict, accelerator: Path, mapping: Path, temporal: dict,
+                     spatial: dict[str, list[list]], nloops: int, dump_root: Path | None = None) -> dict:
+    """ZigZag's cost model on a whole mapping in `extract`'s form (`temporal_mapping`: operand ->
+    levels -> [dim, factor]; `spatial_mapping`: operand -> levels -> [dim, factor], of which the
+    union is given to D1). The self-check of the forcing: ZigZag's own mapping must price as
+    `run` priced it."""
+    import yaml
+
+    dims = {}
+    for levels in spatial.values():
+        for lv in levels:
+            for d, f in lv:
+                dims[d] = f
+    base = yaml.safe_load(Path(mapping).read_text())
+    entry = dict(next(m for m in base if m["name"] == "default"))
+    entry["spatial_mapping"] = {"D1": [f"{d}, {f}" for d, f in sorted(dims.items())] or ["L0, 1"]}
+    logging.getLogger("zigzag").setLevel(logging.ERROR)
+    logging.getLogger().setLevel(logging.ERROR)
+    from zigzag.api import get_hardware_performance_zigzag
+
+    dump = Path(tempfile.mkdtemp(prefix="zz_", dir=dump_root))
+    try:
+        map_path = dump / "mapping.yaml"
+        map_path.write_text(yaml.safe_dump([entry], sort_keys=False))
+        with contextlib.redirect_stdout(io.StringIO()), _ForcedTemporalMapping(temporal, "forced"):
+            energy, latency, cmes = get_hardware_performance_zigzag(
+                [layer], str(accelerator), str(map_path), opt="latency",
+                dump_folder=str(dump / "out"), loma_show_progress_bar=False)
+    except Exception as err:  # noqa: BLE001
+        raise ZigZagFailed(f"{type(err).__name__}: {first_line(err)}") from None
+    finally:
+        shutil.rmtree(dump, ignore_errors=True)
+    return extract(cmes[0][1][0][0], nloops, energy, latency)
