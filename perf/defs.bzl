@@ -66,6 +66,7 @@ def _riscv_perf_impl(ctx):
 
 _riscv_perf = rule(
     implementation = _riscv_perf_impl,
+    _skylark_testable = True,  # //perf:*_tool_inputs_test reads its actions' inputs
     attrs = dict({
         "compiled": attr.label(mandatory = True, providers = [CompiledModuleInfo]),
         "hardware": attr.label_list(mandatory = True, allow_files = [".yaml"]),
@@ -162,6 +163,7 @@ def _measured_choice_impl(ctx):
 
 measured_choice = rule(
     implementation = _measured_choice_impl,
+    _skylark_testable = True,  # //perf:*_tool_inputs_test reads its actions' inputs
     attrs = dict({
         "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis for a riscv accelerator_target"),
         "candidates": attr.int(default = MEASURED_CANDIDATES, doc = "shortlist per dispatch: IREE's default and the best ranked others"),
@@ -218,6 +220,7 @@ def _code_choice_impl(ctx):
 
 code_choice = rule(
     implementation = _code_choice_impl,
+    _skylark_testable = True,  # //perf:*_tool_inputs_test reads its actions' inputs
     attrs = dict({
         "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis whose hardware names a model_core"),
         "code_calibration": attr.label(allow_single_file = [".json"], doc = "a code-model calibration of the analysis' hardware (analysis/calibration/<hardware>.code_model.json, bench.host_ranking --fit): its term is added to every candidate's code-model cycles"),
@@ -341,6 +344,7 @@ def _code_strategy_choice_impl(ctx):
 
 _code_strategy_choice = rule(
     implementation = _code_strategy_choice_impl,
+    _skylark_testable = True,  # //perf:*_tool_inputs_test reads its actions' inputs
     attrs = dict({
         "strategies": attr.string_list(mandatory = True),
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo, MlirModuleInfo]),
