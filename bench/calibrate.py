@@ -73,12 +73,12 @@ def prepare_dispatches(module: Path, target: Path, analysis: Path, work: Path, w
 
 class Measurer:
     def __init__(self, hardware: Path, target: Path, runner: Path | None, plugin: Path | None,
-                 work: Path, qemu: Path | None = None):
+                 work: Path, qemu: Path | None = None, llvm_bin: Path | None = None):
         from analysis.hardware import load_hardware
 
         self.hardware, self.target, self.runner, self.plugin, self.work = \
             hardware, target, runner, plugin, work
-        self.qemu = qemu
+        self.qemu, self.llvm_bin = qemu, llvm_bin
         from common.core_models import RISCV, core_model
 
         hw = load_hardware(hardware)
@@ -87,8 +87,8 @@ class Measurer:
         riscv = hw.model_core is not None and core_model(hw.model_core).isa == RISCV
         self.core = hw.model_core if riscv else None
         self.clock_hz = hw.clock_ghz * 1e9
-        if self.core and (runner is None or plugin is None or qemu is None):
-            raise CalibrationError(f"{hardware}: riscv hardware needs --runner, --plugin and --qemu")
+        if self.core and (runner is None or plugin is None or qemu is None or llvm_bin is None):
+            raise CalibrationError(f"{hardware}: riscv hardware needs --runner, --plugin, --qemu and --llvm-bin")
 
     @property
     def measure(self) -> str:
@@ -102,7 +102,7 @@ class Measurer:
             _run([sys.executable, "-m", "perf.measure", "--module", str(mlirbc), "--target",
                   str(self.target), "--analysis", str(analysis), "--hardware", str(self.hardware),
                   "--runner", str(self.runner), "--plugin", str(self.plugin), "--qemu", str(self.qemu),
-                  "--model-name", info.model_name, "--out-json", f"{out}.perf.json", "--out-md", f"{out}.perf.md"],
+                  "--llvm-bin", str(self.llvm_bin), "--model-name", info.model_name, "--out-json", f"{out}.perf.json", "--out-md", f"{out}.perf.md"],
                  f"{info.name} {tag}: perf.measure")
             from common.perf_schema import PerfReport
 
@@ -407,7 +407,8 @@ def _bazel_defaults(hardware: str) -> list[str]:
             "--out-dir", str(workspace / "analysis" / "calibration"),
             "--runner", str(root / "runtime" / "hal_runner" / "hal_runner_riscv64"),
             "--plugin", str(root / "perf" / "libinsn_classes.so"),
-            "--qemu", str(root / "tools" / "qemu" / "qemu-riscv64")]
+            "--qemu", str(root / "tools" / "qemu" / "qemu-riscv64"),
+            "--llvm-bin", str(root.parent / "llvm19")]
 
 
 def markdown(cal: Calibration, ev: dict) -> str:
@@ -479,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runner", type=Path, help="riscv64 hal_runner (riscv hardware)")
     p.add_argument("--plugin", type=Path, help="libinsn_classes.so (riscv hardware)")
     p.add_argument("--qemu", type=Path, help="qemu-riscv64 that loads it, //tools/qemu (riscv hardware)")
+    p.add_argument("--llvm-bin", type=Path, help="LLVM 19's tools, @llvm19 (riscv hardware)")
     p.add_argument("--rounds", type=int, default=ROUNDS)
     p.add_argument("--models", help="comma-separated pipeline names (default: the whole zoo)")
     p.add_argument("--reuse-measurements", action="store_true",
@@ -495,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         hw_name = load_hardware(a.hardware).name
         meas_path = a.out_dir / f"{a.hardware.stem}.measurements.json"
         with tempfile.TemporaryDirectory(prefix="calibrate.") as tmp:
-            measurer = Measurer(a.hardware, a.target, a.runner, a.plugin, Path(tmp), a.qemu)
+            measurer = Measurer(a.hardware, a.target, a.runner, a.plugin, Path(tmp), a.qemu, a.llvm_bin)
             if a.reuse_measurements:
                 rows = refresh_features(json.loads(meas_path.read_text())["rows"], zoo(a.zoo),
                                         a.zoo, measurer, Path(tmp))

@@ -128,7 +128,7 @@ def test_a_riscv_core_is_measured_in_model_cycles_the_host_is_timed(tmp_path, na
     # it), but host candidates are timed, never run under qemu.
     hardware = Path(os.environ["CALIBRATE_TEST_HARDWARE_DIR"]) / f"{name}.yaml"
     m = calibrate.Measurer(hardware, tmp_path / "t.yaml", tmp_path / "runner", tmp_path / "plugin", tmp_path,
-                           tmp_path / "qemu")
+                           tmp_path / "qemu", tmp_path / "llvm")
     assert m.measure == measure
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from common.analysis_schema import Analysis
 from common.errors import first_line
 from common.files import atomic_write
 from common.targets import TargetError, load_target
+from perf import mca
 from perf.code_cost import CodeCostError, module_call_cycles
 
 DEFAULT = "iree-default"
@@ -262,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="whose analyses the measured candidates are of (default riscv)")
     p.add_argument("--core", help="llvm-mca core model (default: the hardware's model_core; "
                    "the host's measurements need the build machine's x86 core, e.g. sapphirerapids)")
+    mca.add_llvm_bin_argument(p, default=mca.runfiles_llvm_bin())
     a = p.parse_args(argv)
+    mca.use_llvm_bin(a.llvm_bin)
     # `tools/bazel run` starts in the runfiles tree: the paths are the user's (the defaults the
     # workspace's, when run from its root).
     a.zoo, a.measurements, a.hardware, a.out_md, a.out_json = (

@@ -425,12 +425,13 @@ def cpu_model() -> str | None:
 
 def llvm_host_cpu() -> str | None:
     """This machine's CPU as LLVM names its scheduling model (`llc --version`'s "Host CPU", e.g.
-    znver3), the core perf.code_cost would price it on; None without llc or an answer."""
+    znver3), the core perf.code_cost would price it on; None without llc (--llvm-bin) or an answer."""
+    from perf import mca
     from perf.code_cost import LLC
 
     try:
-        out = subprocess.run([LLC, "--version"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+        out = subprocess.run([mca.tool(LLC), "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError, mca.McaError):
         return None
     return next((l.split(":", 1)[1].strip() for l in out.splitlines() if "Host CPU:" in l), None)
 

@@ -60,6 +60,7 @@ from codegen import compile as cg
 from common.errors import first_line
 from common.calibration_schema import CodeModelCalibration
 from common.files import write_together
+from perf import mca
 
 ROUNDS = 30
 # iree-benchmark-module's minimum time per sample: 10 dispatches a batch, repeated for 30 ms.
@@ -477,7 +478,9 @@ def main(argv: list[str] | None = None) -> int:
                    "prices, without the thread pool's wake-ups)")
     p.add_argument("--out-json", type=Path, default=Path("analysis/calibration/host.ranking.json"))
     p.add_argument("--out-md", type=Path, default=Path("analysis/calibration/host.ranking.md"))
+    mca.add_llvm_bin_argument(p, required=False, default=mca.runfiles_llvm_bin())  # llc: the host's LLVM core name
     a = p.parse_args(argv)
+    mca.use_llvm_bin(a.llvm_bin)
     if (a.zoo is None) == (a.timings is None):
         p.error("give exactly one of --zoo (build and time) and --timings (rank earlier samples)")
     if a.out_calibration and not a.fit:

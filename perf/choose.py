@@ -42,6 +42,7 @@ from pathlib import Path
 from common.errors import OneLineErrors, first_line
 from common.files import check_outputs, sha256_file
 from common.perf_schema import PerfReport
+from perf import mca
 from runtime.manifest import ManifestError, build
 
 
@@ -286,18 +287,22 @@ def main(argv: list[str] | None = None) -> int:
                         "(perf.measure on HARDWARE's core model) and keep the choice only if faster")
     p.add_argument("--qemu", type=Path,
                    help="--confirm: qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64)")
+    mca.add_llvm_bin_argument(p, required=False)  # --by code-cycles
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
     if a.by == "code-cycles" and a.hardware is None:
         p.error("--by code-cycles needs --hardware")
+    if a.by == "code-cycles" and a.llvm_bin is None:
+        p.error("--by code-cycles needs --llvm-bin (LLVM 19's tools)")
     if a.confirm and a.by != "code-cycles":
         p.error("--confirm confirms a code-cycles choice")
     if a.confirm and a.qemu is None:
         p.error("--confirm needs --qemu")
     if not 0 <= a.margin < 1:
         p.error(f"--margin {a.margin}: a fraction of the first candidate's cycles, in [0, 1)")
-    with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError)) as cli:
+    mca.use_llvm_bin(a.llvm_bin)
+    with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError, mca.McaError)) as cli:
         by_strategy = {c[0]: [Path(x) for x in c[1:4]] + [None if c[4] == "none" else Path(c[4])]
                        for c in a.candidate}
         if len(by_strategy) != len(a.candidate):
@@ -313,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
             chosen, record = choose([(s, files[3]) for s, files in by_strategy.items()])
             analysis = hardware = None
         else:
+            # Here rather than in a candidate's costing, which would leave a missing tool's
+            # candidates out as not costable.
+            mca.require_tools(mca.LLVM_TOOLS)
             with tempfile.TemporaryDirectory(prefix="perf_choose_") as tmp:
                 code = {s: Path(d) for s, d in a.code}
                 unknown = sorted(set(code) - set(by_strategy))

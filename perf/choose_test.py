@@ -14,13 +14,15 @@ import pytest
 import yaml
 
 from common.perf_schema import CLASS_NAMES, CoreRun, DispatchPerf, PerfReport
-from perf import code_cost
+from perf import code_cost, mca
 from perf.choose import ChoiceError, choose, choose_by_code, confirm_by_measurement
 
 # Runfiles (args of the Bazel test): the host description, the host target and its
-# microkernel variant, a riscv target, the matmul module.
-HOST_HW, HOST_TARGET, HOST_UKERNELS, RISCV_TARGET, MATMUL = (
-    Path(p) for p in os.environ.get("CHOOSE_TEST_FILES", "- - - - -").split())
+# microkernel variant, a riscv target, the matmul module, @llvm19's llvm-mca (its directory is
+# the code model's LLVM 19).
+HOST_HW, HOST_TARGET, HOST_UKERNELS, RISCV_TARGET, MATMUL, LLVM_MCA = (
+    Path(p) for p in os.environ.get("CHOOSE_TEST_FILES", "- - - - - -").split())
+mca.use_llvm_bin(LLVM_MCA.absolute().parent)
 
 
 def _perf(tmp_path, name, cycles, calls, hardware="riscv_rvv", core="sifive-p670"):
@@ -147,7 +149,7 @@ def test_code_choice_leaves_out_a_build_iree_could_not_compile(monkeypatch, tmp_
 def test_code_choice_leaves_out_a_module_the_code_model_cannot_read(monkeypatch, tmp_path):
     def unreadable(module, analysis, target, core, work):
         if work.name == "tuned":
-            raise code_cost.CodeCostError("opt-19 cannot read IREE's IR: expected value token")
+            raise code_cost.CodeCostError("opt cannot read IREE's IR: expected value token")
         return code_cost.CallCycles({"main_dispatch_0": 5.0}, set(), calls={"main_dispatch_0": 1})
     monkeypatch.setattr(code_cost, "module_call_cycles", unreadable)
     chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("ukernels", HOST_TARGET, None)],

@@ -48,8 +48,8 @@ from pathlib import Path
 
 from perf import mca
 
-OPT = "opt-19"
-LLC = "llc-19"
+OPT = "opt"  # LLVM 19's, from --llvm-bin (perf.mca.tool)
+LLC = "llc"
 MAX_ENUMERATED_ITERATIONS = 200_000  # beyond this, dependent trip counts take their maximum
 # A loop whose count is a run-time value (e.g. a push constant, as data-tiled dispatches' K
 # loop) has a constant maximum set by its index type only (2^61 and the like): no cost.
@@ -71,7 +71,7 @@ class UncostableFunction(CodeCostError):
 
 def _tool(name: str) -> str:
     try:
-        return mca.tool(name)  # the same llvm-19 package as llvm-mca
+        return mca.tool(name)  # the same --llvm-bin directory (@llvm19) as llvm-mca
     except mca.McaError as err:
         raise CodeCostError(str(err)) from None
 

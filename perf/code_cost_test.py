@@ -1,6 +1,7 @@
-"""perf.code_cost: trip counts, LLVM-IR downgrade and static cycles on hand-written IR."""
+"""perf.code_cost: trip counts, LLVM-IR downgrade and static cycles on hand-written IR.
 
-import shutil
+argv: <llvm-mca (@llvm19: its directory has LLVM 19's opt, llc, llvm-mc and llvm-mca)>"""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from perf import code_cost as cc
+
+cc.mca.use_llvm_bin(Path(sys.argv[1]).absolute().parent)  # Bazel's @llvm19 (not PATH)
 
 FEATURES = ["+m", "+a", "+f", "+d", "+c", "+v", "+zvl128b"]
 CORE = "sifive-p670"
@@ -100,7 +103,7 @@ declare void @llvm.masked.scatter.v4f32.v4p0(<4 x float>, <4 x ptr>, <4 x i1>)
 def _opt_reads(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
     path = tmp_path / "t.ll"
     path.write_text(text)
-    return subprocess.run([shutil.which(cc.OPT) or cc.OPT, "-disable-output", str(path)],
+    return subprocess.run([cc.mca.tool(cc.OPT), "-disable-output", str(path)],
                           capture_output=True, text=True)
 
 
@@ -130,7 +133,7 @@ def _cycles(tmp_path: Path, ir: str, asm: str | None = None) -> cc.CallCycles:
 def _plain_asm(tmp_path: Path, ir: str) -> str:
     """Assembly without llc's comments, as IREE writes it."""
     (tmp_path / "plain.ll").write_text(ir)
-    subprocess.run([shutil.which(cc.LLC) or cc.LLC, "-O3", "-mtriple=riscv64-unknown-linux-gnu",
+    subprocess.run([cc.mca.tool(cc.LLC), "-O3", "-mtriple=riscv64-unknown-linux-gnu",
                     f"-mattr={','.join(FEATURES)}", "-asm-verbose=false", str(tmp_path / "plain.ll"),
                     "-o", str(tmp_path / "plain.s")], check=True)
     return (tmp_path / "plain.s").read_text()
@@ -387,7 +390,7 @@ def test_x86_code_is_costed_on_a_named_x86_core(tmp_path):
     assert small > 0
     assert 5.0 < large.cycles["m_dispatch_0"] / small < 8.5
     (tmp_path / "plain.ll").write_text(_nest(4, 64))
-    subprocess.run([shutil.which(cc.LLC) or cc.LLC, "-O3", "-mtriple=x86_64-unknown-linux-gnu",
+    subprocess.run([cc.mca.tool(cc.LLC), "-O3", "-mtriple=x86_64-unknown-linux-gnu",
                     "-mcpu=x86-64-v3", "-asm-verbose=false", str(tmp_path / "plain.ll"),
                     "-o", str(tmp_path / "plain.s")], check=True)
     theirs = _x86_cycles(tmp_path, _nest(4, 64), (tmp_path / "plain.s").read_text())
@@ -585,8 +588,11 @@ def test_an_unknown_architecture_is_refused_in_one_line():
 
 
 def test_a_missing_llvm_tool_fails_with_one_line_naming_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(cc.CodeCostError, match="opt-19 not found"):
+    monkeypatch.setattr(cc.mca, "_llvm_bin", tmp_path)  # a --llvm-bin directory without the tools
+    with pytest.raises(cc.CodeCostError, match=r"^opt not found in --llvm-bin "):
+        _cycles(tmp_path, _nest(2, 2))
+    monkeypatch.setattr(cc.mca, "_llvm_bin", None)
+    with pytest.raises(cc.CodeCostError, match=r"^opt: no LLVM 19 tools given \(--llvm-bin"):
         _cycles(tmp_path, _nest(2, 2))
 
 

@@ -2,6 +2,19 @@
 
 load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "MlirModuleInfo")
 
+# LLVM 19's llvm-mc, llvm-mca, opt and llc (Debian bookworm's llvm-19 and the libraries it loads,
+# pinned by version and SHA256: WORKSPACE's @llvm19), in the exec configuration. Every file is an
+# input of the actions that run them, so the pin is part of their keys; the CLIs get the
+# directory as --llvm-bin and look nothing up on PATH.
+_LLVM_ATTRS = {
+    "_llvm": attr.label(default = "@llvm19//:all", allow_files = True, cfg = "exec"),
+    "_llvm_mca": attr.label(default = "@llvm19//:llvm-mca", allow_single_file = True, cfg = "exec"),
+}
+
+def _llvm(ctx):
+    """(the --llvm-bin directory, the files to add to the action's inputs)."""
+    return ctx.file._llvm_mca.dirname, ctx.files._llvm
+
 def _riscv_perf_impl(ctx):
     compiled = ctx.attr.compiled[CompiledModuleInfo]
     if MlirModuleInfo not in ctx.attr.compiled:
@@ -27,6 +40,8 @@ def _riscv_perf_impl(ctx):
     args.add("--runner", ctx.file._runner)
     args.add("--plugin", ctx.file._plugin)
     args.add("--qemu", ctx.file._qemu)
+    llvm_bin, llvm_files = _llvm(ctx)
+    args.add("--llvm-bin", llvm_bin)
     args.add("--model-name", module.model_name)
     if ctx.attr.counts_only_ok:
         args.add("--allow-counts-only")
@@ -39,7 +54,7 @@ def _riscv_perf_impl(ctx):
     ctx.actions.run(
         executable = ctx.executable._tool,
         arguments = [args],
-        inputs = inputs + [ctx.file._runner, ctx.file._plugin, ctx.file._qemu],
+        inputs = inputs + [ctx.file._runner, ctx.file._plugin, ctx.file._qemu] + llvm_files,
         outputs = [out_json, out_md],
         mnemonic = "RiscvPerf",
         progress_message = "Measuring %s on RISC-V (%s): qemu instruction counts and cache simulation, llvm-mca model cycles" % (
@@ -51,7 +66,8 @@ def _riscv_perf_impl(ctx):
 
 _riscv_perf = rule(
     implementation = _riscv_perf_impl,
-    attrs = {
+    _skylark_testable = True,  # //perf:*_tool_inputs_test reads its actions' inputs
+    attrs = dict({
         "compiled": attr.label(mandatory = True, providers = [CompiledModuleInfo]),
         "hardware": attr.label_list(mandatory = True, allow_files = [".yaml"]),
         # Measure a description without a core model in instructions alone (a sweep's VLEN 256).
@@ -61,7 +77,7 @@ _riscv_perf = rule(
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
         # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).
         "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
-    },
+    }, **_LLVM_ATTRS),
 )
 
 def riscv_perf(name, compiled, hardware, **kwargs):
@@ -106,13 +122,15 @@ def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = []):
     args.add("--analysis", analysis.analysis_json)
     args.add("--hardware", analysis.hardware)
     args.add("--model-name", analysis.module.model_name)
+    llvm_bin, llvm_files = _llvm(ctx)
+    args.add("--llvm-bin", llvm_bin)
     args.add_all(how)
     args.add("--out", out)
     args.add("--out-md", out_md)
     ctx.actions.run(
         executable = ctx.executable._tool,
         arguments = [args],
-        inputs = [analysis.module.mlir, analysis.target.file, analysis.analysis_json, analysis.hardware] + inputs,
+        inputs = [analysis.module.mlir, analysis.target.file, analysis.analysis_json, analysis.hardware] + inputs + llvm_files,
         outputs = [out, out_md],
         mnemonic = mnemonic,
         progress_message = progress_message % analysis.module.model_name,
@@ -145,7 +163,8 @@ def _measured_choice_impl(ctx):
 
 measured_choice = rule(
     implementation = _measured_choice_impl,
-    attrs = {
+    _skylark_testable = True,  # //perf:*_tool_inputs_test reads its actions' inputs
+    attrs = dict({
         "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis for a riscv accelerator_target"),
         "candidates": attr.int(default = MEASURED_CANDIDATES, doc = "shortlist per dispatch: IREE's default and the best ranked others"),
         "code_ranked": attr.int(default = CODE_RANKED, doc = "candidates per dispatch costed by the code model to rank the shortlist (0: the prediction ranks it)"),
@@ -155,7 +174,7 @@ measured_choice = rule(
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
         # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).
         "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
-    },
+    }, **_LLVM_ATTRS),
     doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.tune.md: each
 dispatch's tiles chosen, among IREE's default and the candidates the code model (perf/code_cost.py)
 costs cheapest among the analysis' best predicted (and ZigZag's own mapping), by measured memory-aware cycles on the accelerator's core model and caches (perf/tune.py); never a candidate measured
@@ -201,13 +220,14 @@ def _code_choice_impl(ctx):
 
 code_choice = rule(
     implementation = _code_choice_impl,
-    attrs = {
+    _skylark_testable = True,  # //perf:*_tool_inputs_test reads its actions' inputs
+    attrs = dict({
         "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis whose hardware names a model_core"),
         "code_calibration": attr.label(allow_single_file = [".json"], doc = "a code-model calibration of the analysis' hardware (analysis/calibration/<hardware>.code_model.json, bench.host_ranking --fit): its term is added to every candidate's code-model cycles"),
         "code_ranked": attr.int(default = HOST_CODE_RANKED, doc = "candidates per dispatch costed: IREE's default and the best predicted others"),
         "margin": attr.string(default = HOST_CODE_MARGIN, doc = "a candidate replaces IREE's default only below (1 - margin) x its code-model cycles"),
         "_tool": attr.label(default = "//perf:tune", executable = True, cfg = "exec"),
-    },
+    }, **_LLVM_ATTRS),
     doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.choice.md: each
 dispatch's tiles chosen by the static code model (perf/code_cost.py) on the description's core
 model among IREE's default and the best predicted others (perf/tune.py --by code-model); IREE's
@@ -294,7 +314,9 @@ def _code_strategy_choice_impl(ctx):
     args.add("--by", "code-cycles")
     args.add("--margin", ctx.attr.margin)
     args.add("--hardware", ctx.file.hardware)
-    inputs = [ctx.file.hardware]
+    llvm_bin, llvm_files = _llvm(ctx)
+    args.add("--llvm-bin", llvm_bin)
+    inputs = [ctx.file.hardware] + llvm_files
     for strategy, compiled_target in zip(ctx.attr.strategies, ctx.attr.compiled):
         compiled = compiled_target[CompiledModuleInfo]
         analysis = compiled.analysis.analysis_json if compiled.analysis != None else None
@@ -322,7 +344,8 @@ def _code_strategy_choice_impl(ctx):
 
 _code_strategy_choice = rule(
     implementation = _code_strategy_choice_impl,
-    attrs = {
+    _skylark_testable = True,  # //perf:*_tool_inputs_test reads its actions' inputs
+    attrs = dict({
         "strategies": attr.string_list(mandatory = True),
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo, MlirModuleInfo]),
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"]),
@@ -333,7 +356,7 @@ _code_strategy_choice = rule(
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
         # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).
         "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
-    },
+    }, **_LLVM_ATTRS),
 )
 
 def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, **kwargs):

@@ -10,29 +10,67 @@ What the model leaves out is `common.core_models.MODEL_IGNORES`.
 
 from __future__ import annotations
 
+import argparse
 import json
-import shutil
+import os
 import subprocess
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 from perf.counts import SLOT_UNKNOWN, Block, slot_instruments
 
-LLVM_MC = "llvm-mc-19"
-LLVM_MCA = "llvm-mca-19"
+# LLVM 19's tools, run from one directory given by --llvm-bin (perf.measure, perf.tune,
+# perf.choose): Bazel's @llvm19 (Debian bookworm's llvm-19, pinned by version and SHA256, with
+# the libraries it loads), an input of every action that runs them; never looked up on PATH.
+LLVM_MC = "llvm-mc"
+LLVM_MCA = "llvm-mca"
+LLVM_TOOLS = (LLVM_MC, LLVM_MCA, "opt", "llc")  # what --llvm-bin must hold (opt, llc: perf.code_cost)
 ITERATIONS = 100
 _CHUNK = 4000  # regions per llvm-mca run
+
+_llvm_bin: Path | None = None
 
 
 class McaError(RuntimeError):
     """llvm-mc or llvm-mca failed or is missing; the message says which and why."""
 
 
+def add_llvm_bin_argument(parser: argparse.ArgumentParser, required: bool = True,
+                          default: Path | None = None) -> None:
+    """The --llvm-bin option of a CLI that runs LLVM 19's tools (call use_llvm_bin with it)."""
+    parser.add_argument("--llvm-bin", type=Path, required=required and default is None, default=default,
+                        metavar="DIR", help="directory of LLVM 19's llvm-mc, llvm-mca, opt and llc "
+                        f"(Bazel: @llvm19{'; default ' + str(default) if default else ''})")
+
+
+def runfiles_llvm_bin() -> Path | None:
+    """@llvm19 in the runfiles of a `bazel run` binary that has it as data (bench/), else None."""
+    here = Path(__file__).absolute()  # <runfiles>/<workspace>/perf/mca.py
+    candidate = here.parents[2] / "llvm19"
+    return candidate if (candidate / LLVM_MCA).is_file() else None
+
+
+def use_llvm_bin(directory: Path | None) -> None:
+    """Run LLVM's tools from `directory` (--llvm-bin) in this process."""
+    global _llvm_bin
+    _llvm_bin = None if directory is None else Path(directory)
+
+
 def tool(name: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        raise McaError(f"{name} not found (Debian package llvm-19; tools/bazel installs it)")
-    return path
+    """Path of LLVM 19's `name` (llvm-mc, llvm-mca, opt, llc) in the --llvm-bin directory."""
+    if _llvm_bin is None:
+        raise McaError(f"{name}: no LLVM 19 tools given (--llvm-bin DIR, Bazel's @llvm19)")
+    path = _llvm_bin / name
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise McaError(f"{name} not found in --llvm-bin {_llvm_bin} (Bazel's @llvm19 has it)")
+    return str(path.absolute())
+
+
+def require_tools(names: tuple[str, ...]) -> None:
+    """McaError naming the first of `names` the --llvm-bin directory lacks."""
+    for name in names:
+        tool(name)
 
 
 def tool_version(name: str) -> str:

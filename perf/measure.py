@@ -400,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
     p.add_argument("--qemu", required=True, type=Path,
                    help="qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64, QEMU 10.0.2)")
+    mca.add_llvm_bin_argument(p)
     p.add_argument("--model-name", required=True)
     p.add_argument("--out-json", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
@@ -412,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                         "--record-failure) gets a report saying so instead of a measurement")
     p.add_argument("--keep-temps", type=Path, default=None, help="keep libraries, inputs and plugin outputs here")
     args = p.parse_args(argv)
+    mca.use_llvm_bin(args.llvm_bin)
     with OneLineErrors("perf", args.module, MEASURE_ERRORS + (ReportError,)) as cli:
         check_outputs({"--out-json": args.out_json, "--out-md": args.out_md, "--keep-temps": args.keep_temps},
                       {"--module": args.module, "--target": args.target, "--analysis": args.analysis,

@@ -3,13 +3,12 @@ the dynamic count, perf.json is deterministic, and missing tools or bad descript
 with one line.
 
 argv: <libinsn_classes.so> <known_kernel (riscv64)> <hal_runner_riscv64> <qemu-riscv64 (//tools/qemu)>
+<llvm-mca (@llvm19: its directory is --llvm-bin)>
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,12 +17,15 @@ import pytest
 
 from analysis.accelerator_target import main as derive_target
 from perf import counts as cnt
+from perf import mca
 from perf import measure
 from runtime.hal_runner import check_dispatches as chk
 
 ROOT = Path(__file__).absolute().parent.parent  # the runfiles tree, not the source tree
 HERE = ROOT / "perf"
 PLUGIN, KERNEL, RUNNER, QEMU = (Path(p).resolve() for p in sys.argv[1:5])
+LLVM_BIN = Path(sys.argv[5]).absolute().parent  # @llvm19's wrappers with lib/ beside them: not resolved
+mca.use_llvm_bin(LLVM_BIN)  # for the code model run in this process
 SYSROOT = "/usr/riscv64-linux-gnu"
 MATMUL = HERE / "testdata" / "matmul.mlir"
 HW = {
@@ -79,13 +81,14 @@ def _target(tmp_path: Path, vlen: int) -> Path:
 
 
 def _measure(tmp_path: Path, target: Path, hardware: list[Path], out: str, *extra: str,
-             env: dict | None = None, qemu: Path = QEMU) -> subprocess.CompletedProcess:
+             qemu: Path = QEMU, llvm_bin: Path = LLVM_BIN) -> subprocess.CompletedProcess:
     args = [sys.executable, "-m", "perf.measure", "--module", str(MATMUL), "--target", str(target),
-            "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(qemu), "--model-name", "matmul",
+            "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(qemu), "--llvm-bin", str(llvm_bin),
+            "--model-name", "matmul",
             "--out-json", str(tmp_path / f"{out}.json"), "--out-md", str(tmp_path / f"{out}.md"), *extra]
     for hw in hardware:
         args += ["--hardware", str(hw)]
-    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env)
+    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
 
 
 def _vector_instructions(path: Path) -> int:
@@ -190,27 +193,29 @@ def test_data_tiled_microkernel_module_is_measured_per_call(tmp_path):
     assert matmul["calls"] == 1 and matmul["vector_fma"] > 0
 
 
-def _path_without(tmp_path: Path, missing: str) -> dict:
-    """An environment whose PATH has the perf tools except `missing`."""
-    bin_dir = tmp_path / f"bin_without_{missing}"
+def _llvm_bin_without(tmp_path: Path, missing: str) -> Path:
+    """A --llvm-bin directory with @llvm19's tools except `missing` (none of them is run)."""
+    bin_dir = tmp_path / f"llvm_without_{missing}"
     bin_dir.mkdir()
-    for tool in ("llvm-mc-19", "llvm-mca-19", "riscv64-linux-gnu-ld"):
-        if tool != missing and shutil.which(tool):
-            (bin_dir / tool).symlink_to(shutil.which(tool))
-    return {**os.environ, "PATH": str(bin_dir)}
+    for tool in mca.LLVM_TOOLS:
+        if tool != missing:
+            (bin_dir / tool).symlink_to(LLVM_BIN / tool)
+    return bin_dir
 
 
 @pytest.mark.parametrize("missing,words", [
     ("qemu", "qemu-riscv64 (--qemu: //tools/qemu:qemu-riscv64) not found"),
-    ("llvm-mca-19", "llvm-mca-19 not found (Debian package llvm-19"),
+    ("llvm-mca", "llvm-mca not found in --llvm-bin"),
+    ("llvm-mc", "llvm-mc not found in --llvm-bin"),
 ])
 def test_a_missing_tool_fails_with_one_line(tmp_path, missing, words):
-    # qemu is an explicit argument (no PATH lookup); the llvm tools are found on PATH.
+    # Every tool is an explicit argument (--qemu, --llvm-bin): no PATH lookup.
     if missing == "qemu":
         proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out",
                         qemu=tmp_path / "absent" / "qemu-riscv64")
     else:
-        proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out", env=_path_without(tmp_path, missing))
+        proc = _measure(tmp_path, _target(tmp_path, 128), [HW[128]], "out",
+                        llvm_bin=_llvm_bin_without(tmp_path, missing))
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0 and words in proc.stderr, proc.stderr
     assert not (tmp_path / "out.json").exists() and not (tmp_path / "out.md").exists()

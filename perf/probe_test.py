@@ -5,7 +5,8 @@ candidate or module, a compile report of another module or target), --keep-temps
 command's own, unwritable outputs (a traceback before), a runner of another architecture, and
 SIGTERM while qemu runs (it left qemu children and gigabytes of temporaries).
 
-argv (Bazel passes them): <libinsn_classes.so> <hal_runner_riscv64> <qemu-riscv64>, for the SIGTERM probe.
+argv (Bazel passes them): <libinsn_classes.so> <hal_runner_riscv64> <qemu-riscv64> <llvm-mca (@llvm19)>,
+for the SIGTERM probe.
 """
 
 import hashlib
@@ -24,10 +25,11 @@ from common.probe import MATMUL_MLIR, Probe, alive, cmdline, snapshot
 ROOT = Path(__file__).parent.parent
 TARGETS = ROOT / "common" / "targets"
 HW = ROOT / "analysis" / "hardware"
-# The plugin, runner and qemu: Bazel's arguments, or PERF_PROBE_TOOLS="<plugin> <runner> <qemu>"
-# under plain pytest.
-TOOLS = [Path(a).resolve() for a in (os.environ.get("PERF_PROBE_TOOLS", "").split() or sys.argv[1:4])]
-TOOLS = TOOLS if len(TOOLS) == 3 and TOOLS[0].suffix == ".so" and all(t.is_file() for t in TOOLS) else []
+# The plugin, runner, qemu and @llvm19's llvm-mca: Bazel's arguments, or
+# PERF_PROBE_TOOLS="<plugin> <runner> <qemu> <llvm-mca>" under plain pytest.
+TOOLS = [Path(a).resolve() for a in (os.environ.get("PERF_PROBE_TOOLS", "").split() or sys.argv[1:5])]
+TOOLS = TOOLS if len(TOOLS) == 4 and TOOLS[0].suffix == ".so" and all(t.is_file() for t in TOOLS) else []
+LLVM_BIN = str(TOOLS[3].parent) if TOOLS else "llvm"  # the repository's directory: lib/ is beside it
 
 
 def _sha(path: Path) -> str:
@@ -100,7 +102,7 @@ def p(tmp_path, builds):
     probe = Probe(tmp_path)
     for f in builds.iterdir():
         probe.put(f)
-    assert TOOLS, "needs <libinsn_classes.so> <hal_runner_riscv64> <qemu-riscv64> as arguments (Bazel)"
+    assert TOOLS, "needs <libinsn_classes.so> <hal_runner_riscv64> <qemu-riscv64> <llvm-mca> as arguments (Bazel)"
     probe.put(TOOLS[2], "qemu")
     return probe
 
@@ -108,7 +110,8 @@ def p(tmp_path, builds):
 def measure(*extra, module="m.mlir", target="riscv64_rvv.yaml", out_json="o.perf.json", out_md="o.perf.md",
             runner="runner", plugin="plugin.so"):
     return ("perf.measure", "--module", module, "--target", target, "--hardware", "riscv_rvv.yaml",
-            "--runner", runner, "--plugin", plugin, "--qemu", "qemu", "--model-name", "m", *extra,
+            "--runner", runner, "--plugin", plugin, "--qemu", "qemu", "--llvm-bin", LLVM_BIN, "--model-name", "m",
+            *extra,
             "--out-json", out_json,
             "--out-md", out_md)
 
@@ -176,8 +179,8 @@ def _measure_runner_not_executable(p):
 def tune(*extra, analysis="a_riscv_rvv256.json", hardware="riscv_rvv256.yaml", out="o.json", out_md="o.md",
          target="riscv64_rvv.yaml"):
     return ("perf.tune", "--module", "m.mlir", "--target", target, "--analysis", analysis, "--hardware", hardware,
-            "--runner", "runner", "--plugin", "plugin.so", "--qemu", "qemu", "--model-name", "m",
-            "--candidates", "2", *extra,
+            "--runner", "runner", "--plugin", "plugin.so", "--qemu", "qemu", "--llvm-bin", LLVM_BIN,
+            "--model-name", "m", "--candidates", "2", *extra,
             "--out", out, "--out-md", out_md)
 
 
@@ -203,7 +206,7 @@ def _tune_hardware_not_the_analysis(p):
 
 
 def choose(*candidates, module="m.mlir", out_vmfb="c.vmfb", out_manifest="c.manifest.json", by=()):
-    args = ["perf.choose", "--module", module, *by]
+    args = ["perf.choose", "--module", module, *by, "--llvm-bin", LLVM_BIN]
     for c in candidates:
         args += ["--candidate", *c]
     return (*args, "--out-vmfb", out_vmfb, "--out-manifest", out_manifest)

@@ -62,6 +62,7 @@ from common.files import check_outputs, sha256_file, write_together
 from common.perf_schema import DispatchPerf
 from common.targets import TargetError, load_target
 from perf.choose import clears_margin
+from perf import mca
 from perf.code_cost import CodeCostError, module_call_cycles
 from perf.measure import MEASURE_ERRORS, measure
 
@@ -550,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plugin", type=Path, help="libinsn_classes.so (--by memory-aware-cycles)")
     p.add_argument("--qemu", type=Path,
                    help="qemu-riscv64 that loads the plugin, //tools/qemu:qemu-riscv64 (--by memory-aware-cycles)")
+    mca.add_llvm_bin_argument(p)
     p.add_argument("--model-name", required=True)
     p.add_argument("--candidates", type=int,
                    help="--by memory-aware-cycles: shortlist size per dispatch, IREE's default included (>= 2)")
@@ -564,7 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
     a = p.parse_args(argv)
-    with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError, TargetError)) as cli:
+    mca.use_llvm_bin(a.llvm_bin)
+    with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError, TargetError, mca.McaError)) as cli:
         check_outputs({"--out": a.out, "--out-md": a.out_md},
                       {"--module": a.module, "--target": a.target, "--analysis": a.analysis,
                        "--hardware": a.hardware, "--code-calibration": a.code_calibration,
@@ -610,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if load_target(a.target).name != analysis.target:
             raise TuneError(f"{a.target}: not the target {a.analysis} was made for ('{analysis.target}')")
+        # Here rather than in a candidate's costing, which would record a missing tool as that
+        # candidate's failure.
+        mca.require_tools(mca.LLVM_TOOLS)
         term = (load_code_calibration(a.code_calibration, hw.name, hw.model_core)
                 if a.code_calibration is not None else None)
         with tempfile.TemporaryDirectory(prefix="tune_") as tmp:

@@ -110,7 +110,7 @@ def test_a_module_the_code_model_cannot_read_is_costed_once_not_bisected():
     class Unreadable(FakeCode):
         def __call__(self, analysis, only, tag):
             self.calls.append(tag)
-            raise CodeCostError("opt-19 cannot read IREE's IR: Broken module found")
+            raise CodeCostError("opt cannot read IREE's IR: Broken module found")
 
     code = Unreadable({})
     ranked, log = code_rank(a, code, 3)
@@ -350,7 +350,7 @@ def _cli(tmp_path, hardware: Path, *extra: str) -> tuple[int, Path]:
     out = tmp_path / "out.analysis.json"
     code = main(["--module", str(tmp_path / "absent.mlirbc"), "--target", str(tmp_path / "t.yaml"),
                  "--analysis", str(src), "--hardware", str(hardware), "--runner", "r", "--plugin", "p",
-                 "--qemu", "q",
+                 "--qemu", "q", "--llvm-bin", str(tmp_path / "llvm"),
                  "--model-name", "m", "--candidates", "4", "--out", str(out), "--out-md", str(tmp_path / "out.md"), *extra])
     return code, out
 
@@ -380,7 +380,7 @@ def test_an_analysis_of_other_hardware_is_refused(tmp_path, capsys):
     src = tmp_path / "in.analysis.json"
     src.write_text(_analysis({"x": [DEFAULT, "a"]}).model_dump_json())  # hardware riscv_rvv
     code = main(["--module", "m", "--target", "t", "--analysis", str(src), "--hardware", str(rvv256),
-                 "--runner", "r", "--plugin", "p", "--qemu", "q", "--model-name", "m", "--candidates", "4",
+                 "--runner", "r", "--plugin", "p", "--qemu", "q", "--llvm-bin", str(tmp_path / "llvm"), "--model-name", "m", "--candidates", "4",
                  "--out", str(tmp_path / "o"),
                  "--out-md", str(tmp_path / "o.md")])
     assert code == 1 and "analysed against 'riscv_rvv'" in capsys.readouterr().err
