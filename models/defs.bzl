@@ -421,13 +421,16 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         ] + [
             "%s=$(location %s)" % (other, STRATEGY_TARGETS[("riscv", other)])
             for other in STRATEGIES
+        ] + [
+            "host:%s=$(location %s)" % (other, STRATEGY_TARGETS[("host", other)])
+            for other in STRATEGIES
         ],
         data = [
             ":" + imported,
             ":%s_riscv" % name,
             ":%s_riscv_analysis" % name,
             riscv_target,
-        ] + [STRATEGY_TARGETS[("riscv", other)] for other in STRATEGIES],
+        ] + [STRATEGY_TARGETS[(t, other)] for t in ("riscv", "host") for other in STRATEGIES],
         tags = tags,
         deps = ["//runtime/hal_runner:check_dispatches_lib"],
     )

@@ -9,19 +9,28 @@ import sys
 
 from runtime.hal_runner import check_dispatches
 
+# Strategies whose operands are packed in a layout IREE chooses per target (common/targets.py).
+PACKED = ("datatiling", "ukernels")
+
 if __name__ == "__main__":
     # argv: <module.mlirbc> <shipped manifest> <riscv analysis.json> <riscv target .yaml>
-    #       [<strategy>=<strategy target .yaml> ...]
+    #       [<strategy>=<riscv strategy target .yaml> ...] [host:<strategy>=<host strategy target .yaml> ...]
     module, manifest, analysis, target = sys.argv[1:5]
-    targets = dict(arg.split("=", 1) for arg in sys.argv[5:])
+    pairs = [arg.split("=", 1) for arg in sys.argv[5:]]
+    targets = {k: v for k, v in pairs if not k.startswith("host:")}
+    references = {k.removeprefix("host:"): v for k, v in pairs if k.startswith("host:")}
     shipped = json.loads(open(manifest).read())
     strategy = shipped["target"]["strategy"]
     if strategy == "codegen" and shipped["tuned"]:  # the analysis' tiles on the riscv target
         args = ["--target", target, "--analysis", analysis]
     elif strategy == "codegen":  # IREE's own defaults on the riscv target
         args = ["--target", target]
-    elif strategy in targets:  # another strategy's build: IREE's defaults on its own target
-        args = ["--target", targets[strategy]]
+    elif strategy in targets:  # another strategy's build: IREE's defaults on its own target,
+        # checked against the host built with the same strategy (its dispatches are the same ops);
+        # a packed (data-tiled) dispatch's layout is the target's own: run, not compared.
+        args = ["--target", targets[strategy], "--reference", references[strategy]]
+        if strategy in PACKED:
+            args.append("--run-unmatched")
     else:
         sys.exit(f"riscv_dispatch_test: {manifest}: strategy {strategy!r} has no target here ({sorted(targets)})")
     print(f"shipped strategy: {strategy}")
