@@ -44,13 +44,20 @@ SPLITS = ("calibration", "held_out")
 
 
 def source(name: str, generator: str) -> str:
-    """The candidate source a win is counted for."""
-    if generator == "iree-default":
-        return "IREE default" if name == DEFAULT else "default + register/alignment"
-    return {"zigzag": "ZigZag", "search": "search", "analytical": "analytical"}.get(generator, generator)
+    """The candidate source a win is counted for, by the candidate's name (analysis/candidates.py:
+    `<base>+<change>` is a base candidate's cache tiles with another register tile or alignment)."""
+    base, _, change = name.partition("+")
+    if base == DEFAULT:
+        return "IREE default" if not change else "default + register/alignment"
+    if base == ZIGZAG:
+        return "ZigZag" if not change else "ZigZag + register/alignment"
+    if base == "analytical":
+        return "analytical"
+    return "search" if generator == "search" else generator
 
 
-SOURCES = ("IREE default", "default + register/alignment", "ZigZag", "search", "analytical")
+SOURCES = ("IREE default", "default + register/alignment", "ZigZag", "ZigZag + register/alignment",
+           "search", "analytical")
 
 
 def collect(root: Path) -> dict:

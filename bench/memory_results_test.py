@@ -39,6 +39,8 @@ def test_wins_by_each_rule():
     cal = w["calibration"]
     assert cal["predicted"]["IREE default"] == 1
     assert cal["model cycles"]["default + register/alignment"] == 1
+    assert mr.source("zigzag+reg8x2v", "search") == "ZigZag + register/alignment"
+    assert mr.source("iree-default+aligned", "search") == "default + register/alignment"
     assert cal["memory-aware cycles"]["ZigZag"] == 1
     assert w["held_out"]["memory-aware cycles"]["IREE default"] == 1
 
