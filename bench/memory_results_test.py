@@ -58,5 +58,18 @@ def test_render_has_the_per_model_ratios():
     assert "| calibration | dram | 1 | 1.00 | 1 (100%) |" in md
 
 
+def test_the_committed_doc_regenerates_from_the_committed_data():
+    """docs/results_memory.md is exactly what `bazel run //tools:memory_results` writes from
+    docs/data/ (runfiles of this test): no figure in it is typed by hand."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).absolute().parent.parent
+    data = json.loads((root / mr.DATA).read_text())
+    ranking = json.loads((root / mr.RANKING).read_text())
+    assert mr.render(data, ranking) == (root / mr.OUT).read_text(), \
+        "docs/results_memory.md differs from what its data renders: run `bazel run //tools:memory_results`"
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
