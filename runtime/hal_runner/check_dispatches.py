@@ -725,11 +725,17 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
 
 
 def _matches(rd, dd) -> bool:
-    """Whether the host dispatch `rd` can be compared with the riscv one `dd`: same bindings."""
+    """Whether the host dispatch `rd` can be compared with the riscv one `dd`: the same bindings
+    in the same layout. A packed operand's storage shape carries its tiles (16x64x8x1 on the
+    host, 8x64x16x1 on riscv for one 128x64 matrix: same bytes, other order), so shapes are
+    compared too, unit dims aside (bufferized IR may add them)."""
+    def layout(d):
+        return [(s.binding, s.offset, s.nbytes, s.dtype, tuple(n for n in s.shape if n != 1))
+                for s in d.subspans]
+
     return (rd is not None and not rd.error and rd.workgroup_count is not None
             and rd.binding_lengths == dd.binding_lengths and rd.constants == dd.constants
-            and [(s.binding, s.offset, s.nbytes, s.dtype) for s in rd.subspans]
-            == [(s.binding, s.offset, s.nbytes, s.dtype) for s in dd.subspans])
+            and layout(rd) == layout(dd))
 
 
 def main(argv: list[str] | None = None) -> int:
