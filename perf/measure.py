@@ -69,8 +69,14 @@ class PerfError(RuntimeError):
 MEASURE_ERRORS = (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError)
 
 
+# A guest address space of its own (qemu -R): without it qemu places guest mappings around its
+# own host allocations, so guest addresses, which the cache simulation sees, moved with the
+# build's location (memory-aware cycles differed by ~0.05% between two working directories).
+GUEST_ADDRESS_SPACE = "64G"
+
+
 def _qemu_cmd(qemu: str, vlen: int) -> list[str]:
-    return [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-L", chk.RISCV_SYSROOT]
+    return [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-R", GUEST_ADDRESS_SPACE, "-L", chk.RISCV_SYSROOT]
 
 
 def _qemu_version(qemu: str) -> str:
@@ -111,9 +117,23 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
 
 def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: Path, lib: Path,
                   index: int, d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
-    plugin_spec = ",".join([str(plugin), f"out={out}", *plugin_args])
-    runner_cmd = qemu_cmd[:1] + ["-plugin", plugin_spec] + qemu_cmd[1:] + [str(runner)]
-    proc = processes.run(chk.dispatch_command(runner_cmd, lib, index, d, inputs), capture_output=True, text=True)
+    # What the guest sees must not depend on where the build runs: the simulated caches see its
+    # addresses. So the runner and library are reached by fixed relative names from a directory
+    # of this run's own (two descriptions' runs of one dispatch may run at once), the inputs by
+    # relative paths, and the environment is PATH alone.
+    out = out.absolute()
+    here = out.with_suffix("")
+    here.mkdir(exist_ok=True)
+    for name, target in (("hal_runner", runner), ("dispatch.so", lib)):
+        link = here / name
+        link.unlink(missing_ok=True)
+        link.symlink_to(Path(target).absolute())
+    plugin_spec = ",".join([str(Path(plugin).absolute()), f"out={out}", *plugin_args])
+    runner_cmd = [str(Path(qemu_cmd[0]).absolute()), "-plugin", plugin_spec, *qemu_cmd[1:], "./hal_runner"]
+    relative = [Path(os.path.relpath(Path(p).absolute(), here)) for p in inputs]
+    proc = processes.run(chk.dispatch_command(runner_cmd, "./dispatch.so", index, d, relative),  # type: ignore[arg-type]: dlopen needs the ./
+                         capture_output=True, text=True, cwd=here,
+                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
                         f"{last_line(proc.stderr)}", d.export)
