@@ -150,26 +150,6 @@ def apply_analysis(module, analysis: Analysis | None, lanes: int,
     return entries
 
 
-def system_library_flags(target: IreeTarget) -> list[str]:
-    """Extra iree-compile flags that make each dispatch a standalone system shared library
-    instead of IREE's embedded ELF. Nothing shipped uses them any more: the runners load the
-    embedded ELF the vmfb carries (runtime/hal_runner), so what is measured is what ships.
-
-    These must be given from the first phase on: the executable variant's target
-    (embedded or system ELF) is fixed when executable sources are formed.
-    """
-    flags = ["--iree-llvmcpu-link-embedded=false", "--iree-hal-link-executables=false"]
-    if not target.triple.startswith("x86_64"):
-        # A cross target needs its own system linker (Debian: binutils-<arch>-linux-gnu).
-        arch, _, rest = target.triple.partition("-")
-        linker = shutil.which(f"{arch}-{rest.split('-', 1)[-1]}-ld")
-        if linker is None:
-            raise CompileError(f"system libraries for {target.triple} need {arch}-{rest.split('-', 1)[-1]}-ld "
-                               f"(apt-get install binutils-{arch}-linux-gnu)")
-        flags.append(f"--iree-llvmcpu-system-linker-path={Path(linker).name}")
-    return flags
-
-
 @dataclasses.dataclass
 class TunedSources:
     """The rewritten executable-configurations IR of a module (steps 1-2)."""

@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import os
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,7 +56,6 @@ from common.targets import IreeTarget, TargetError, load_target, named_target
 
 HERE = Path(__file__).parent
 RISCV_SYSROOT = "/usr/riscv64-linux-gnu"
-RISCV_LINKER = "riscv64-linux-gnu-ld"
 SEED = 20261123
 F32_TOLERANCE = 1e-5
 
