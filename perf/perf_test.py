@@ -258,11 +258,45 @@ def test_a_build_iree_refused_is_reported_not_measured(tmp_path):
 def test_a_failed_run_names_its_dispatch(tmp_path):
     # perf.tune sets the named dispatch apart instead of halving its round.
     d = chk.Dispatch("main_dispatch_7_softmax", workgroup_count=(1, 1, 1))
+    (tmp_path / "runner").write_bytes(b"")
+    (tmp_path / "lib.so").write_bytes(b"")
     with pytest.raises(measure.PerfError) as err:  # /bin/false stands in for a qemu that aborts
         measure._run_dispatch(["/bin/false"], tmp_path / "plugin.so", [], tmp_path / "runner", tmp_path / "lib.so",
                               0, d, [], tmp_path / "counts.txt")
     assert err.value.dispatch == "main_dispatch_7_softmax"
     assert str(err.value).startswith("main_dispatch_7_softmax: runner failed under qemu (exit 1)")
+
+
+@pytest.mark.parametrize("depth", [1, 6])
+def test_the_guest_sees_nothing_of_where_the_build_lives(tmp_path, monkeypatch, depth):
+    """qemu-user puts the runner's resolved path (AT_EXECFN) and the guest's argv on the guest
+    stack, so their lengths move the stack data the cache simulation sees: the guest runs a copy
+    of the runner from a directory whose path has one length, with inputs under fixed names."""
+    build = tmp_path.joinpath(*["deeper-build-directory"] * depth)
+    build.mkdir(parents=True)
+    (build / "runner").write_bytes(b"runner")
+    (build / "lib.so").write_bytes(b"library")
+    inputs = [build / "binding0.bin", build / "binding1.bin"]
+    for path in inputs:
+        path.write_bytes(b"\0" * 16)
+    seen = {}
+
+    def fake_run(cmd, cwd, env, **_):
+        here = Path(cwd)
+        seen.update(cwd=str(here), env=env, guest=cmd[cmd.index("./hal_runner"):],
+                    runner_is_copy=not (here / "hal_runner").is_symlink(),
+                    runner=(here / "hal_runner").read_bytes())
+        return subprocess.CompletedProcess(cmd, 1, "", "stop here")
+
+    monkeypatch.setattr(measure.processes, "run", fake_run)
+    d = chk.Dispatch("main_dispatch_0_matmul", workgroup_count=(1, 1, 1))
+    with pytest.raises(measure.PerfError):
+        measure._run_dispatch(["/bin/false"], build / "plugin.so", [], build / "runner", build / "lib.so",
+                              0, d, inputs, build / "counts.txt")
+    assert len(seen["cwd"]) == len(f"{measure.GUEST_RUN_ROOT}/{measure.GUEST_RUN_PREFIX}") + 8, seen["cwd"]
+    assert seen["runner_is_copy"] and seen["runner"] == b"runner"
+    assert not any(str(build) in arg or str(tmp_path) in arg for arg in seen["guest"]), seen["guest"]
+    assert set(seen["env"]) == {"PATH"}
 
 
 def test_inputs_are_drawn_once_per_directory_and_match_a_fresh_draw(tmp_path, monkeypatch):

@@ -90,15 +90,7 @@ RERUN_MNEMONICS = ("ZigZagAnalysis", "MeasuredChoice", "IreeCompile")
 # runs (seen 2026-11-27 in mlp_batch32's ukernels build; its assembly and vmfb identical). The
 # reproducible check leaves it out; what the code model made of it, every candidate's figure,
 # is in the manifest, which is compared.
-# KNOWN GAP (2026-11-27, issue 46): the memory-aware cycles a measured choice records move by a
-# few cycles in a million with where qemu and the runner live on the build machine (guest
-# addresses seen by the cache simulation; cwd, environment and qemu's guest address space are
-# already fixed, tool paths still matter). The measured-choice analysis, its table and what
-# records its sha256 (compile report, manifest) are therefore not byte-identical across build
-# locations, though A and B (remote cache) are. Remove these once the cause is found.
-NOT_BYTE_REPRODUCIBLE = re.compile(r"\.code/[^/]+\.optimized\.ll$"
-                                   r"|_riscv_analysis\.(analysis\.json|tune\.md)$"
-                                   r"|_riscv_compiled\.report\.json$|_riscv\.manifest\.json$")
+NOT_BYTE_REPRODUCIBLE = re.compile(r"\.code/[^/]+\.optimized\.ll$")
 CHECKS = ("server", "cold_build", "reproducible", "remote_cache_hits", "identical_outputs",
           "no_absolute_paths", "incremental", "sweep_incremental")
 # hardware_sweep: editing one variant's line reruns that variant's chain and the report only.
