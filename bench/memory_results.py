@@ -141,6 +141,43 @@ def zigzag_rows(data: dict) -> list[dict]:
     return rows
 
 
+# What predicts the compiled ZigZag candidate's simulated bytes, per level: ZigZag's own mapping
+# (what it proposed), its cost model on the tiles as compiled (after our translation into
+# lowering_config), and on those tiles' loop order with its own allocator.
+PREDICTORS = (("own", "its own mapping"), ("zigzag_forced_traffic_bytes", "the compiled tiles, forced"),
+              ("zigzag_allocated_traffic_bytes", "the compiled tiles, its allocator"))
+
+
+def attribution_lines(rows: list[dict], ranking: dict) -> list[str]:
+    """Where ZigZag's traffic prediction is lost: if ZigZag's model applied to the compiled tiles
+    came much closer to the simulation than its own mapping, the translation would be at fault."""
+    priced = {(d["model"], d["dispatch"]): c for d in ranking["dispatches"]
+              for c in d.get("candidates_priced", []) if c["name"] == ZIGZAG}
+    lines = ["", "Where the prediction is lost: ZigZag's bytes per level for the compiled ZigZag candidate, "
+             "predicted from its own mapping (the table above), and by ZigZag's cost model applied to the "
+             "tiles as compiled (our translation into `lowering_config`: register tile from the register "
+             "model, legalised, per-core workgroups; bench.zigzag_ranking), forced level by level or cut "
+             "by its allocator. Same dispatches, within 1.5x of the simulation:", "",
+             "| split | level | dispatches | " + " | ".join(label for _, label in PREDICTORS) + " |",
+             "|---|---|---:|" + "---:|" * len(PREDICTORS)]
+    for split in SPLITS:
+        for lv in LEVELS:
+            sel = [(r, priced[(r["model"], r["dispatch"])]) for r in rows
+                   if r["split"] == split and (r["model"], r["dispatch"]) in priced
+                   and all((c.get(k) or {}).get(lv) for k, _ in PREDICTORS[1:] for c in [priced[(r["model"], r["dispatch"])]])
+                   and lv in r["ratios"]]
+            if not sel:
+                continue
+            cells = []
+            for key, _ in PREDICTORS:
+                ratios = [r["ratios"][lv] if key == "own" else c[key][lv] / c["measured_traffic_bytes"][lv]
+                          for r, c in sel]
+                within = sum(1 / 1.5 <= x <= 1.5 for x in ratios)
+                cells.append(f"{within / len(ratios):.0%} (median {sorted(ratios)[len(ratios) // 2]:.2f})")
+            lines.append(f"| {split} | {lv} | {len(sel)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def ranking_lines(ranking: dict) -> list[str]:
     """The per-op ranking agreement (Spearman over each dispatch's measured candidates)."""
     s = ranking["summary"]
@@ -209,6 +246,7 @@ def render(data: dict, ranking: dict | None = None) -> str:
         lines.append(f"- {split}: {len(sel)} dispatches, Spearman "
                      + (f"{rho:.2f}" if rho is not None else "n/a (fewer than 3)"))
     if ranking is not None:
+        lines += attribution_lines(rows, ranking)
         lines += ranking_lines(ranking)
     lines += ["", "| model | split | dispatch | " + " | ".join(f"{lv} pred/sim" for lv in LEVELS)
               + " | ZigZag latency | memory-aware cycles |",
