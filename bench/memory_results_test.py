@@ -58,6 +58,32 @@ def test_render_has_the_per_model_ratios():
     assert "| calibration | dram | 1 | 1.00 | 1 (100%) |" in md
 
 
+def test_attribution_compares_the_same_dispatches_by_each_predictor():
+    ranking = {"dispatches": [{"model": "a", "dispatch": "d0_matmul", "candidates_priced": [
+        {"name": "zigzag", "measured_traffic_bytes": {"l1d": 1000, "l2": 100, "dram": 100},
+         "zigzag_forced_traffic_bytes": {"l1d": 1000, "l2": 400, "dram": 120},
+         "zigzag_allocated_traffic_bytes": {"l1d": 2000, "l2": 100, "dram": 100}}]}]}
+    lines = mr.attribution_lines(mr.zigzag_rows(DATA), ranking)
+    assert "| calibration | l1d | 1 | 0% (median 3.00) | 100% (median 1.00) | 0% (median 2.00) |" in lines
+    assert "| calibration | l2 | 1 | 0% (median 2.00) | 0% (median 4.00) | 100% (median 1.00) |" in lines
+    assert not any(line.startswith("| held_out") for line in lines)
+
+
+def test_sweeps_render_as_bench_sweep_reports_them():
+    row = {"variant": "l1_16k", "vector_bits": 128, "l1_kib": 16, "l2_kib": 256, "dram_bytes_per_cycle": 2,
+           "peak_macs_per_cycle": 8, "core_model": "sifive-p670", "predicted_cycles": 1e6,
+           "predicted_energy_pj": None, "instructions": 2e6, "model_cycles": 1e6, "memory_aware_cycles": 2e6,
+           "energy_pj": 4e6, "mac_utilization": 0.5, "tiles_changed": 0, "configs_applied": 3,
+           "calibrated": True}
+    bigger = dict(row, variant="l1_64k", l1_kib=64, memory_aware_cycles=1.5e6, energy_pj=3e6, tiles_changed=2)
+    rank = {k: {"n": 2, "rho": 1.0} for k in ("predicted_vs_memory_aware_cycles", "predicted_vs_measured_energy",
+                                               "predicted_vs_model_cycles", "predicted_vs_instructions")}
+    md = mr.render(DATA, None, {"toy_sweep": {"model": "toy", "variants": [row, bigger], "ranking": rank}})
+    assert "## 4. Sweeps that see memory" in md and "### toy_sweep: toy" in md
+    assert "| l1_64k | 128 | 64 | 256 | 2 | 8 | sifive-p670 | 1.000M | - | 2.000M | 1.000M | 1.500M | 3.000 uJ | " \
+           "0.750 | 0.750 | 50.0% | 2 | 3 |" in md
+
+
 def test_the_committed_doc_regenerates_from_the_committed_data():
     """docs/results_memory.md is exactly what `bazel run //tools:memory_results` writes from
     docs/data/ (runfiles of this test): no figure in it is typed by hand."""
@@ -67,7 +93,7 @@ def test_the_committed_doc_regenerates_from_the_committed_data():
     root = Path(__file__).absolute().parent.parent
     data = json.loads((root / mr.DATA).read_text())
     ranking = json.loads((root / mr.RANKING).read_text())
-    assert mr.render(data, ranking) == (root / mr.OUT).read_text(), \
+    assert mr.render(data, ranking, mr.committed_sweeps(root)) == (root / mr.OUT).read_text(), \
         "docs/results_memory.md differs from what its data renders: run `bazel run //tools:memory_results`"
 
 

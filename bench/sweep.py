@@ -127,11 +127,17 @@ def markdown(result: dict) -> str:
              "(`counts only`). Model cycles ignore caches and memory latency; memory-aware cycles "
              "and energy add the traffic through the variant's own simulated caches and DRAM "
              "(docs/design.md), so cache sizes and DRAM bandwidth show there.", "",
+             f"What a variant buys: its memory-aware cycles and energy over the first variant's "
+             f"({rows[0]['variant']}), each with its own tile choice.", "",
              "| variant | VLEN | L1 KiB | L2 KiB | DRAM B/cycle | peak MACs/cycle | core model | predicted cycles | "
-             "predicted energy | instructions | model cycles | memory-aware cycles | energy | MAC utilisation | "
+             "predicted energy | instructions | model cycles | memory-aware cycles | energy | "
+             "memory-aware cycles / first | energy / first | MAC utilisation | "
              "dispatches with other tiles | configs applied |",
-             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    ref = rows[0]
     for r in rows:
+        buys = [f"{r[k] / ref[k]:.3f}" if r[k] is not None and ref[k] else "-"
+                for k in ("memory_aware_cycles", "energy_pj")]
         util = f"{r['mac_utilization']:.1%}" if r["mac_utilization"] is not None else "-"
         energy = f"{r['predicted_energy_pj'] / 1e6:.3f} uJ" if r["predicted_energy_pj"] is not None else "-"
         measured_energy = f"{r['energy_pj'] / 1e6:.3f} uJ" if r["energy_pj"] is not None else "-"
@@ -139,7 +145,8 @@ def markdown(result: dict) -> str:
                      f"{r['dram_bytes_per_cycle']:g} | {r['peak_macs_per_cycle']} | "
                      f"{r['core_model'] or 'counts only'} | {_m(r['predicted_cycles'])} | {energy} | "
                      f"{_m(r['instructions'])} | {_m(r['model_cycles'])} | {_m(r['memory_aware_cycles'])} | "
-                     f"{measured_energy} | {util} | {r['tiles_changed']} | {r['configs_applied']} |")
+                     f"{measured_energy} | {buys[0]} | {buys[1]} | {util} | {r['tiles_changed']} | "
+                     f"{r['configs_applied']} |")
     rk = result["ranking"]
     fmt = lambda v: "-" if v["rho"] is None else f"{v['rho']:.2f}"
     lines += ["", "## Predicted vs measured ranking of the variants (Spearman)", "",
