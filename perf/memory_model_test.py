@@ -60,6 +60,26 @@ def test_unhidden_latency_adds_to_the_core():
     assert m.cycles == 1000 + 1120 and m.bound == "core+stall"
 
 
+def test_stores_stall_and_write_back_like_loads():
+    # 64 KiB stored by the core (write-allocate: every line filled first, then written back to
+    # DRAM at the end), no loads.
+    lines = 1024
+    c = _counts({"write_accesses": 16384, "write_bytes": 65536, "write_misses": lines,
+                 "fill_bytes": 65536, "writeback_bytes": 65536},
+                {"read_accesses": lines, "read_bytes": 65536, "write_accesses": lines, "write_bytes": 65536,
+                 "read_misses": lines, "fill_bytes": 65536, "writeback_bytes": 65536},
+                (65536, 65536))
+    m = mem.memory_aware(HW, c, core_cycles=1000, macs=0)
+    assert m.stall_cycles == lines * 12 // 8 + lines * 100 // 8  # the L1 write misses wait too
+    # DRAM reads the fills and takes the write-backs, each at 4 B/cycle; L2 takes the L1's
+    # write-backs at 8 B/cycle and serves the fills at 16: DRAM is the busiest.
+    assert m.transfer_cycles == 65536 // 4 + 65536 // 4 and m.bound == "dram"
+    # L1: 64 KiB written by the core + 64 KiB filled in (at 12 pJ), 64 KiB written back out (10 pJ);
+    # L2: 64 KiB read out twice (to L1 and to DRAM) at 40 pJ, 64 KiB written in twice at 45 pJ;
+    # DRAM: 64 KiB each way in 8 B accesses at 640 pJ.
+    assert m.energy_pj == pytest.approx(4096 * (12 + 12 + 10) + 4096 * (40 + 40 + 45 + 45) + 2 * 8192 * 640)
+
+
 def test_geometry_must_match_the_description():
     c = _counts({}, {}, (0, 0))
     c.caches[1] = CacheTraffic(1 << 20, 8, 64, "wb", 0, 0, 0, 0, 0, 0, 0, 0, 0)
