@@ -214,23 +214,53 @@ def _dim_index(dim) -> int | None:
     return int(name[1:]) if name.startswith("L") and name[1:].isdigit() else None
 
 
+def traffic_by_operand(cme) -> dict[str, dict[str, list[int]]]:
+    """ZigZag operand letter (I, W, O) -> memory level (by name) -> [bytes the level serves to
+    the level below it (toward the MACs), bytes it takes from there], as ZigZag predicts them."""
+    from zigzag.hardware.architecture.memory_port import DataDirection
+    from zigzag.mapping.data_movement import DataMoveAttr
+
+    out: dict[str, dict[str, list[int]]] = {}
+    for op, patterns in cme.mapping.unit_mem_data_movement.items():
+        names = [m.name for m in cme.mem_hierarchy_dict[cme.layer.memory_operand_links[op]]]
+        levels = out.setdefault(str(op), {})
+        for lv, pattern in enumerate(patterns):
+            counts = pattern.get_attribute(DataMoveAttr.DATA_ELEM_MOVE_COUNT)
+            precision = pattern.get_attribute(DataMoveAttr.DATA_PRECISION)
+            moved = [int(counts.get(d) * precision.get(d)) // 8
+                     for d in (DataDirection.RD_OUT_TO_LOW, DataDirection.WR_IN_BY_LOW)]
+            levels[names[lv]] = [a + b for a, b in zip(levels.get(names[lv], [0, 0]), moved)]
+    return out
+
+
 def _traffic_bytes(cme) -> dict[str, int]:
     """Bytes each memory level (by name) serves to the level below it and takes from it, summed
     over the operands it holds: ZigZag's prediction of what perf/'s cache simulation measures as
     a level's `read_bytes + write_bytes` (the per-operand register levels included)."""
-    from zigzag.hardware.architecture.memory_port import DataDirection
-    from zigzag.mapping.data_movement import DataMoveAttr
-
     out: dict[str, int] = {}
-    for op, patterns in cme.mapping.unit_mem_data_movement.items():
-        names = [m.name for m in cme.mem_hierarchy_dict[cme.layer.memory_operand_links[op]]]
-        for lv, pattern in enumerate(patterns):
-            counts = pattern.get_attribute(DataMoveAttr.DATA_ELEM_MOVE_COUNT)
-            precision = pattern.get_attribute(DataMoveAttr.DATA_PRECISION)
-            bits = sum(counts.get(d) * precision.get(d)
-                       for d in (DataDirection.RD_OUT_TO_LOW, DataDirection.WR_IN_BY_LOW))
-            out[names[lv]] = out.get(names[lv], 0) + int(bits) // 8
+    for levels in traffic_by_operand(cme).values():
+        for name, (served, taken) in levels.items():
+            out[name] = out.get(name, 0) + served + taken
     return dict(sorted(out.items()))
+
+
+def write_allocate_fills(by_operand: dict[str, dict[str, list[int]]], allocating: set[str]) -> dict[str, int]:
+    """Bytes a write-allocate cache fetches that ZigZag does not count: ZigZag writes outputs
+    into a level without reading them, a write-allocate cache first fills the written line from
+    the level behind it. Per output tile that is one fill per first write: the times the level
+    behind takes the outputs minus the times it serves them back (a partial sum read back is a
+    fill ZigZag already counts). Level (behind an allocating cache) -> extra bytes it serves.
+    `by_operand` as traffic_by_operand gives it, levels in ZigZag's order (nearest the MACs
+    first); `allocating`: names of the write-allocate caches (perf/'s cache simulation
+    allocates on a write miss at write-back levels)."""
+    out: dict[str, int] = {}
+    names = list(by_operand.get("O", {}))
+    for cache, behind in zip(names, names[1:]):
+        if cache in allocating:
+            served, taken = by_operand["O"][behind]
+            if taken > served:
+                out[behind] = taken - served
+    return out
 
 
 def extract(cme, nloops: int, energy: float, latency: float) -> dict:
@@ -521,6 +551,7 @@ def evaluate_tiles(layer: dict, accelerator: Path, mapping: Path, tiles: dict[st
         shutil.rmtree(dump, ignore_errors=True)
     cme = cmes[0][1][0][0]
     out = extract(cme, nloops, energy, latency)
+    out["traffic_by_operand"] = traffic_by_operand(cme)
     out["padded_loop_sizes"] = padded
     out["spatial"] = {f"d{k}": f for k, f in sorted(spatial.items())}
     return out
@@ -558,4 +589,5 @@ def evaluate_mapping(layer: dict, accelerator: Path, mapping: Path, temporal: di
         raise ZigZagFailed(f"{type(err).__name__}: {first_line(err)}") from None
     finally:
         shutil.rmtree(dump, ignore_errors=True)
-    return extract(cmes[0][1][0][0], nloops, energy, latency)
+    cme = cmes[0][1][0][0]
+    return {**extract(cme, nloops, energy, latency), "traffic_by_operand": traffic_by_operand(cme)}

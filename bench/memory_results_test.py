@@ -69,6 +69,19 @@ def test_attribution_compares_the_same_dispatches_by_each_predictor():
     assert not any(line.startswith("| held_out") for line in lines)
 
 
+def test_write_allocate_columns():
+    levels = lambda l1, l2, dram: {"l1d": l1, "l2": l2, "dram": dram}
+    traffic = {"dispatches": [
+        {"split": "held_out", "simulated": levels(100, 100, 300),
+         "own_mapping": {"zigzag": levels(100, 50, 100), "zigzag_write_allocate": levels(100, 90, 250)},
+         "compiled_tiles": {"zigzag": levels(300, 100, 100), "zigzag_write_allocate": levels(300, 100, 200)}},
+        {"split": "held_out", "error": "ZigZag failed: ..."}]}
+    lines = mr.write_allocate_lines(traffic)
+    assert "(1 ZigZag could not price left out)" in lines[1]
+    assert "| held_out | dram | 1 | 0% (0.33) | 100% (0.83) | 0% (0.33) | 100% (0.67) |" in lines
+    assert "| held_out | l1d | 1 | 100% (1.00) | 100% (1.00) | 0% (3.00) | 0% (3.00) |" in lines
+
+
 def test_sweeps_render_as_bench_sweep_reports_them():
     row = {"variant": "l1_16k", "vector_bits": 128, "l1_kib": 16, "l2_kib": 256, "dram_bytes_per_cycle": 2,
            "peak_macs_per_cycle": 8, "core_model": "sifive-p670", "predicted_cycles": 1e6,
@@ -93,7 +106,8 @@ def test_the_committed_doc_regenerates_from_the_committed_data():
     root = Path(__file__).absolute().parent.parent
     data = json.loads((root / mr.DATA).read_text())
     ranking = json.loads((root / mr.RANKING).read_text())
-    assert mr.render(data, ranking, mr.committed_sweeps(root)) == (root / mr.OUT).read_text(), \
+    traffic = json.loads((root / mr.TRAFFIC).read_text())
+    assert mr.render(data, ranking, mr.committed_sweeps(root), traffic) == (root / mr.OUT).read_text(), \
         "docs/results_memory.md differs from what its data renders: run `bazel run //tools:memory_results`"
 
 
