@@ -58,6 +58,8 @@ HERE = Path(__file__).parent
 RISCV_SYSROOT = "/usr/riscv64-linux-gnu"
 SEED = 20261123
 F32_TOLERANCE = 1e-5
+DATA_TILING_FLAG = "--iree-opt-data-tiling"
+F32_FLOOR = 1e-30  # scale of an all-zero output: any error there fails
 
 
 class DriveError(Exception):
@@ -98,6 +100,15 @@ def compile_build(module: Path, target: IreeTarget, analysis: Path | None, workd
     # tuned.mlir holds each dispatch's func.func with its binding subspans.
     compiled = CompiledTarget(target, (wd / cg.TARGETS_IR).read_text(), [wd / "bin" / n for n in shipped],
                               [tuned.path], cg.executables_sha256(shipped))
+    if DATA_TILING_FLAG in tuned.flags:
+        # tuned.mlir is bufferized: its subspans hold the packed storage, not the layout. The
+        # executable sources (same module, same flags) still carry each operand's encoding.
+        try:
+            cg.run_iree([str(module), *tuned.flags, "--compile-to=executable-sources", "-o",
+                         str(wd / "sources.mlir")], "executable sources")
+        except cg.CompileError as err:
+            raise SystemExit(f"check_dispatches: {target.name}: {err}") from None
+        compiled.read_encodings(wd / "sources.mlir")
     return compiled, tuned
 
 
@@ -239,10 +250,63 @@ class Subspan:
     access: str  # readonly | writeonly | readwrite
     shape: tuple[int, ...]
     dtype: np.dtype
+    # A data-tiled operand: (innerDimsPos, innerTileSizes, outerDimsPerm) of its layout and the
+    # logical tensor's shape (CompiledTarget.read_encodings); None for a plain row-major one.
+    encoding: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
+    logical_shape: tuple[int, ...] | None = None
 
     @property
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def store(self, logical: np.ndarray) -> np.ndarray:
+        """|logical| as this binding holds it (packed when encoded), flat."""
+        if self.encoding is None:
+            return np.ascontiguousarray(logical).reshape(-1)
+        if tuple(logical.shape) != self.logical_shape:
+            raise DriveError(f"binding {self.binding}: tensor of shape {list(logical.shape)} for an encoded "
+                             f"operand of shape {list(self.logical_shape)}")
+        return np.ascontiguousarray(pack(logical, *self.encoding)).reshape(-1)
+
+    def load(self, stored: np.ndarray) -> np.ndarray:
+        """The logical tensor of this binding's flat contents (unpacked when encoded)."""
+        if self.encoding is None:
+            return stored
+        return unpack(stored, self.logical_shape, *self.encoding)
+
+
+def _tiling(shape: tuple[int, ...], dims, tiles, perm) -> tuple[list[int], list[int], list[int]]:
+    """(padded shape, shape with each tiled dim split into (outer, tile), axes order of the packed
+    tensor) of tensor.pack's layout: outer dims in `perm` order, then the tiles in `dims` order."""
+    padded = list(shape)
+    for d, t in zip(dims, tiles):
+        padded[d] = -(-padded[d] // t) * t
+    split, outer, inner = [], {}, {}
+    for i, n in enumerate(padded):
+        outer[i] = len(split)
+        if i in dims:
+            t = tiles[list(dims).index(i)]
+            split += [n // t, t]
+            inner[i] = outer[i] + 1
+        else:
+            split.append(n)
+    return padded, split, [outer[i] for i in perm] + [inner[d] for d in dims]
+
+
+def pack(logical: np.ndarray, dims, tiles, perm) -> np.ndarray:
+    """tensor.pack (IREE's data-tiling layout): pads each dim in `dims` with zeros to a multiple of
+    its tile, splits it into (outer, tile), orders the outer dims by `perm` and puts the tiles last."""
+    padded, split, order = _tiling(logical.shape, dims, tiles, perm)
+    buf = np.zeros(padded, dtype=logical.dtype)
+    buf[tuple(slice(0, n) for n in logical.shape)] = logical
+    return buf.reshape(split).transpose(order)
+
+
+def unpack(stored: np.ndarray, shape: tuple[int, ...], dims, tiles, perm) -> np.ndarray:
+    """tensor.unpack: the inverse of `pack` (padding dropped) from the packed tensor's flat data."""
+    padded, split, order = _tiling(shape, dims, tiles, perm)
+    packed = stored.reshape([split[a] for a in order])
+    return packed.transpose(np.argsort(order)).reshape(padded)[tuple(slice(0, n) for n in shape)]
 
 
 @dataclass
@@ -446,6 +510,69 @@ class CompiledTarget:
                 d.error = str(err)
 
 
+    def read_encodings(self, path: Path) -> None:
+        """Attaches each encoded operand's layout from the executable sources at |path| (the
+        dispatch-tensor types, before bufferization) to the subspans read from the configurations;
+        subspans pair up in order and must agree in binding and bytes, else the dispatch is not
+        drivable (its error says why)."""
+        from iree.compiler import ir
+
+        module = ir.Module.parse(path.read_text(), self.context)
+        funcs: dict[str, object] = {}
+
+        def visit(op):
+            if op.name == "func.func":
+                funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
+
+        _walk(module.operation, visit)
+        for name, d in self.dispatches.items():
+            if d.error:
+                continue
+            types = []
+            if name in funcs:
+                _walk(funcs[name], lambda op: types.append(op) if op.name == "hal.interface.binding.subspan" else None)
+            try:
+                if len(types) != len(d.subspans):
+                    raise DriveError(f"{len(types)} binding subspans in the executable sources, "
+                                     f"{len(d.subspans)} in the configurations")
+                for s, op in zip(d.subspans, types):
+                    _attach_encoding(s, op, self.context)
+            except DriveError as err:
+                d.error = str(err)
+
+
+def _attach_encoding(s: Subspan, op, context) -> None:
+    from iree.compiler import ir
+
+    if _int_attr(op.attributes["binding"]) != s.binding:
+        raise DriveError(f"binding {s.binding}: the executable sources' subspan is another binding")
+    inner = str(op.results[0].type).split("<", 1)[1].rsplit(">", 1)[0].split(":", 1)[1]
+    ttype = ir.RankedTensorType(ir.Type.parse(inner, context=context))
+    if ttype.encoding is None:
+        return
+    text = str(ttype.encoding)
+    start = text.find("encoding_info = {")
+    if start < 0 or "swizzle" in text:
+        raise DriveError(f"binding {s.binding}: an encoding this runner cannot lay out: {text[:120]}")
+    depth, end = 0, None
+    for i in range(start + len("encoding_info = "), len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            end = i + 1
+            break
+    info = ir.DictAttr(ir.Attribute.parse(text[start + len("encoding_info = "):end], context=context))
+    dims, tiles = ([ir.IntegerAttr(a).value for a in ir.ArrayAttr(info[k])] for k in ("innerDimsPos", "innerTileSizes"))
+    perm = ([ir.IntegerAttr(a).value for a in ir.ArrayAttr(info["outerDimsPerm"])] if "outerDimsPerm" in info
+            else list(range(ttype.rank)))
+    if any(t <= 0 for t in tiles):
+        raise DriveError(f"binding {s.binding}: a scalable or dynamic inner tile")
+    s.encoding, s.logical_shape = (tuple(dims), tuple(tiles), tuple(perm)), tuple(ttype.shape)
+    _, split, _ = _tiling(s.logical_shape, dims, tiles, perm)
+    if int(np.prod(split)) * s.dtype.itemsize != s.nbytes:
+        raise DriveError(f"binding {s.binding}: layout {s.encoding} of {list(s.logical_shape)} is not the "
+                         f"{s.nbytes} bytes bound")
+
+
 # --------------------------------------------------------------------------
 # Running
 # --------------------------------------------------------------------------
@@ -527,6 +654,79 @@ def _fill(d: Dispatch, rng: np.random.Generator, directory: Path) -> list[Path]:
     return paths
 
 
+def _place(d: Dispatch, call, directory: Path) -> tuple[list[Path], list[tuple[Subspan, np.ndarray]]]:
+    """Binding files holding |call|'s captured inputs (activations.Call) at |d|'s subspans, and the
+    written subspans paired with the outputs the host run produced there. A dispatch's subspans
+    follow its flow operand order (IREE outlines operands, then results; a result tied to an operand
+    reuses that operand's read-write binding), so the first len(inputs) subspans are the inputs and
+    the written ones the results. An encoded (data-tiled) operand is packed in its own layout:
+    captured tensors are logical. Bytes outside the subspans are zero. Raises DriveError when the
+    captured tensors do not fit (count, element type or size)."""
+    spans, n_in = d.subspans, len(call.inputs)
+    written = [s for s in spans if s.access != "readonly"]
+    if n_in > len(spans) or len(call.outputs) != len(written) or any(
+            s.access == "readonly" for s in spans[n_in:]):
+        raise DriveError(f"{n_in} captured inputs and {len(call.outputs)} outputs do not fit its "
+                         f"{len(spans) - len(written)} read-only and {len(written)} written bindings")
+    bufs = [np.zeros(length, dtype=np.uint8) for length in d.binding_lengths]
+    for what, s, a in [(f"input {i}", s, a) for i, (s, a) in enumerate(zip(spans, call.inputs))] + [
+            (f"output {i}", s, a) for i, (s, a) in enumerate(zip(written, call.outputs))]:
+        if a.dtype != s.dtype or (a.shape != s.logical_shape if s.encoding else a.nbytes != s.nbytes):
+            raise DriveError(f"captured {what} {a.dtype}{list(a.shape)} does not fit binding {s.binding}'s "
+                             f"{s.dtype}{list(s.shape)}")
+        if s.offset + s.nbytes > len(bufs[s.binding]):
+            raise DriveError(f"binding {s.binding}: subspan at {s.offset} of {s.nbytes} bytes exceeds the "
+                             f"{len(bufs[s.binding])}-byte range")
+    for s, a in zip(spans, call.inputs):
+        bufs[s.binding][s.offset : s.offset + s.nbytes] = s.store(a).view(np.uint8)
+    paths = []
+    for b, buf in enumerate(bufs):
+        paths.append(directory / f"binding{b}.bin")
+        buf.tofile(paths[-1])
+    return paths, list(zip(written, call.outputs))
+
+
+def _error(expected: np.ndarray, got: np.ndarray) -> tuple[float, float]:
+    """(max abs error, scale): scale is max |expected| (at least F32_FLOOR)."""
+    if expected.dtype.kind != "f":
+        return float(np.max(np.abs(expected.astype(np.int64) - got.astype(np.int64)), initial=0)), 1.0
+    fin = np.isfinite(expected)
+    err = float(np.max(np.abs(expected[fin].astype(np.float64) - got[fin]), initial=0.0))
+    return err, max(F32_FLOOR, float(np.max(np.abs(expected[fin]), initial=0.0)))
+
+
+def compare_outputs(out_dir: Path, expected: list[tuple[Subspan, np.ndarray]], exact: bool) -> tuple[str | None, float]:
+    """Checks a run's written regions (out<b>.bin in |out_dir|, unpacked when encoded) against the
+    host run's outputs:
+    bit for bit when |exact|, else floats within F32_TOLERANCE of the output's scale (max abs error /
+    max |expected|) with the same non-finite values in the same places, integers exactly.
+    Returns (the problem or None, the worst relative error)."""
+    worst = 0.0
+    for i, (s, want) in enumerate(expected):
+        buf = np.fromfile(out_dir / f"out{s.binding}.bin", dtype=np.uint8)
+        got = np.ascontiguousarray(s.load(buf[s.offset : s.offset + s.nbytes].view(s.dtype)).reshape(want.shape))
+        if exact:
+            if not np.array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8)):
+                differ = int(np.sum(got.view(np.uint8) != np.ascontiguousarray(want).view(np.uint8)))
+                err, scale = _error(want, got)
+                return (f"output {i} (binding {s.binding}): {differ} bytes differ, max abs error {err:.3g} "
+                        f"(scale {scale:.3g})"), err / scale
+            continue
+        if want.dtype.kind == "f":
+            if not np.array_equal(np.isfinite(want), np.isfinite(got)) or not np.array_equal(
+                    want[~np.isfinite(want)], got[~np.isfinite(want)], equal_nan=True):
+                return f"output {i} (binding {s.binding}): non-finite values differ", float("inf")
+            err, scale = _error(want, got)
+            worst = max(worst, err / scale)
+            if err / scale > F32_TOLERANCE:
+                return (f"output {i} (binding {s.binding}): max abs error {err:.3g} (scale {scale:.3g}, "
+                        f"relative {err / scale:.3g}) > {F32_TOLERANCE}"), worst
+        elif not np.array_equal(want, got):
+            return (f"output {i} (binding {s.binding}): {int(np.sum(want != got))} of {want.size} values "
+                    f"differ"), float("inf")
+    return None, worst
+
+
 def dispatch_command(runner: list[str], library: Path, export_index: int, d: Dispatch,
                      inputs: list[Path]) -> list[str]:
     """`runner` (a hal_runner, possibly under qemu) running export `export_index` of `library`
@@ -594,7 +794,8 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
           host_runner: Path | None = None, riscv_runner: Path | None = None, keep: Path | None = None,
           analysis: Path | None = None, reference_analysis: Path | None = None,
           tamper: str | None = None, qemu: Path | None = None,
-          shipped: dict[str, str] | None = None, run_unmatched: bool = False) -> int:
+          shipped: dict[str, str] | None = None, run_unmatched: bool = False,
+          activations: Path | None = None, target_module: Path | None = None) -> int:
     """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
     riscv64 output is corrupted before comparing (proves the comparison can fail).
     `shipped`: the executables' sha256 a manifest records: the riscv build compiled here must
@@ -602,7 +803,14 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     `run_unmatched`: a riscv dispatch without a host counterpart of the same bindings (data
     tiling packs operands in a layout chosen per target) is still run under qemu, and must run,
     but cannot be compared; the summary counts it apart ("run only"), never as compared, and
-    says so when nothing could be compared."""
+    says so when nothing could be compared.
+    `activations`: a golden .npz (input_<i>/output_<i>): every dispatch's inputs are the tensors it
+    gets when the host build runs the model on those inputs (runtime.hal_runner.activations), and
+    its outputs are compared with the host run's: the host runner must reproduce them bit for bit
+    (the placement is right) when the reference is IREE's untuned build, and the riscv run within
+    F32_TOLERANCE. Without it, inputs are fixed-seed random numbers.
+    `target_module`: compile the riscv side from this module instead (negative testing: a
+    deliberately wrong executable must fail)."""
     target = _target(target_name)
     reference = _target(reference_name)
     if not reference.runnable_on_host:
@@ -633,11 +841,11 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         start = time.monotonic()
         tuned_names = {}
         compiled = []
-        for t, a in ((reference, reference_analysis), (target, analysis)):
+        for t, a, m in ((reference, reference_analysis, module), (target, analysis, target_module or module)):
             if a is None:
-                compiled.append(compile_target(module, t, work))
+                compiled.append(compile_target(m, t, work))
                 continue
-            c, tuned = compile_tuned(module, t, a, work)
+            c, tuned = compile_tuned(m, t, a, work)
             compiled.append(c)
             applied = [e["name"] for e in tuned.entries if e["status"] == "applied"]
             tuned_names[t.name] = set(applied)
@@ -645,6 +853,18 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
                   f"with analysis tiles, every config landed")
         ref_c, dut_c = compiled
         print(f"compiled {module.name} for {reference.name} and {target.name} in {time.monotonic() - start:.1f} s")
+        captured = None
+        if activations is not None:
+            from runtime.hal_runner import activations as act
+
+            try:
+                captured = act.capture(module, reference, activations, work / "traced")
+            except act.CaptureError as err:
+                raise SystemExit(f"check_dispatches: {err}") from None
+            print(f"activations: {reference.name} run of {module.name} on {activations.name} traced "
+                  f"({act.TRACE_FLAG}): {len(captured.calls)} exports, {sum(captured.counts.values())} calls, "
+                  f"{captured.nbytes / 1e6:.1f} MB kept (each export's first call), outputs within "
+                  f"{captured.golden_error:.2g} of the golden, {captured.seconds:.1f} s")
         if shipped is not None:
             from common.vmfb_executables import sha256_set
 
@@ -665,6 +885,17 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         for i, name in enumerate(names):
             try:
                 rd, dd = ref_c.dispatches.get(name), dut_c.dispatches.get(name)
+                if captured is not None:
+                    ddir = work / f"d{i:03d}"
+                    seconds, numerics = _check_on_activations(
+                        name, rd, dd, captured, (ref_cmd, ref_libs, reference.name), (dut_cmd, dut_libs, target.name),
+                        ddir, reference_analysis is None, tamper == name, rng)
+                    emu_time += seconds
+                    passed += 1
+                    wg = "x".join(str(c) for c in dd.workgroup_count)
+                    tag = ", tuned" if name in tuned_names.get(target.name, ()) else ""
+                    print(f"PASS {name} (workgroups {wg}{tag}, {numerics}, {target.name} {seconds:.2f} s)")
+                    continue
                 if run_unmatched and dd is not None and not _matches(rd, dd):
                     if dd.error:
                         raise DriveError(f"{target.name}: {dd.error}")
@@ -677,7 +908,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
                     seconds = _run(args, target.name)
                     emu_time += seconds
                     run_only += 1
-                    print(f"RAN {name} (no host dispatch with these bindings: run under qemu, not compared; "
+                    print(f"RAN {name} (no host dispatch with these bindings: run under qemu on random inputs, not compared; "
                           f"{target.name} {seconds:.2f} s)")
                     continue
                 if rd is None or dd is None:
@@ -726,6 +957,76 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         return 0 if names and passed + run_only == len(names) else 1
 
 
+def _run_dispatch(side: tuple[list[str], dict, str], name: str, d: Dispatch, inputs: list[Path],
+                  out_dir: Path) -> float:
+    """Runs export |name| of |side| (runner command, its libraries' exports, target name) on the
+    binding files |inputs|, writing each written binding to out_dir/out<b>.bin; returns seconds."""
+    cmd, libs, who = side
+    lib, idx = libs[name]
+    args = dispatch_command(cmd, lib, idx, d, inputs)
+    for b in sorted({s.binding for s in d.subspans if s.access != "readonly"}):
+        args += ["--output", f"{b}={out_dir / f'out{b}.bin'}"]
+    return _run(args, who)
+
+
+def _is_reencoding(d: Dispatch) -> bool:
+    """One operand in, the same tensor out, in another layout: IREE's stream-level encode
+    dispatches (`_encoding_N_encode_...`, packing constants), added after flow, so never traced."""
+    if len(d.subspans) != 2:
+        return False
+    src, dst = d.subspans
+    shape = lambda s: s.logical_shape if s.encoding else tuple(n for n in s.shape if n != 1)
+    return (src.access == "readonly" and dst.access != "readonly" and src.dtype == dst.dtype
+            and (src.encoding or dst.encoding) is not None
+            and tuple(n for n in shape(src) if n != 1) == tuple(n for n in shape(dst) if n != 1))
+
+
+def _check_on_activations(name: str, rd: Dispatch | None, dd: Dispatch | None, captured, ref_side, dut_side,
+                          ddir: Path, exact: bool, tamper: bool, rng: np.random.Generator) -> tuple[float, str]:
+    """Runs the riscv dispatch |dd| on the host run's activations for |name| (each operand in the
+    dispatch's own layout) and compares its outputs with the host run's; the host dispatch |rd|,
+    when there is one, runs on its own placement of the same tensors and must reproduce the host run
+    (bit for bit when |exact|): that proves the tensors sit where the dispatches read them. Returns
+    (seconds under qemu, what was compared); raises DriveError naming the problem."""
+    from runtime.hal_runner.activations import Call
+
+    if dd is None:
+        raise DriveError(f"export exists only for {ref_side[2]}")
+    if dd.error:
+        raise DriveError(f"{dut_side[2]}: {dd.error}")
+    if name not in dut_side[1]:
+        raise DriveError("export not found in the dumped libraries")
+    call, what = captured.calls.get(name), "real activations"
+    if call is None:
+        if not _is_reencoding(dd):
+            raise DriveError("no activations: the traced host run never called this export")
+        # Data movement only (pack / re-layout): values do not matter, the output must be the input.
+        src = dd.subspans[0]
+        shape = src.logical_shape if src.encoding else src.shape
+        x = (rng.uniform(-1.0, 1.0, size=shape) if src.dtype.kind == "f" else rng.integers(-8, 8, size=shape))
+        x = x.astype(src.dtype)
+        out_shape = dd.subspans[1].logical_shape if dd.subspans[1].encoding else dd.subspans[1].shape
+        call, what = Call([x], [x.reshape(out_shape)]), "random input (untraced re-encoding: output must be the input)"
+    if rd is not None and not rd.error and rd.workgroup_count is not None and name in ref_side[1]:
+        (ddir / "ref").mkdir(parents=True, exist_ok=True)
+        inputs, expected = _place(rd, call, ddir / "ref")
+        _run_dispatch(ref_side, name, rd, inputs, ddir / "ref")
+        problem, _ = compare_outputs(ddir / "ref", expected, exact)
+        if problem:
+            raise DriveError(f"the {ref_side[2]} runner does not reproduce the {ref_side[2]} run: {problem}")
+    else:
+        what += f"; no {ref_side[2]} dispatch of this name to check the placement"
+    (ddir / "dut").mkdir(parents=True, exist_ok=True)
+    inputs, expected = _place(dd, call, ddir / "dut")
+    seconds = _run_dispatch(dut_side, name, dd, inputs, ddir / "dut")
+    if tamper:
+        _corrupt(dd, ddir / "dut")
+    problem, worst = compare_outputs(ddir / "dut", expected, exact=False)
+    if problem:
+        raise DriveError(problem)
+    return seconds, f"{what}, max error {worst:.2g} of scale"
+
+
 def _matches(rd, dd) -> bool:
     """Whether the host dispatch `rd` can be compared with the riscv one `dd`: the same bindings
     in the same layout. A packed operand's storage shape carries its tiles (16x64x8x1 on the
@@ -761,11 +1062,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-unmatched", action="store_true",
                         help="run (not compare) riscv dispatches whose bindings no host dispatch has "
                              "(data-tiled builds: packed layouts are chosen per target)")
+    parser.add_argument("--activations", type=Path, default=None, metavar="GOLDEN_NPZ",
+                        help="inputs from a host run of the model on this golden .npz (real activations), "
+                             "outputs compared with that run's (default: fixed-seed random inputs)")
+    parser.add_argument("--target-module", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--tamper", metavar="EXPORT", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if not args.module.is_file():
-        print(f"check_dispatches: {args.module}: input module not found", file=sys.stderr)
-        return 2
+    for path, what in ((args.module, "input module"), (args.activations, "golden activations file"),
+                       (args.target_module, "target module")):
+        if path is not None and not path.is_file():
+            print(f"check_dispatches: {path}: {what} not found", file=sys.stderr)
+            return 2
     try:
         shipped = None
         if args.shipped is not None:
@@ -777,7 +1084,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner,
                      args.keep, args.analysis, args.reference_analysis, args.tamper, args.qemu, shipped,
-                     args.run_unmatched)
+                     args.run_unmatched, args.activations, args.target_module)
     except TargetError as err:
         print(f"check_dispatches: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,121 @@
+"""Real activations for the dispatch checks: every dispatch's input and output tensors from a host
+run of the model on its golden inputs.
+
+IREE's own tracing does the capture: the host build is compiled with
+`--iree-flow-trace-dispatch-tensors` (a `flow.tensor.trace` of each dispatch's operands before it
+and of its results after it), run with `iree.runtime` on the golden inputs, and each trace reaches a
+`HalModuleDebugSink` as the buffer views themselves (no text to parse). A tensor in a data-tiled
+(encoded) layout reaches it decoded to row-major ("... decoded to row major layout"): every captured
+tensor is the logical one, the same on any target.
+
+The traced build is IREE's build of the reference target's flags (strategy flags included); its
+executables are those check_dispatches' host reference compiles, so the host runner must reproduce
+each captured output (check_dispatches checks that: it proves the tensors were placed in the right
+bindings).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from common.targets import IreeTarget
+
+TRACE_FLAG = "--iree-flow-trace-dispatch-tensors"
+# The host build must reproduce the framework's golden as models/pipeline_test requires of it;
+# otherwise the captured tensors are not the model's activations.
+GOLDEN_TOLERANCE = 1e-4
+
+
+class CaptureError(RuntimeError):
+    """The activations cannot be captured; the message names the culprit and the reason."""
+
+
+@dataclass
+class Call:
+    """One dispatch call's operands and results, logical (row-major) tensors."""
+
+    inputs: list[np.ndarray]
+    outputs: list[np.ndarray]
+
+
+@dataclass
+class Capture:
+    calls: dict[str, Call] = field(default_factory=dict)  # export name -> its first call
+    counts: dict[str, int] = field(default_factory=dict)  # export name -> calls in the run
+    golden_error: float = 0.0  # max abs error of the traced run's outputs vs the golden outputs
+    seconds: float = 0.0  # compile + run
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for c in self.calls.values() for a in (*c.inputs, *c.outputs))
+
+
+def _export_of(key: str) -> tuple[str, str]:
+    """`<executable>::<export> inputs[ with {0} decoded to row major layout]` -> (export, side)."""
+    head = key.split(" with ", 1)[0]
+    name, _, side = head.rpartition(" ")
+    if side not in ("inputs", "outputs") or "::" not in name:
+        raise CaptureError(f"unexpected dispatch trace key {key!r}")
+    return name.rsplit("::", 1)[1], side
+
+
+def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path) -> Capture:
+    """Compiles |module| for the host |target| with dispatch tracing, runs its entry point on the
+    golden inputs of |golden| (runtime.run's input_<i>/output_<i> .npz) and returns every export's
+    first call. Raises CaptureError when the target cannot run here, the golden does not fit the
+    entry point, or the run does not reproduce the golden outputs."""
+    import iree.runtime as rt
+
+    from codegen.compile import CompileError, run_iree
+    from runtime.manifest import ManifestError, entry_points
+    from runtime.run import RunError, check_outputs_against, inputs_from, load_npz
+
+    if not target.runnable_on_host:
+        raise CaptureError(f"target '{target.name}' cannot run on this machine: no host run to capture")
+    start = time.monotonic()
+    workdir.mkdir(parents=True, exist_ok=True)
+    vmfb = workdir / "traced.vmfb"
+    try:
+        entries = entry_points(module)
+        if not entries:
+            raise CaptureError(f"{module}: no public function to run")
+        args = inputs_from(golden, entries[0])
+        gold = load_npz(golden)
+        run_iree([str(module), *target.compile_flags(), TRACE_FLAG, "-o", str(vmfb)], "traced host build")
+    except (ManifestError, RunError, CompileError) as err:
+        raise CaptureError(str(err)) from None
+
+    result = Capture()
+    pending: dict[str, list[np.ndarray]] = {}
+
+    def sink(key: str, views) -> None:
+        # A copy: the views' memory is the run's transient allocation, reused by later dispatches.
+        arrays = [np.array(v.map().asarray(v.shape, rt.HalElementType.map_to_dtype(v.element_type)))
+                  for v in views]
+        export, side = _export_of(key)
+        if side == "inputs":
+            pending[export] = arrays
+            return
+        result.counts[export] = result.counts.get(export, 0) + 1
+        if export not in result.calls:
+            result.calls[export] = Call(pending.pop(export, []), arrays)
+
+    config = rt.Config("local-sync")  # one thread: traces arrive in program order
+    hal = rt.create_hal_module(config.vm_instance, config.device, debug_sink=rt.HalModuleDebugSink(sink))
+    modules = rt.load_vm_modules(hal, rt.VmModule.copy_buffer(config.vm_instance, vmfb.read_bytes()),
+                                 config=config)
+    outs = getattr(modules[-1], entries[0]["name"])(*args)
+    outs = [np.asarray(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
+    del modules, hal, config
+    gc.collect()
+    try:
+        result.golden_error = check_outputs_against(gold, golden, outs, GOLDEN_TOLERANCE, GOLDEN_TOLERANCE)
+    except RunError as err:
+        raise CaptureError(f"{golden.name}: the traced host run does not reproduce the golden: {err}") from None
+    result.seconds = time.monotonic() - start
+    return result
