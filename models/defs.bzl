@@ -24,7 +24,8 @@ counts and model cycles of the tuned and the IREE-default riscv modules; `manual
 default: measurements, built on request or by //tools:bench, not by `//...`),
 and the tests <name>_pipeline_test (host numerics vs the framework golden,
 configs landed, riscv HAL executables are RVV code) and
-<name>_riscv_dispatch_test (every riscv dispatch run under qemu vs host).
+<name>_riscv_dispatch_test (every riscv dispatch run under qemu on the model's real activations
+vs the host's run of it).
 """
 
 load("@rules_python//python:defs.bzl", "py_test")
@@ -415,6 +416,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         main = "//models:riscv_dispatch_test.py",
         args = [
             "%s/%s.mlirbc" % (native.package_name(), model_name),
+            # The import's golden inputs: each dispatch runs on the activations they produce.
+            "%s/%s.golden.npz" % (native.package_name(), model_name),
             "%s/%s_riscv.manifest.json" % (native.package_name(), name),
             "%s/%s_riscv_analysis.analysis.json" % (native.package_name(), name),
             "$(location %s)" % riscv_target,

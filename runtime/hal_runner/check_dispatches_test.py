@@ -119,6 +119,82 @@ def test_a_wrong_result_fails(tmp_path):
     assert re.search(r"^7 checked, 6 passed$", out.stdout, re.M), out.stdout
 
 
+GOLDEN = HERE / "testdata" / "tiny_model.golden.npz"
+PERTURBED = HERE / "testdata" / "tiny_model_perturbed.mlirbc"
+
+
+def test_every_dispatch_passes_on_real_activations():
+    """--activations: inputs traced from the host run on the golden inputs; the host runner
+    reproduces each traced output bit for bit (else the line says so), riscv within tolerance."""
+    out = driver(MODEL, "--activations", GOLDEN)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert re.search(r"^activations: host run of tiny_model.mlirbc on tiny_model.golden.npz traced "
+                     r"\(--iree-flow-trace-dispatch-tensors\): 7 exports, 7 calls, .* outputs within \S+ of the golden",
+                     out.stdout, re.M), out.stdout
+    got = results(out.stdout)
+    assert len(got) == 7 and all(v.startswith("PASS") and ", real activations, max error " in v
+                                 for v in got.values()), out.stdout
+    assert re.search(r"^7 checked, 7 passed$", out.stdout, re.M), out.stdout
+
+
+def test_a_wrong_executable_fails_on_real_activations():
+    """The riscv side compiled from the perturbed fixture (the depthwise conv's relu made leaky:
+    same dispatches, same bindings, one computing something else): that dispatch FAILs, by more
+    than the tolerance; the others, whose code is unchanged, pass."""
+    out = driver(MODEL, "--activations", GOLDEN, "--target-module", PERTURBED)
+    assert out.returncode == 1, out.stdout + out.stderr
+    got = results(out.stdout)
+    bad = "main_dispatch_4_conv_8x8x8x3x3_f32"
+    m = re.match(r"FAIL output 0 \(binding 2\): max abs error \S+ \(scale \S+, relative (\S+)\) > 1e-05$", got[bad])
+    assert m and float(m.group(1)) > 1e-3, out.stdout
+    assert sum(v.startswith("PASS") for v in got.values()) == 6, out.stdout
+
+
+@pytest.mark.parametrize("case", ["missing", "wrong_shape", "wrong_golden"])
+def test_bad_golden_is_one_line_naming_it(tmp_path, case):
+    import numpy as np
+
+    golden = dict(np.load(GOLDEN))
+    path = tmp_path / f"{case}.npz"
+    if case == "wrong_shape":
+        golden["input_0"] = golden["input_0"][:, :2]
+    elif case == "wrong_golden":
+        golden["output_0"] = golden["output_0"] + 1.0
+    if case != "missing":
+        np.savez(path, **golden)
+    out = driver(MODEL, "--activations", path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and f"{case}.npz" in out.stderr, out.stderr
+    expected = {"missing": "golden activations file not found", "wrong_shape": "input_0 has shape [1, 2, 8, 8]",
+                "wrong_golden": "the traced host run does not reproduce the golden: output_0: mismatch"}[case]
+    assert expected in out.stderr, out.stderr
+
+
+def test_pack_is_tensor_pack():
+    """pack/unpack against tensor.pack's definition on a small case: a 5x3 matrix, inner tiles 2x2
+    on dims (0, 1), outer dims swapped: packed[j][i][a][b] = src[2i + a][2j + b], zero padded."""
+    import numpy as np
+
+    from runtime.hal_runner.check_dispatches import pack, unpack
+
+    src = np.arange(15, dtype=np.float32).reshape(5, 3) + 1
+    packed = pack(src, (0, 1), (2, 2), (1, 0))
+    assert packed.shape == (2, 3, 2, 2)
+    for j in range(2):
+        for i in range(3):
+            for a in range(2):
+                for b in range(2):
+                    want = src[2 * i + a, 2 * j + b] if 2 * i + a < 5 and 2 * j + b < 3 else 0
+                    assert packed[j, i, a, b] == want, (j, i, a, b)
+    flat = np.ascontiguousarray(packed).reshape(-1)
+    assert np.array_equal(unpack(flat, (5, 3), (0, 1), (2, 2), (1, 0)), src)
+    # One tiled dim of a 3-d tensor, identity outer order (IREE's 1-d bias packing is this on 1 dim).
+    src3 = np.arange(2 * 5 * 3).reshape(2, 5, 3)
+    p3 = pack(src3, (1,), (4,), (0, 1, 2))
+    assert p3.shape == (2, 2, 3, 4) and p3[1, 1, 2, 0] == src3[1, 4, 2] and p3[1, 1, 2, 1] == 0
+    assert np.array_equal(unpack(np.ascontiguousarray(p3).reshape(-1), (2, 5, 3), (1,), (4,), (0, 1, 2)), src3)
+
+
 def test_analysis_for_another_target_is_an_error():
     out = driver(MODEL, "--analysis", ANALYSIS["host"])
     assert out.returncode == 2
