@@ -56,12 +56,16 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from common import processes
 from common.errors import last_line
 from common.targets import IreeTarget, TargetError, load_target, named_target
+
+if TYPE_CHECKING:
+    from runtime.hal_runner.activations import Capture
 
 HERE = Path(__file__).parent
 RISCV_SYSROOT = "/usr/riscv64-linux-gnu"
@@ -990,19 +994,23 @@ def _run_dispatch(side: tuple[list[str], dict, str], name: str, d: Dispatch, inp
     return _run(args, who)
 
 
+def _logical_shape(s: Subspan) -> tuple[int, ...]:
+    """The tensor a subspan holds, unit dims aside (bufferized IR may add them)."""
+    return tuple(n for n in (s.logical_shape if s.encoding else s.shape) if n != 1)
+
+
 def _is_reencoding(d: Dispatch) -> bool:
     """One operand in, the same tensor out, in another layout: IREE's stream-level encode
     dispatches (`_encoding_N_encode_...`, packing constants), added after flow, so never traced."""
     if len(d.subspans) != 2:
         return False
     src, dst = d.subspans
-    shape = lambda s: s.logical_shape if s.encoding else tuple(n for n in s.shape if n != 1)
     return (src.access == "readonly" and dst.access != "readonly" and src.dtype == dst.dtype
-            and (src.encoding or dst.encoding) is not None
-            and tuple(n for n in shape(src) if n != 1) == tuple(n for n in shape(dst) if n != 1))
+            and (src.encoding or dst.encoding) is not None and _logical_shape(src) == _logical_shape(dst))
 
 
-def _check_on_activations(name: str, rd: Dispatch | None, dd: Dispatch | None, captured, ref_side, dut_side,
+def _check_on_activations(name: str, rd: Dispatch | None, dd: Dispatch | None, captured: "Capture",
+                          ref_side: tuple[list[str], dict, str], dut_side: tuple[list[str], dict, str],
                           ddir: Path, exact: bool, tamper: bool, rng: np.random.Generator) -> tuple[float, str]:
     """Runs the riscv dispatch |dd| on the host run's activations for |name| (each operand in the
     dispatch's own layout) and compares its outputs with the host run's; the host dispatch |rd|,
