@@ -815,7 +815,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
           analysis: Path | None = None, reference_analysis: Path | None = None,
           tamper: str | None = None, qemu: Path | None = None,
           shipped: dict[str, str] | None = None, run_unmatched: bool = False,
-          activations: Path | None = None, target_module: Path | None = None) -> int:
+          activations: Path | None = None, target_module: Path | None = None, every_call: bool = False) -> int:
     """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
     riscv64 output is corrupted before comparing (proves the comparison can fail).
     `shipped`: the executables' sha256 a manifest records: the riscv build compiled here must
@@ -828,7 +828,8 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     gets when the host build runs the model on those inputs (runtime.hal_runner.activations), and
     its outputs are compared with the host run's: the host runner must reproduce them bit for bit
     (the placement is right) when the reference is IREE's untuned build, and the riscv run within
-    F32_TOLERANCE. Without it, inputs are fixed-seed random numbers.
+    F32_TOLERANCE. Without it, inputs are fixed-seed random numbers. `every_call`: every call of
+    each export in that run, not only its first.
     `target_module`: compile the riscv side from this module instead (negative testing: a
     deliberately wrong executable must fail)."""
     target = _target(target_name)
@@ -878,12 +879,13 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
             from runtime.hal_runner import activations as act
 
             try:
-                captured = act.capture(module, reference, activations, work / "traced")
+                captured = act.capture(module, reference, activations, work / "traced", every_call)
             except act.CaptureError as err:
                 raise SystemExit(f"check_dispatches: {err}") from None
+            kept = "every call" if every_call else "each export's first call"
             print(f"activations: {reference.name} run of {module.name} on {activations.name} traced "
                   f"({act.TRACE_FLAG}): {len(captured.calls)} exports, {sum(captured.counts.values())} calls, "
-                  f"{captured.nbytes / 1e6:.1f} MB kept (each export's first call), outputs within "
+                  f"{captured.nbytes / 1e6:.1f} MB kept ({kept}), outputs within "
                   f"{captured.golden_error:.2g} of the golden, {captured.seconds:.1f} s")
         if shipped is not None:
             from common.vmfb_executables import sha256_set
@@ -1012,11 +1014,12 @@ def _is_reencoding(d: Dispatch) -> bool:
 def _check_on_activations(name: str, rd: Dispatch | None, dd: Dispatch | None, captured: "Capture",
                           ref_side: tuple[list[str], dict, str], dut_side: tuple[list[str], dict, str],
                           ddir: Path, exact: bool, tamper: bool, rng: np.random.Generator) -> tuple[float, str]:
-    """Runs the riscv dispatch |dd| on the host run's activations for |name| (each operand in the
-    dispatch's own layout) and compares its outputs with the host run's; the host dispatch |rd|,
-    when there is one, runs on its own placement of the same tensors and must reproduce the host run
-    (bit for bit when |exact|): that proves the tensors sit where the dispatches read them. Returns
-    (seconds under qemu, what was compared); raises DriveError naming the problem."""
+    """Runs the riscv dispatch |dd| on the host run's activations for |name|, every captured call
+    (each operand in the dispatch's own layout), and compares its outputs with the host run's; the
+    host dispatch |rd|, when there is one, runs on its own placement of the same tensors and must
+    reproduce the host run (bit for bit when |exact|): that proves the tensors sit where the
+    dispatches read them. Returns (seconds under qemu, what was compared); raises DriveError
+    naming the problem (and the call, when there are several)."""
     from runtime.hal_runner.activations import Call
 
     if dd is None:
@@ -1025,39 +1028,49 @@ def _check_on_activations(name: str, rd: Dispatch | None, dd: Dispatch | None, c
         raise DriveError(f"{dut_side[2]}: {dd.error}")
     if name not in dut_side[1]:
         raise DriveError("export not found in the dumped libraries")
-    call, what = captured.calls.get(name), "real activations"
-    if call is None:
+    calls = captured.calls.get(name, [])
+    what = "real activations" + (f" ({len(calls)} calls)" if len(calls) > 1 else "")
+    if not calls:
         if not _is_reencoding(dd):
             raise DriveError("no activations: the traced host run never called this export")
         # Data movement only (pack / re-layout): values do not matter, the output must be the input.
-        src = dd.subspans[0]
-        shape = src.logical_shape if src.encoding else src.shape
-        x = (rng.uniform(-1.0, 1.0, size=shape) if src.dtype.kind == "f" else rng.integers(-8, 8, size=shape))
+        src, dst = dd.subspans
+        x = rng.uniform(-1.0, 1.0, size=src.logical_shape or src.shape) if src.dtype.kind == "f" else \
+            rng.integers(-8, 8, size=src.logical_shape or src.shape)
         x = x.astype(src.dtype)
-        out_shape = dd.subspans[1].logical_shape if dd.subspans[1].encoding else dd.subspans[1].shape
-        call, what = Call([x], [x.reshape(out_shape)]), "random input (untraced re-encoding: output must be the input)"
-    placed = None  # the host's binding files and expected outputs, reused when the layouts agree
-    if rd is not None and not rd.error and rd.workgroup_count is not None and name in ref_side[1]:
-        (ddir / "ref").mkdir(parents=True, exist_ok=True)
-        inputs, expected = placed = _place(rd, call, ddir / "ref")
-        _run_dispatch(ref_side, name, rd, inputs, ddir / "ref")
-        problem, _ = compare_outputs(ddir / "ref", expected, exact)
-        if problem:
-            raise DriveError(f"the {ref_side[2]} runner does not reproduce the {ref_side[2]} run: {problem}")
-    else:
+        calls = [Call([x], [x.reshape(dst.logical_shape or dst.shape)])]
+        what = "random input (untraced re-encoding: output must be the input)"
+    host = rd is not None and not rd.error and rd.workgroup_count is not None and name in ref_side[1]
+    if not host:
         what += f"; no {ref_side[2]} dispatch of this name to check the placement"
-    (ddir / "dut").mkdir(parents=True, exist_ok=True)
-    layout = lambda d: (d.binding_lengths, [(s.binding, s.offset, s.nbytes, s.dtype, s.encoding) for s in d.subspans])
-    if placed is not None and layout(rd) == layout(dd):
-        inputs, expected = placed
-    else:
-        inputs, expected = _place(dd, call, ddir / "dut")
-    seconds = _run_dispatch(dut_side, name, dd, inputs, ddir / "dut")
-    if tamper:
-        _corrupt(dd, ddir / "dut")
-    problem, worst = compare_outputs(ddir / "dut", expected, exact=False)
-    if problem:
-        raise DriveError(problem)
+    seconds, worst = 0.0, 0.0
+    for k, call in enumerate(calls):
+        cdir = ddir / f"call{k}"
+        which = f"call {k + 1} of {len(calls)}: " if len(calls) > 1 else ""
+        placed = None  # the host's binding files and expected outputs, reused when the layouts agree
+        if host:
+            (cdir / "ref").mkdir(parents=True, exist_ok=True)
+            inputs, expected = placed = _place(rd, call, cdir / "ref")
+            _run_dispatch(ref_side, name, rd, inputs, cdir / "ref")
+            problem, _ = compare_outputs(cdir / "ref", expected, exact)
+            if problem:
+                raise DriveError(f"{which}the {ref_side[2]} runner does not reproduce the {ref_side[2]} run: {problem}")
+        (cdir / "dut").mkdir(parents=True, exist_ok=True)
+        layout = lambda d: (d.binding_lengths, [(s.binding, s.offset, s.nbytes, s.dtype, s.encoding) for s in d.subspans])
+        if placed is not None and layout(rd) == layout(dd):
+            inputs, expected = placed
+        else:
+            inputs, expected = _place(dd, call, cdir / "dut")
+        seconds += _run_dispatch(dut_side, name, dd, inputs, cdir / "dut")
+        if tamper:
+            _corrupt(dd, cdir / "dut")
+        problem, err = compare_outputs(cdir / "dut", expected, exact=False)
+        if problem:
+            raise DriveError(which + problem)
+        worst = max(worst, err)
+        if len(calls) > 1:  # a call's files are done with; the last stays for --keep
+            if k + 1 < len(calls):
+                shutil.rmtree(cdir, ignore_errors=True)
     return seconds, f"{what}, max error {worst:.2g} of scale"
 
 
@@ -1099,6 +1112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--activations", type=Path, default=None, metavar="GOLDEN_NPZ",
                         help="inputs from a host run of the model on this golden .npz (real activations), "
                              "outputs compared with that run's (default: fixed-seed random inputs)")
+    parser.add_argument("--every-call", action="store_true",
+                        help="with --activations: run every call of each export in the host run, not only its first")
     parser.add_argument("--target-module", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--tamper", metavar="EXPORT", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1107,6 +1122,9 @@ def main(argv: list[str] | None = None) -> int:
         if path is not None and not path.is_file():
             print(f"check_dispatches: {path}: {what} not found", file=sys.stderr)
             return 2
+    if args.every_call and args.activations is None:
+        print("check_dispatches: --every-call needs --activations (the calls are the traced run's)", file=sys.stderr)
+        return 2
     try:
         shipped = None
         if args.shipped is not None:
@@ -1118,7 +1136,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner,
                      args.keep, args.analysis, args.reference_analysis, args.tamper, args.qemu, shipped,
-                     args.run_unmatched, args.activations, args.target_module)
+                     args.run_unmatched, args.activations, args.target_module, args.every_call)
     except TargetError as err:
         print(f"check_dispatches: {err}", file=sys.stderr)
         return 2

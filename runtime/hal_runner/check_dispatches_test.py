@@ -170,6 +170,12 @@ def test_bad_golden_is_one_line_naming_it(tmp_path, case):
     assert expected in out.stderr, out.stderr
 
 
+def test_every_call_needs_activations():
+    out = driver(MODEL, "--every-call")
+    assert out.returncode == 2 and not out.stdout
+    assert out.stderr.strip() == "check_dispatches: --every-call needs --activations (the calls are the traced run's)"
+
+
 def test_pack_is_tensor_pack():
     """pack/unpack against tensor.pack's definition on a small case: a 5x3 matrix, inner tiles 2x2
     on dims (0, 1), outer dims swapped: packed[j][i][a][b] = src[2i + a][2j + b], zero padded."""
