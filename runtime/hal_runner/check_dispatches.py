@@ -396,14 +396,26 @@ def _tensor_of_dispatch_type(type_text: str, context) -> tuple[str, tuple[int, .
 def _encoded_storage_shape(ttype, tensor_text: str, context) -> tuple[int, ...]:
     """Storage of a data-tiled tensor (`#iree_encoding.layout` resolved for the CPU): each
     dim in `innerDimsPos` padded to a multiple of its `innerTileSizes` entry, as one flat
-    extent (the dispatch reads it as packed tiles). The layout's dictionary is parsed with
-    MLIR's own attribute parser: IREE's Python bindings have no accessor for it."""
+    extent (the dispatch reads it as packed tiles)."""
+    dims, tiles, perm = _encoding_layout(ttype, tensor_text, context)
+    _, split, _ = _tiling(tuple(ttype.shape), dims, tiles, perm)
+    total = 1
+    for extent in split:
+        total *= extent
+    return (total,)
+
+
+def _encoding_layout(ttype, what: str, context) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(innerDimsPos, innerTileSizes, outerDimsPerm) of a tensor type's CPU-resolved
+    `#iree_encoding.layout`. The layout's dictionary is parsed with MLIR's own attribute parser:
+    IREE's Python bindings have no accessor for it. Raises DriveError for a layout tensor.pack
+    cannot describe (a swizzle, a scalable or dynamic tile)."""
     from iree.compiler import ir
 
     text = str(ttype.encoding)
     start = text.find("encoding_info = {")
     if start < 0 or "swizzle" in text:
-        raise DriveError(f"binding type {tensor_text} has an encoding this runner cannot size")
+        raise DriveError(f"{what} has an encoding this runner cannot lay out")
     depth, end = 0, None
     for i in range(start + len("encoding_info = "), len(text)):
         depth += {"{": 1, "}": -1}.get(text[i], 0)
@@ -411,17 +423,12 @@ def _encoded_storage_shape(ttype, tensor_text: str, context) -> tuple[int, ...]:
             end = i + 1
             break
     info = ir.DictAttr(ir.Attribute.parse(text[start + len("encoding_info = "):end], context=context))
-    dims = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(info["innerDimsPos"])]
-    tiles = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(info["innerTileSizes"])]
-    padded = list(ttype.shape)
-    for d, t in zip(dims, tiles):
-        if t <= 0:
-            raise DriveError(f"binding type {tensor_text} has a scalable or dynamic inner tile")
-        padded[d] = -(-padded[d] // t) * t
-    total = 1
-    for extent in padded:
-        total *= extent
-    return (total,)
+    dims, tiles = ([ir.IntegerAttr(a).value for a in ir.ArrayAttr(info[k])] for k in ("innerDimsPos", "innerTileSizes"))
+    perm = ([ir.IntegerAttr(a).value for a in ir.ArrayAttr(info["outerDimsPerm"])] if "outerDimsPerm" in info
+            else list(range(ttype.rank)))
+    if any(t <= 0 for t in tiles):
+        raise DriveError(f"{what} has a scalable or dynamic inner tile")
+    return tuple(dims), tuple(tiles), tuple(perm)
 
 
 class CompiledTarget:
@@ -562,6 +569,7 @@ class CompiledTarget:
 
 
 def _attach_encoding(s: Subspan, op, context) -> None:
+    """Sets |s|'s layout from |op|, the same subspan in the executable sources."""
     from iree.compiler import ir
 
     if _int_attr(op.attributes["binding"]) != s.binding:
@@ -570,24 +578,8 @@ def _attach_encoding(s: Subspan, op, context) -> None:
     ttype = ir.RankedTensorType(ir.Type.parse(inner, context=context))
     if ttype.encoding is None:
         return
-    text = str(ttype.encoding)
-    start = text.find("encoding_info = {")
-    if start < 0 or "swizzle" in text:
-        raise DriveError(f"binding {s.binding}: an encoding this runner cannot lay out: {text[:120]}")
-    depth, end = 0, None
-    for i in range(start + len("encoding_info = "), len(text)):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        if depth == 0:
-            end = i + 1
-            break
-    info = ir.DictAttr(ir.Attribute.parse(text[start + len("encoding_info = "):end], context=context))
-    dims, tiles = ([ir.IntegerAttr(a).value for a in ir.ArrayAttr(info[k])] for k in ("innerDimsPos", "innerTileSizes"))
-    perm = ([ir.IntegerAttr(a).value for a in ir.ArrayAttr(info["outerDimsPerm"])] if "outerDimsPerm" in info
-            else list(range(ttype.rank)))
-    if any(t <= 0 for t in tiles):
-        raise DriveError(f"binding {s.binding}: a scalable or dynamic inner tile")
-    s.encoding, s.logical_shape = (tuple(dims), tuple(tiles), tuple(perm)), tuple(ttype.shape)
-    _, split, _ = _tiling(s.logical_shape, dims, tiles, perm)
+    s.encoding, s.logical_shape = _encoding_layout(ttype, f"binding {s.binding}", context), tuple(ttype.shape)
+    _, split, _ = _tiling(s.logical_shape, *s.encoding)
     if int(np.prod(split)) * s.dtype.itemsize != s.nbytes:
         raise DriveError(f"binding {s.binding}: layout {s.encoding} of {list(s.logical_shape)} is not the "
                          f"{s.nbytes} bytes bound")
