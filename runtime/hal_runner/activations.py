@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.errors import first_line
 from common.targets import IreeTarget
 
 TRACE_FLAG = "--iree-flow-trace-dispatch-tensors"
@@ -68,8 +69,9 @@ def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every
     """Compiles |module| for the host |target| with dispatch tracing, runs its entry point on the
     golden inputs of |golden| (runtime.run's input_<i>/output_<i> .npz) and returns every export's
     first call, or all of its calls with |every_call| (an export runs once per layer it serves:
-    ResNet-18's 40 exports make 61 calls, a recurrent model's cell one per step). Raises CaptureError when the target cannot run here, the golden does not fit the
-    entry point, or the run does not reproduce the golden outputs."""
+    ResNet-18's 40 exports make 61 calls, a recurrent model's cell one per step). Raises
+    CaptureError when the target cannot run here, the golden does not fit the entry point, the
+    traced build or run fails, or the run does not reproduce the golden outputs."""
     import iree.runtime as rt
 
     from codegen.compile import CompileError, run_iree
@@ -93,8 +95,15 @@ def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every
 
     result = Capture()
     pending: dict[str, list[np.ndarray]] = {}
+    problems: list[str] = []  # raised after the run: an exception would end inside IREE's C callback
 
     def sink(key: str, views) -> None:
+        try:
+            _record(key, views)
+        except CaptureError as err:
+            problems.append(str(err))
+
+    def _record(key: str, views) -> None:
         # A copy: the views' memory is the run's transient allocation, reused by later dispatches.
         arrays = [np.array(v.map().asarray(v.shape, rt.HalElementType.map_to_dtype(v.element_type)))
                   for v in views]
@@ -112,10 +121,16 @@ def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every
     hal = rt.create_hal_module(config.vm_instance, config.device, debug_sink=rt.HalModuleDebugSink(sink))
     modules = rt.load_vm_modules(hal, rt.VmModule.copy_buffer(config.vm_instance, vmfb.read_bytes()),
                                  config=config)
-    outs = getattr(modules[-1], entries[0]["name"])(*args)
-    outs = [np.asarray(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
-    del modules, hal, config
-    gc.collect()
+    try:
+        outs = getattr(modules[-1], entries[0]["name"])(*args)
+        outs = [np.asarray(o) for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
+    except Exception as err:  # noqa: BLE001 - IREE raises RuntimeError/ValueError alike
+        raise CaptureError(f"{module.name}: the traced host run failed: {first_line(err)}") from None
+    finally:
+        del modules, hal, config
+        gc.collect()
+    if problems:
+        raise CaptureError(problems[0])
     try:
         result.golden_error = check_outputs_against(gold, golden, outs, GOLDEN_TOLERANCE, GOLDEN_TOLERANCE)
     except RunError as err:
