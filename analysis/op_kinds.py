@@ -16,14 +16,20 @@ import dataclasses
 @dataclasses.dataclass(frozen=True)
 class OpKind:
     generators: tuple[str, ...]
-    zigzag: bool  # expressed as a ZigZag layer (analysis.zigzag_cost.to_layer)
+    zigzag: bool  # the analysis runs ZigZag on it (analysis.zigzag_cost.to_layer)
     why: str
+    # The root op multiplies and accumulates (perf.measure counts its MACs; bench's
+    # "contractions" are these kinds).
+    macs: bool = False
+    # The ZigZag operator type the kind can be expressed as (analysis.zigzag_cost.to_layer),
+    # None when it cannot; ZigZag maps it only where `zigzag` is set.
+    zigzag_layer: str | None = None
 
 
 _CONTRACTION = OpKind(
     ("zigzag", "analytical", "register-search"), True,
     "contraction with reuse across a reduction: ZigZag's mapping, cache-filling tiles and "
-    "register-tile variants compete with IREE's default")
+    "register-tile variants compete with IREE's default", macs=True, zigzag_layer="Gemm")
 _WINDOWED = OpKind(
     ("register-search",), False,
     "per-channel windowed op without cross-channel reuse for ZigZag to map: register-tile "
@@ -36,13 +42,13 @@ _STREAMING = OpKind(
 REGISTRY: dict[str, OpKind] = {
     "matmul": _CONTRACTION,
     "batch_matmul": _CONTRACTION,
-    "conv": _CONTRACTION,
-    "depthwise_conv": _WINDOWED,
-    "pooling": _WINDOWED,
+    "conv": dataclasses.replace(_CONTRACTION, zigzag_layer="Conv"),
+    "depthwise_conv": dataclasses.replace(_WINDOWED, macs=True, zigzag_layer="Conv"),
+    "pooling": dataclasses.replace(_WINDOWED, zigzag_layer="Pooling"),
     "reduction": OpKind(("register-search",), False,
                         "a reduction is not a ZigZag layer: vector-width variants of IREE's "
                         "default compete with it"),
-    "elementwise": _STREAMING,
+    "elementwise": dataclasses.replace(_STREAMING, zigzag_layer="Add"),
     "im2col": _STREAMING,
     "transpose": _STREAMING,
     "broadcast": _STREAMING,
@@ -52,6 +58,12 @@ REGISTRY: dict[str, OpKind] = {
 # Kinds not in the registry (softmax, unconfigured, new ones) keep IREE's default, and say so.
 DEFAULT_ONLY = OpKind((), False, "no candidate generator is registered for this op kind "
                       "(analysis/op_kinds.py): IREE's default is kept")
+
+
+# Kinds whose root op multiplies and accumulates, in registry order.
+MAC_KINDS: tuple[str, ...] = tuple(k for k, v in REGISTRY.items() if v.macs)
+# Kind -> the ZigZag operator type it is expressed as (analysis.zigzag_cost.to_layer).
+ZIGZAG_LAYERS: dict[str, str] = {k: v.zigzag_layer for k, v in REGISTRY.items() if v.zigzag_layer}
 
 
 def op_kind(kind: str) -> OpKind:

@@ -31,6 +31,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from analysis.op_kinds import MAC_KINDS
 from bench import stats
 
 DATA = Path("docs/data/measured_choices.json")
@@ -46,7 +47,7 @@ TRAFFIC = Path("docs/data/zigzag_traffic.json")
 SWEEPS = ("transformer_memory_sweep", "resnet_memory_sweep")
 DEFAULT = "iree-default"
 ZIGZAG = "zigzag"
-CONTRACTIONS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
+CONTRACTIONS = MAC_KINDS  # the op kinds with multiply-accumulates (analysis/op_kinds.py)
 LEVELS = ("l1d", "l2", "dram")  # the shipped accelerators' cache levels and DRAM, by name
 SPLITS = ("calibration", "held_out")
 

@@ -26,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench import stats
+from analysis.op_kinds import MAC_KINDS
 from bench.artifacts import ArtifactError, workspace_roots, zoo
 from common.perf_schema import PerfReport
 
@@ -55,7 +56,7 @@ GROUPS = {
     "vector int/perm/red": ("vector_int", "vector_red_perm"),
     "scalar": ("scalar_int", "branch", "scalar_mem", "scalar_fp", "other"),
 }
-MATMUL_LIKE = ("matmul", "batch_matmul", "conv", "depthwise_conv")
+MATMUL_LIKE = MAC_KINDS  # the op kinds with multiply-accumulates (analysis/op_kinds.py)
 
 
 class ReportError(RuntimeError):

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis import dispatches as dsp
+from analysis.op_kinds import MAC_KINDS
 from analysis.hardware import Hardware, HardwareError, load_hardware
 from common import processes
 from common.codegen_report import ReportError, load_codegen_report
@@ -52,9 +53,6 @@ from perf import counts as cnt
 from perf import mca
 from perf import memory_model as mem
 from runtime.hal_runner import check_dispatches as chk
-
-MAC_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
-
 
 class PerfError(RuntimeError):
     """A measurement cannot be made; the message names the culprit. `dispatch` is set when the
