@@ -1,9 +1,9 @@
 """`hardware_sweep`: one model built and measured for N accelerator variants, and a report."""
 
 load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_analysis")
-load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo")
+load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "PerfInfo")
 load("//codegen:defs.bzl", "iree_compile")
-load("//perf:defs.bzl", "measured_choice", "perf_json_of", "riscv_perf")
+load("//perf:defs.bzl", "measured_choice", "perf_of", "riscv_perf")
 
 def _sweep_report_impl(ctx):
     n = len(ctx.attr.variant_names)
@@ -17,7 +17,7 @@ def _sweep_report_impl(ctx):
     args.add("--model", ctx.attr.model_name)
     inputs = []
     for name, hw, analysis, compiled, perf_target in zip(ctx.attr.variant_names, ctx.files.hardware, analyses, ctx.attr.compiled, ctx.attr.perf):
-        perf_json = perf_json_of(ctx.label, perf_target)
+        perf_json = perf_of(ctx.label, perf_target, compiled).perf_json
         report = compiled[CompiledModuleInfo].report
         args.add_all("--variant", [name, hw, analysis, report, perf_json])
         inputs += [hw, analysis, report, perf_json]
@@ -36,13 +36,14 @@ def _sweep_report_impl(ctx):
 
 _sweep_report = rule(
     implementation = _sweep_report_impl,
+    _skylark_testable = True,  # //perf:sweep_perf_info_test reads its actions' inputs
     attrs = {
         "model_name": attr.string(mandatory = True),
         "variant_names": attr.string_list(mandatory = True),
         "hardware": attr.label_list(mandatory = True, allow_files = [".yaml"]),
         "analyses": attr.label_list(mandatory = True, providers = [AnalysisInfo]),
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo]),
-        "perf": attr.label_list(mandatory = True),
+        "perf": attr.label_list(mandatory = True, providers = [PerfInfo]),
         "_tool": attr.label(default = "//bench:sweep", executable = True, cfg = "exec"),
     },
 )

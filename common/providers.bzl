@@ -43,3 +43,13 @@ CompiledModuleInfo = provider(
         "code": "File (directory) or None: the executable-targets IR and IREE's LLVM IR and assembly per executable (`code = True`), what the code model costs",
     },
 )
+
+PerfInfo = provider(
+    doc = "RISC-V performance of a compiled module (perf/defs.bzl riscv_perf, perf/measure.py): rules and indexes read its files from here, never by name.",
+    fields = {
+        "perf_json": "File: <name>.perf.json, per dispatch instruction counts, model and memory-aware cycles (common/perf_schema.py)",
+        "perf_md": "File: <name>.perf.md, the same as tables",
+        "compiled": "CompiledModuleInfo: the build measured",
+        "hardware": "list of File: the accelerator descriptions measured on, the module's own first",
+    },
+)

@@ -1,6 +1,6 @@
 """RISC-V instruction counts, model cycles and memory-aware cycles of a compiled module (`riscv_perf`), and the choices made by them (`measured_choice`, `strategy_choice`) or by the static code model (`code_choice`, `code_strategy_choice`)."""
 
-load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "MlirModuleInfo")
+load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "MlirModuleInfo", "PerfInfo")
 
 # LLVM 19's llvm-mc, llvm-mca, opt and llc (Debian bookworm's llvm-19 and the libraries it loads,
 # pinned by version and SHA256: WORKSPACE's @llvm19), in the exec configuration. Every file is an
@@ -62,7 +62,10 @@ def _riscv_perf_impl(ctx):
             "tuned" if compiled.analysis != None else "IREE defaults",
         ),
     )
-    return [DefaultInfo(files = depset([out_json, out_md]), runfiles = ctx.runfiles(files = [out_json, out_md]))]
+    return [
+        DefaultInfo(files = depset([out_json, out_md]), runfiles = ctx.runfiles(files = [out_json, out_md])),
+        PerfInfo(perf_json = out_json, perf_md = out_md, compiled = compiled, hardware = ctx.files.hardware),
+    ]
 
 _riscv_perf = rule(
     implementation = _riscv_perf_impl,
@@ -81,7 +84,7 @@ _riscv_perf = rule(
 )
 
 def riscv_perf(name, compiled, hardware, **kwargs):
-    """<name>.perf.json and <name>.perf.md: every dispatch of `compiled` run whole under qemu.
+    """<name>.perf.json and <name>.perf.md (PerfInfo): every dispatch of `compiled` run whole under qemu.
 
     Args:
       name: target name.
@@ -234,12 +237,13 @@ model among IREE's default and the best predicted others (perf/tune.py --by code
 default kept unless a candidate is `margin` cheaper. Every costed candidate is recorded.""",
 )
 
-def perf_json_of(label, perf_target):
-    """The <name>.perf.json of a riscv_perf target (for rules that read measurements)."""
-    found = [f for f in perf_target.files.to_list() if f.basename.endswith(".perf.json")]
-    if len(found) != 1:
-        fail("%s: %s is not a riscv_perf target" % (label, perf_target.label))
-    return found[0]
+def perf_of(label, perf_target, compiled_target):
+    """The PerfInfo of riscv_perf `perf_target`, which must have measured `compiled_target`'s
+    build; fail() naming both otherwise."""
+    perf = perf_target[PerfInfo]
+    if perf.compiled.vmfb != compiled_target[CompiledModuleInfo].vmfb:
+        fail("%s: %s measured %s, not %s" % (label, perf_target.label, perf.compiled.vmfb.short_path, compiled_target.label))
+    return perf
 
 def _one_module(ctx, compiled_targets):
     """The MlirModuleInfo every candidate build was compiled from; fail() naming one that differs."""
@@ -281,7 +285,7 @@ def _strategy_choice_impl(ctx):
     inputs = []
     for strategy, compiled_target, perf_target in zip(ctx.attr.strategies, ctx.attr.compiled, ctx.attr.perf):
         compiled = compiled_target[CompiledModuleInfo]
-        perf_json = perf_json_of(ctx.label, perf_target)
+        perf_json = perf_of(ctx.label, perf_target, compiled_target).perf_json
         args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, perf_json])
         inputs += [compiled.vmfb, compiled.report, compiled.target.file, perf_json]
     return _package_choice(
@@ -295,10 +299,11 @@ def _strategy_choice_impl(ctx):
 
 strategy_choice = rule(
     implementation = _strategy_choice_impl,
+    _skylark_testable = True,  # //perf:*_perf_info_test reads its actions' inputs
     attrs = {
         "strategies": attr.string_list(mandatory = True),
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo, MlirModuleInfo]),
-        "perf": attr.label_list(mandatory = True),
+        "perf": attr.label_list(mandatory = True, providers = [PerfInfo]),
         "_tool": attr.label(default = "//perf:choose", executable = True, cfg = "exec"),
     },
     doc = """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
