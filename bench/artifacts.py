@@ -51,13 +51,23 @@ class Artifacts:
     default_report: Path
     target: Path  # common/targets/host.yaml
     hardware: Path  # analysis/hardware/host.yaml
-    riscv_perf_tuned: Path  # perf stage: <name>_riscv_perf.perf.json
-    riscv_perf_default: Path  # <name>_riscv_untuned_perf.perf.json
+    riscv_perf_tuned: Path  # perf stage: the tuned build's perf.json (<name>_riscv_perf_index)
+    riscv_perf_default: Path  # the IREE-default build's perf.json
     riscv_analysis: Path  # <name>_riscv_analysis.analysis.json (predicted cycles)
     split: str = "calibration"  # the model's set: "calibration" or "held_out"
 
     def paths(self) -> dict[str, str]:
         return {k: str(v) for k, v in dataclasses.asdict(self).items() if isinstance(v, Path)}
+
+
+def perf_index(index: Path, base: Path) -> dict[str, Path]:
+    """build -> its perf.json, from a perf_index's JSON (perf/defs.bzl) under output root `base`:
+    riscv_perf's files are found through their PerfInfo, not by name."""
+    try:
+        entries = json.loads(index.read_text())
+        return {build: base / entry["perf_json"] for build, entry in entries.items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        raise ArtifactError(f"{index}: not a perf index ({type(e).__name__}: {e})") from None
 
 
 def workspace_roots() -> list[Path]:
@@ -86,6 +96,14 @@ def find(name: str, root: Path | None = None) -> Artifacts:
             continue
         src = r
         m = outs / "models"
+        index = m / f"{name}_riscv_perf_index.json"
+        if not index.is_file():
+            raise ArtifactError(f"{name}: {index} not found (is //models:{name}_riscv_perf_index a data "
+                                f"dependency of this binary?)")
+        perf = perf_index(index, outs)
+        missing_builds = [b for b in ("tuned", "codegen") if b not in perf]
+        if missing_builds:
+            raise ArtifactError(f"{index}: no measurement of the {missing_builds[0]} build")
         a = Artifacts(
             name=name, model_name=model_name, module=module, framework=framework,
             mlirbc=m / f"{model_name}.mlirbc", golden=m / f"{model_name}.golden.npz",
@@ -95,8 +113,8 @@ def find(name: str, root: Path | None = None) -> Artifacts:
             default_report=m / f"{name}_host_untuned_compiled.report.json",
             target=src / "common" / "targets" / "host.yaml",
             hardware=src / "analysis" / "hardware" / "host.yaml",
-            riscv_perf_tuned=m / f"{name}_riscv_perf.perf.json",
-            riscv_perf_default=m / f"{name}_riscv_untuned_perf.perf.json",
+            riscv_perf_tuned=perf["tuned"],
+            riscv_perf_default=perf["codegen"],
             riscv_analysis=m / f"{name}_riscv_analysis.analysis.json",
             split=infos[name].split,
         )

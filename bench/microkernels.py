@@ -27,17 +27,12 @@ from pathlib import Path
 
 from bench import stats
 from analysis.op_kinds import MAC_KINDS
-from bench.artifacts import ArtifactError, workspace_roots, zoo
+from bench.artifacts import ArtifactError, perf_index, workspace_roots, zoo
 from common.perf_schema import PerfReport
 
-# variant name -> perf target suffix of model_pipeline (models/defs.bzl)
-VARIANTS = {
-    "codegen": "_riscv_untuned_perf",
-    "tuned": "_riscv_perf",
-    "datatiling": "_riscv_datatiling_perf",
-    "ukernels": "_riscv_ukernels_perf",
-    "directconv": "_riscv_directconv_perf",
-}
+# The builds measured, in table order; each model's measurements are found through
+# model_pipeline's <name>_riscv_strategy_perf_index (models/defs.bzl).
+VARIANTS = ("codegen", "tuned", "datatiling", "ukernels", "directconv")
 # variant name -> host HAL module of model_pipeline (`<name><suffix>.vmfb`), timed end to end.
 # `<name>_host` is the build its host_strategy chose ("auto": the code model's cheapest of the
 # tuned, data-tiled, microkernel and direct-conv builds), so it is timed as what the pipeline ships.
@@ -75,15 +70,13 @@ def load(root: Path | None = None) -> dict[str, dict[str, PerfReport]]:
     roots = [root] if root else workspace_roots()
     for info in zoo(root):
         found = {}
-        for variant, suffix in VARIANTS.items():
-            for r in roots:
-                for base in (r, r / "bazel-bin"):
-                    path = base / "models" / f"{info.name}{suffix}.perf.json"
-                    if path.is_file():
-                        found[variant] = PerfReport.model_validate_json(path.read_text())
-                        break
-                if variant in found:
-                    break
+        for r in roots:
+            for base in (r, r / "bazel-bin"):
+                index = base / "models" / f"{info.name}_riscv_strategy_perf_index.json"
+                if not found and index.is_file():
+                    perf = perf_index(index, base)
+                    found = {v: PerfReport.model_validate_json(perf[v].read_text())
+                             for v in VARIANTS if v in perf and perf[v].is_file()}
         refused = sorted(v for v, report in found.items() if report.failed is not None)
         if refused:
             # A strategy choice's candidate IREE could not compile: nothing to compare it by.

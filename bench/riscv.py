@@ -1,5 +1,6 @@
 """RISC-V figures for the bench and report: tuned vs IREE default per dispatch, from the
-perf stage's `<name>_riscv_perf.perf.json` and `<name>_riscv_untuned_perf.perf.json`.
+perf stage's measurements of the tuned and IREE-default riscv builds (bench.artifacts: through
+<name>_riscv_perf_index, which riscv_perf's PerfInfo wrote).
 
 Nothing here is timed: instruction counts are exact and model cycles deterministic, so one
 build gives them. The analysis' predicted latency (cycles on its hardware description) is

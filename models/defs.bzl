@@ -33,7 +33,7 @@ load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "zigzag_analysis")
 load("//codegen:defs.bzl", "STRATEGIES", "iree_compile")
 load("//frontend:defs.bzl", "mlir_import")
-load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "riscv_perf", "strategy_choice")
+load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "perf_index", "riscv_perf", "strategy_choice")
 load("//runtime:defs.bzl", "hal_module")
 
 # Pipeline target suffix -> (IREE target, hardware description it is tuned for, cost-model
@@ -82,8 +82,7 @@ BENCH_SUFFIXES = [
     "_host_compiled",
     "_host_untuned_compiled",
     "_riscv_analysis",
-    "_riscv_perf",
-    "_riscv_untuned_perf",
+    "_riscv_perf_index",  # the tuned and IREE-default riscv_perf measurements, by their PerfInfo
 ]
 
 def _pipeline_info_impl(ctx):
@@ -137,9 +136,9 @@ def model_zoo(name):
     native.filegroup(
         name = name + "_strategy_perf",
         srcs = labels + [
-            ":%s_riscv%s_perf" % (r["pipeline"], variant)
+            # every build's riscv_perf measurement, by its PerfInfo
+            ":%s_riscv_strategy_perf_index" % r["pipeline"]
             for r in infos
-            for variant in ["", "_untuned"] + ["_" + s for s in STRATEGIES]
         ] + [
             # and the host modules of each strategy, timed by the same report
             ":%s_host%s" % (r["pipeline"], variant)
@@ -365,6 +364,22 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             compiled = ":%s_host_%s_compiled" % (name, other),
             tags = ["manual"],
         )
+
+    # Where bench finds the measurements (from their PerfInfo): the tuned and IREE-default
+    # builds', and every build's.
+    perf_index(
+        name = name + "_riscv_perf_index",
+        perf = {":%s_riscv_perf" % name: "tuned", ":%s_riscv_untuned_perf" % name: "codegen"},
+        tags = perf_tags,
+    )
+    perf_index(
+        name = name + "_riscv_strategy_perf_index",
+        perf = dict(
+            {":%s_riscv_perf" % name: "tuned", ":%s_riscv_untuned_perf" % name: "codegen"},
+            **{":%s_riscv_%s_perf" % (name, other): other for other in STRATEGIES}
+        ),
+        tags = ["manual"],
+    )
     iree_compile(
         name = name + "_host_untuned_compiled",
         module = ":" + imported,

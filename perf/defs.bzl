@@ -98,6 +98,29 @@ def riscv_perf(name, compiled, hardware, **kwargs):
         fail("riscv_perf(%s): `hardware` needs at least one accelerator description" % name)
     _riscv_perf(name = name, compiled = compiled, hardware = hardware, **kwargs)
 
+def _perf_index_impl(ctx):
+    out = ctx.actions.declare_file(ctx.label.name + ".json")
+    entries = {}
+    files = []
+    for target, build in ctx.attr.perf.items():
+        if build in entries:
+            fail("%s: two measurements of build '%s': %s and %s" % (ctx.label, build, entries[build]["label"], target.label))
+        perf = target[PerfInfo]
+        entries[build] = {"label": str(target.label), "perf_json": perf.perf_json.short_path, "perf_md": perf.perf_md.short_path}
+        files += [perf.perf_json, perf.perf_md]
+    ctx.actions.write(out, json.encode_indent(entries) + "\n")
+    return [DefaultInfo(files = depset([out] + files), runfiles = ctx.runfiles(files = [out] + files))]
+
+perf_index = rule(
+    implementation = _perf_index_impl,
+    attrs = {
+        "perf": attr.label_keyed_string_dict(mandatory = True, providers = [PerfInfo], doc = "riscv_perf target -> the build it measured (e.g. tuned, codegen, ukernels)"),
+    },
+    doc = """<name>.json: build -> {label, perf_json, perf_md} (paths relative to the output root),
+with the files themselves: what tools outside Bazel (bench) read riscv_perf's measurements
+through, from the targets' PerfInfo, instead of guessing their file names.""",
+)
+
 # Shortlist per riscv dispatch for the measured choice (perf/tune.py): IREE's default and the
 # 2 other candidates the code model prices cheapest. Each is one more compile of the model and
 # a qemu run of every dispatch it changes (for ResNet-18 about 40 s of a 324 s choice).
