@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from common.targets import DEFAULT_STRATEGY, TUNED
 
 
 class ArtifactError(RuntimeError):
@@ -101,7 +102,7 @@ def find(name: str, root: Path | None = None) -> Artifacts:
             raise ArtifactError(f"{name}: {index} not found (is //models:{name}_riscv_perf_index a data "
                                 f"dependency of this binary?)")
         perf = perf_index(index, outs)
-        missing_builds = [b for b in ("tuned", "codegen") if b not in perf]
+        missing_builds = [b for b in (TUNED, DEFAULT_STRATEGY) if b not in perf]
         if missing_builds:
             raise ArtifactError(f"{index}: no measurement of the {missing_builds[0]} build")
         a = Artifacts(
@@ -113,8 +114,8 @@ def find(name: str, root: Path | None = None) -> Artifacts:
             default_report=m / f"{name}_host_untuned_compiled.report.json",
             target=src / "common" / "targets" / "host.yaml",
             hardware=src / "analysis" / "hardware" / "host.yaml",
-            riscv_perf_tuned=perf["tuned"],
-            riscv_perf_default=perf["codegen"],
+            riscv_perf_tuned=perf[TUNED],
+            riscv_perf_default=perf[DEFAULT_STRATEGY],
             riscv_analysis=m / f"{name}_riscv_analysis.analysis.json",
             split=infos[name].split,
         )

@@ -29,20 +29,16 @@ from bench import stats
 from analysis.op_kinds import MAC_KINDS
 from bench.artifacts import ArtifactError, perf_index, workspace_roots, zoo
 from common.perf_schema import PerfReport
+from common.targets import DEFAULT_STRATEGY, OTHER_STRATEGIES, TUNED
 
-# The builds measured, in table order; each model's measurements are found through
-# model_pipeline's <name>_riscv_strategy_perf_index (models/defs.bzl).
-VARIANTS = ("codegen", "tuned", "datatiling", "ukernels", "directconv")
+# The builds measured, in table order (common/targets.py); each model's measurements are found
+# through model_pipeline's <name>_riscv_strategy_perf_index (models/defs.bzl).
+VARIANTS = (DEFAULT_STRATEGY, TUNED, *OTHER_STRATEGIES)
 # variant name -> host HAL module of model_pipeline (`<name><suffix>.vmfb`), timed end to end.
 # `<name>_host` is the build its host_strategy chose ("auto": the code model's cheapest of the
 # tuned, data-tiled, microkernel and direct-conv builds), so it is timed as what the pipeline ships.
-HOST_VARIANTS = {
-    "codegen": "_host_untuned",
-    "as built": "_host",
-    "datatiling": "_host_datatiling",
-    "ukernels": "_host_ukernels",
-    "directconv": "_host_directconv",
-}
+HOST_VARIANTS = {DEFAULT_STRATEGY: "_host_untuned", "as built": "_host",
+                 **{s: f"_host_{s}" for s in OTHER_STRATEGIES}}
 # Where a dispatch's instructions go, from the perf classes (perf/counts.py).
 GROUPS = {
     "vector FP (FMA)": ("vector_fp",),

@@ -1,10 +1,7 @@
 """`iree_compile`: IREE compile with the analysis' tiles injected per dispatch (codegen/compile.py)."""
 
 load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "IreeTargetInfo", "MlirModuleInfo")
-
-# The lowering strategies other than IREE's direct code emission (common/targets.py
-# STRATEGY_FLAGS), each derived from a pipeline target by `strategy_target`.
-STRATEGIES = ("datatiling", "ukernels", "directconv")
+load("//common:registries.bzl", "LOWERING_STRATEGIES")
 
 def _iree_compile_impl(ctx):
     module = ctx.attr.module[MlirModuleInfo]
@@ -128,7 +125,7 @@ strategy_target = rule(
     implementation = _strategy_target_impl,
     attrs = {
         "base": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "the target to derive from"),
-        "strategy": attr.string(mandatory = True, values = ["codegen"] + list(STRATEGIES)),
+        "strategy": attr.string(mandatory = True, values = list(LOWERING_STRATEGIES)),
         "_tool": attr.label(default = "//codegen:strategy_target", executable = True, cfg = "exec"),
     },
     doc = """`base` compiled with one lowering strategy (common/targets.py STRATEGY_FLAGS):

@@ -48,7 +48,26 @@ STRATEGY_FLAGS: dict[str, StrategyFlags] = {
     "ukernels": StrategyFlags(adds=("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=mmt4d")),
     "directconv": StrategyFlags(leaves_out=("--iree-global-opt-use-im2col-for-convs",)),
 }
-Strategy = Literal["codegen", "datatiling", "ukernels", "directconv"]
+# The registry of strategies is STRATEGY_FLAGS: everything below, and Starlark through the
+# generated common/registries.bzl (//common:registries_test fails when the two drift), derives
+# from it; a new strategy is one entry there.
+Strategy = Literal[tuple(STRATEGY_FLAGS)]  # type: ignore[valid-type]
+DEFAULT_STRATEGY = "codegen"  # IREE's own lowering, what a target without `strategy` gets
+# The strategies a pipeline builds besides IREE's code emission (models/defs.bzl STRATEGIES).
+OTHER_STRATEGIES: tuple[str, ...] = tuple(s for s in STRATEGY_FLAGS if s != DEFAULT_STRATEGY)
+# Strategies whose operands are packed (data tiling) in a layout IREE chooses per target.
+PACKED_STRATEGIES: tuple[str, ...] = tuple(s for s, f in STRATEGY_FLAGS.items()
+                                           if "--iree-opt-data-tiling" in f.adds)
+# IREE's code emission with the analysis' tiles: a build of every pipeline, not a target's strategy.
+TUNED = "tuned"
+# model_pipeline's choices among builds (`strategy = "auto"` / "measured"): their candidates,
+# the baseline first (models/defs.bzl; models/pipeline_test.py checks the manifest against them).
+CHOICE_CANDIDATES: dict[str, tuple[str, ...]] = {
+    "auto": (TUNED, *OTHER_STRATEGIES),
+    "measured": (TUNED, DEFAULT_STRATEGY, *OTHER_STRATEGIES),
+}
+# What model_pipeline's `strategy` accepts: one build, or a choice.
+PIPELINE_STRATEGIES: tuple[str, ...] = (TUNED, *STRATEGY_FLAGS, *CHOICE_CANDIDATES)
 
 
 def _flag_name(flag: str) -> str:

@@ -8,7 +8,7 @@
         framework = "torch",
     )
 
-gives, for each target T in (riscv, host):
+gives, for each pipeline target T (common/pipeline_targets.py: riscv, host):
     <name>_T_analysis   zigzag_analysis against the T hardware description; for riscv the
                         measured choice (perf/tune.py, model cycles under qemu) among the
                         candidates of <name>_riscv_predicted_analysis; for the host with
@@ -31,21 +31,20 @@ vs the host's run of it).
 load("@rules_python//python:defs.bzl", "py_test")
 load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "zigzag_analysis")
-load("//codegen:defs.bzl", "STRATEGIES", "iree_compile")
+load("//codegen:defs.bzl", "iree_compile")
+load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
 load("//frontend:defs.bzl", "mlir_import")
 load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "perf_index", "riscv_perf", "strategy_choice")
 load("//runtime:defs.bzl", "hal_module")
 
 # Pipeline target suffix -> (IREE target, hardware description it is tuned for, cost-model
-# calibration for that hardware (//tools:calibrate writes it; None: uncalibrated, and the
-# analysis then keeps IREE's default everywhere). The riscv target is derived from its
-# accelerator description (VLEN), see analysis:accelerator_target.
+# calibration for that hardware), from the registry (common/pipeline_targets.py).
 PIPELINE_TARGETS = {
-    "riscv": ("//analysis:riscv_rvv", "//analysis:hardware/riscv_rvv.yaml", None),
-    "host": ("//common:host", "//analysis:hardware/host.yaml", None),
+    suffix: (t.iree_target, t.hardware, t.calibration)
+    for suffix, t in REGISTERED_PIPELINE_TARGETS.items()
 }
 
-# Lowering strategies other than the tuned direct codegen (codegen/defs.bzl STRATEGIES), each
+# Lowering strategies other than the tuned direct codegen (STRATEGIES, common/targets.py), each
 # with its derived target per pipeline target, named after it (//codegen:<target name>_<strategy>).
 STRATEGY_TARGETS = {
     (pipeline, strategy): "//codegen:%s_%s" % (target.split(":")[1], strategy)
@@ -60,8 +59,7 @@ STRATEGY_TARGETS = {
 # kept only if also measured faster than tuned); "measured" (riscv only), of tuned,
 # codegen and STRATEGIES the fewest RISC-V model cycles per call, measured under qemu
 # (perf:strategy_choice; every candidate runs whole under qemu, so it costs several builds'
-# measurements).
-PIPELINE_STRATEGIES = ("tuned", "codegen") + STRATEGIES + ("auto", "measured")
+# measurements). PIPELINE_STRATEGIES and CHOICE_CANDIDATES come from common/targets.py.
 
 # How the host's tiles are chosen (model_pipeline's `host_tiles`).
 HOST_TILE_CHOICES = ("predicted", "code")
@@ -173,13 +171,10 @@ def model_zoo(name):
         tags = ["manual"],
     )
 
-# Accelerator descriptions every riscv module is measured on (perf/): the module's own
-# (VLEN 128, SiFive P670 model) first, then a VLEN-512 core (SiFive X280 model) running the
-# same binary (code for VLEN >= 128 runs there).
-RISCV_PERF_HARDWARE = [
-    "//analysis:hardware/riscv_rvv.yaml",
-    "//analysis:hardware/riscv_rvv512.yaml",
-]
+def _build_suffix(build):
+    """What follows <name>_<target> in the names of a pipeline's `build` (TUNED, DEFAULT_STRATEGY
+    or one of STRATEGIES): its compile is <name>_<target><suffix>_compiled."""
+    return {TUNED: "", DEFAULT_STRATEGY: "_untuned"}.get(build, "_" + build)
 
 def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategy = "auto", host_strategy = "auto", host_tiles = "predicted"):
     """Import, analyse, compile and package `model` for every pipeline target.
@@ -268,7 +263,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         # On the host, whose time a build cannot measure reproducibly, the code model's static
         # cycles on host.yaml's core choose when asked (host_tiles = "code"; perf/tune.py
         # --by code-model, HOST_CODE_MARGIN).
-        choice = {"riscv": measured_choice, "host": code_choice if host_tiles == "code" else None}[suffix]
+        measured = REGISTERED_PIPELINE_TARGETS[suffix].measured
+        choice = measured_choice if measured else (code_choice if host_tiles == "code" else None)
         zigzag_analysis(
             name = "%s_%s_predicted_analysis" % (name, suffix) if choice else analysis,
             module = ":" + imported,
@@ -282,7 +278,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
                 **({"code_calibration": HOST_CODE_CALIBRATION} if suffix == "host" else {})
             )
-        chosen = {"riscv": strategy, "host": host_strategy}[suffix]
+        chosen = strategy if measured else host_strategy
         by_code = chosen == "auto"  # code_strategy_choice costs the builds' code
         iree_compile(
             name = "%s_%s_compiled" % (name, suffix),
@@ -300,32 +296,30 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 code = by_code,
                 # One candidate of a choice: IREE refusing it (data tiling fails on some attention
                 # transposes) leaves it out instead of failing <name>_host or <name>_riscv.
-                record_failure = chosen in ("auto", "measured"),
+                record_failure = chosen in CHOICE_CANDIDATES,
                 tags = ["manual"],
             )
         builds = {
-            "tuned": "%s_%s_compiled" % (name, suffix),
-            "codegen": "%s_%s_untuned_compiled" % (name, suffix),
+            build: "%s_%s%s_compiled" % (name, suffix, _build_suffix(build))
+            for build in [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES)
         }
-        for other in STRATEGIES:
-            builds[other] = "%s_%s_%s_compiled" % (name, suffix, other)
         if chosen == "measured":
-            candidates = ["tuned", "codegen"] + list(STRATEGIES)
+            candidates = list(CHOICE_CANDIDATES["measured"])
             strategy_choice(
                 name = "%s_%s" % (name, suffix),
                 strategies = candidates,
                 compiled = [":" + builds[s] for s in candidates],
-                perf = [":%s_riscv%s_perf" % (name, {"tuned": "", "codegen": "_untuned"}.get(s, "_" + s)) for s in candidates],
+                perf = [":%s_%s%s_perf" % (name, suffix, _build_suffix(s)) for s in candidates],
             )
         elif chosen == "auto":
-            candidates = ["tuned"] + list(STRATEGIES)
+            candidates = list(CHOICE_CANDIDATES["auto"])
             code_strategy_choice(
                 name = "%s_%s" % (name, suffix),
                 strategies = candidates,
                 compiled = [":" + builds[s] for s in candidates],
                 hardware = hardware,
                 # On the accelerator a choice other than tuned is measured against it first.
-                confirm = suffix == "riscv",
+                confirm = measured,
             )
         else:
             hal_module(
@@ -333,63 +327,47 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 compiled = ":" + builds[chosen],
             )
     riscv_target = PIPELINE_TARGETS["riscv"][0]
-    iree_compile(
-        name = name + "_riscv_untuned_compiled",
-        module = ":" + imported,
-        target = riscv_target,
-        untuned = True,
-        tags = perf_tags,  # only the perf report (and strategy = "measured") reads it
-    )
-    riscv_perf(
-        name = name + "_riscv_perf",
-        compiled = ":%s_riscv_compiled" % name,
-        hardware = RISCV_PERF_HARDWARE,
-        tags = perf_tags,
-    )
-    riscv_perf(
-        name = name + "_riscv_untuned_perf",
-        compiled = ":%s_riscv_untuned_compiled" % name,
-        hardware = RISCV_PERF_HARDWARE,
-        tags = perf_tags,
-    )
-    for other in STRATEGIES:
-        riscv_perf(
-            name = "%s_riscv_%s_perf" % (name, other),
-            compiled = ":%s_riscv_%s_compiled" % (name, other),
-            hardware = RISCV_PERF_HARDWARE,
-            tags = ["manual"],
+    for suffix, t in REGISTERED_PIPELINE_TARGETS.items():
+        iree_compile(
+            name = "%s_%s_untuned_compiled" % (name, suffix),
+            module = ":" + imported,
+            target = t.iree_target,
+            untuned = True,
+            # Measured: only the perf report (and strategy = "measured") reads it.
+            tags = perf_tags if t.measured else [],
         )
-        hal_module(
-            name = "%s_host_%s" % (name, other),
-            compiled = ":%s_host_%s_compiled" % (name, other),
-            tags = ["manual"],
-        )
-
-    # Where bench finds the measurements (from their PerfInfo): the tuned and IREE-default
-    # builds', and every build's.
-    perf_index(
-        name = name + "_riscv_perf_index",
-        perf = {":%s_riscv_perf" % name: "tuned", ":%s_riscv_untuned_perf" % name: "codegen"},
-        tags = perf_tags,
-    )
-    perf_index(
-        name = name + "_riscv_strategy_perf_index",
-        perf = dict(
-            {":%s_riscv_perf" % name: "tuned", ":%s_riscv_untuned_perf" % name: "codegen"},
-            **{":%s_riscv_%s_perf" % (name, other): other for other in STRATEGIES}
-        ),
-        tags = ["manual"],
-    )
-    iree_compile(
-        name = name + "_host_untuned_compiled",
-        module = ":" + imported,
-        target = "//common:host",
-        untuned = True,
-    )
-    hal_module(
-        name = name + "_host_untuned",
-        compiled = ":%s_host_untuned_compiled" % name,
-    )
+        if t.measured:
+            # Every build measured under qemu (the strategies' builds only on request).
+            for build in [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES):
+                riscv_perf(
+                    name = "%s_%s%s_perf" % (name, suffix, _build_suffix(build)),
+                    compiled = ":%s_%s%s_compiled" % (name, suffix, _build_suffix(build)),
+                    hardware = list(t.perf_hardware),
+                    tags = perf_tags if build in (TUNED, DEFAULT_STRATEGY) else ["manual"],
+                )
+            # Where bench finds the measurements (from their PerfInfo): the tuned and IREE-default
+            # builds', and every build's.
+            for index, builds_measured, index_tags in (
+                ("perf_index", [TUNED, DEFAULT_STRATEGY], perf_tags),
+                ("strategy_perf_index", [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES), ["manual"]),
+            ):
+                perf_index(
+                    name = "%s_%s_%s" % (name, suffix, index),
+                    perf = {":%s_%s%s_perf" % (name, suffix, _build_suffix(b)): b for b in builds_measured},
+                    tags = index_tags,
+                )
+        else:
+            # Runnable here: IREE's defaults and every strategy's build as HAL modules to time.
+            hal_module(
+                name = "%s_%s_untuned" % (name, suffix),
+                compiled = ":%s_%s_untuned_compiled" % (name, suffix),
+            )
+            for other in STRATEGIES:
+                hal_module(
+                    name = "%s_%s_%s" % (name, suffix, other),
+                    compiled = ":%s_%s_%s_compiled" % (name, suffix, other),
+                    tags = ["manual"],
+                )
 
     py_test(
         name = name + "_pipeline_test",

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from common.files import sha256_file
+from common.targets import CHOICE_CANDIDATES
 from runtime import run
 
 F32_TOLERANCE = 1e-4
@@ -123,10 +124,7 @@ def test_manifests_record_target_and_provenance():
 
 # What a choice's candidates are (model_pipeline): "auto" prices tuned and every other
 # strategy by the code model; "measured" also runs IREE's defaults (codegen) under qemu.
-_CHOICE_CANDIDATES = {
-    "auto": {"tuned", "datatiling", "ukernels", "directconv"},
-    "measured": {"tuned", "codegen", "datatiling", "ukernels", "directconv"},
-}
+_CHOICE_CANDIDATES = {choice: set(candidates) for choice, candidates in CHOICE_CANDIDATES.items()}
 
 
 @pytest.mark.parametrize("suffix", ["host", "riscv"])

@@ -9,11 +9,12 @@ are compared with that run's; data-tiled operands are laid out in each target's 
 import json
 import sys
 
+from common.targets import PACKED_STRATEGIES
 from runtime.hal_runner import check_dispatches
 
 # Strategies whose operands are packed in a layout IREE chooses per target (common/targets.py):
 # only the riscv build's dispatches are checked (the host's own re-encodings are not shipped).
-PACKED = ("datatiling", "ukernels")
+PACKED = PACKED_STRATEGIES
 
 if __name__ == "__main__":
     # argv: <module.mlirbc> <golden.npz> <shipped manifest> <riscv analysis.json> <riscv target .yaml>
