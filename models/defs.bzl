@@ -68,6 +68,9 @@ HOST_TILE_CHOICES = ("predicted", "code")
 # weight, fitted on the calibration split's one-thread host timings (bench.host_ranking --fit).
 HOST_CODE_CALIBRATION = "//analysis:calibration/host.code_model.json"
 
+# The committed tuning records of the riscv measured choices (common/tuning_schema.py).
+TUNING_RECORDS = "//tuning/records:all"
+
 # Which set a model belongs to: the cost model is fitted on "calibration" models only;
 # "held_out" models are measured, never fitted on (bench/report show the two apart).
 SPLITS = ("calibration", "held_out")
@@ -159,6 +162,12 @@ def model_zoo(name):
             for r in infos
             for suffix in ("_analysis", "_predicted_analysis")
         ],
+    )
+    native.filegroup(
+        # The riscv measured choices (replayed from tuning records where they match) with the
+        # record each computed: what //tuning:records_test checks the committed records against.
+        name = name + "_tuning_records",
+        srcs = [":%s_riscv_analysis" % r["pipeline"] for r in infos],
     )
     native.filegroup(
         name = name + "_bench_data",
@@ -276,7 +285,11 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             choice(
                 name = analysis,
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
-                **({"code_calibration": HOST_CODE_CALIBRATION} if suffix == "host" else {})
+                **({"code_calibration": HOST_CODE_CALIBRATION} if suffix == "host" else {
+                    # Replayed from tuning/records/<name>_riscv.json when its key matches.
+                    "records": [TUNING_RECORDS],
+                    "record_name": "%s_riscv" % name,
+                })
             )
         chosen = strategy if measured else host_strategy
         by_code = chosen == "auto"  # code_strategy_choice costs the builds' code
@@ -326,6 +339,14 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 name = "%s_%s" % (name, suffix),
                 compiled = ":" + builds[chosen],
             )
+    # The riscv choice measured whatever the records say: what `bazel run //tools:tune` commits
+    # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
+    measured_choice(
+        name = name + "_riscv_measured_analysis",
+        analysis = ":%s_riscv_predicted_analysis" % name,
+        record_name = "%s_riscv" % name,
+        tags = ["manual"],
+    )
     riscv_target = PIPELINE_TARGETS["riscv"][0]
     for suffix, t in REGISTERED_PIPELINE_TARGETS.items():
         iree_compile(

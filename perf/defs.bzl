@@ -136,7 +136,7 @@ MEASURED_CANDIDATES = 3
 # prediction); 7 loses the same. Chosen for CI time (README, CI).
 CODE_RANKED = 6
 
-def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = []):
+def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = [], outputs = []):
     """Runs perf.tune on ctx.attr.analysis with `how` (its choice's own flags) and returns the
     refined analysis' providers (AnalysisInfo, like the analysis it refines)."""
     analysis = ctx.attr.analysis[AnalysisInfo]
@@ -157,13 +157,13 @@ def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = []):
         executable = ctx.executable._tool,
         arguments = [args],
         inputs = [analysis.module.mlir, analysis.target.file, analysis.analysis_json, analysis.hardware] + inputs + llvm_files,
-        outputs = [out, out_md],
+        outputs = [out, out_md] + outputs,
         mnemonic = mnemonic,
         progress_message = progress_message % analysis.module.model_name,
     )
     return [
         AnalysisInfo(analysis_json = out, module = analysis.module, target = analysis.target, hardware = analysis.hardware),
-        DefaultInfo(files = depset([out, out_md]), runfiles = ctx.runfiles(files = [out, out_md])),
+        DefaultInfo(files = depset([out, out_md] + outputs), runfiles = ctx.runfiles(files = [out, out_md] + outputs)),
     ]
 
 def _measured_choice_impl(ctx):
@@ -178,13 +178,38 @@ def _measured_choice_impl(ctx):
            "--candidates", str(ctx.attr.candidates), "--code-ranked", str(ctx.attr.code_ranked)]
     if ctx.attr.allow_no_core_model:
         how.append("--allow-no-core-model")
+    inputs = [ctx.file._runner, ctx.file._plugin, ctx.file._qemu]
+    outputs = []
+    replayed = ""
+    if ctx.attr.record_name:
+        # Only this pipeline's record is an input: another's refresh does not rerun this choice.
+        record = [f for f in ctx.files.records if f.basename == ctx.attr.record_name + ".json"]
+        if len(record) > 1:
+            fail("%s: %d records named %s.json among `records`" % (ctx.label, len(record), ctx.attr.record_name))
+        record_out = ctx.actions.declare_file(ctx.label.name + ".record.json")
+        outputs.append(record_out)
+        how += [
+            "--record-name",
+            ctx.attr.record_name,
+            "--record-out",
+            record_out.path,
+            "--refresh-target",
+            "//%s:%s" % (ctx.label.package, ctx.attr.record_name),
+        ]
+        if record:
+            how += ["--record", record[0].path]
+            inputs += record
+            replayed = ", or replayed from " + record[0].short_path
+    elif ctx.files.records:
+        fail("%s: `records` without `record_name`" % ctx.label)
     return _run_tune(
         ctx,
         how,
         ".tune.md",
         "MeasuredChoice",
-        "Choosing %%s's tiles by RISC-V memory-aware cycles (%d candidates per dispatch)" % ctx.attr.candidates,
-        inputs = [ctx.file._runner, ctx.file._plugin, ctx.file._qemu],
+        "Choosing %%s's tiles by RISC-V memory-aware cycles (%d candidates per dispatch%s)" % (ctx.attr.candidates, replayed),
+        inputs = inputs,
+        outputs = outputs,
     )
 
 measured_choice = rule(
@@ -195,6 +220,8 @@ measured_choice = rule(
         "candidates": attr.int(default = MEASURED_CANDIDATES, doc = "shortlist per dispatch: IREE's default and the best ranked others"),
         "code_ranked": attr.int(default = CODE_RANKED, doc = "candidates per dispatch costed by the code model to rank the shortlist (0: the prediction ranks it)"),
         "allow_no_core_model": attr.bool(default = False, doc = "a description without a core model keeps the predicted choice (a sweep's VLEN 256)"),
+        "record_name": attr.string(doc = "the choice's tuning record, <record_name>.json (e.g. mlp_batch32_riscv): when set, the choice is keyed (perf/records.py), replayed from that file of `records` when its key matches, else measured, and its record written as <name>.record.json"),
+        "records": attr.label_list(allow_files = True, doc = "committed tuning records (//tuning/records:all); only <record_name>.json is read"),
         "_tool": attr.label(default = "//perf:tune", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),

@@ -60,10 +60,12 @@ from codegen.compile import CompileError
 from common.errors import OneLineErrors, first_line
 from common.files import check_outputs, sha256_file, write_together
 from common.perf_schema import DispatchPerf
+from common.tuning_schema import TuningRecord
 from common.targets import TargetError, load_target
 from perf.choose import clears_margin
 from perf import mca
 from perf.code_cost import CodeCostError, module_call_cycles
+from perf import records
 from perf.measure import MEASURE_ERRORS, measure
 
 DEFAULT = "iree-default"
@@ -197,14 +199,28 @@ def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, li
                 else:
                     errors[(d, c)] = costed.errors.get(d, "not in the compiled module")
         log.append(f"code round {j}: costed")
+    log.append(f"code model: {len(cycles)} candidates costed, {len(errors)} not")
+    return with_code_results(analysis, cycles, errors), log
+
+
+def code_rank_tries(analysis: Analysis, ranked: int) -> set[tuple[str, str]]:
+    """The (dispatch, candidate) pairs `code_rank` costs: each a code-model figure or error."""
+    base = analysis.model_dump(mode="json")
+    lists = {d["name"]: shortlist(d, ranked) for d in base["dispatches"]}
+    return {(d, c) for d, names in lists.items() if len(names) > 1 for c in names}
+
+
+def with_code_results(analysis: Analysis, cycles: dict[tuple[str, str], float],
+                      errors: dict[tuple[str, str], str]) -> Analysis:
+    """The analysis with each candidate's `code_model_cycles` and `code_error` from the maps
+    (None where absent)."""
     dispatches = []
     for d in analysis.dispatches:
         dispatches.append(d.model_copy(update={"candidates": [
             c.model_copy(update={"code_model_cycles": cycles.get((d.name, c.name)),
                                  "code_error": errors.get((d.name, c.name))})
             for c in d.candidates]}))
-    log.append(f"code model: {len(cycles)} candidates costed, {len(errors)} not")
-    return analysis.model_copy(update={"dispatches": dispatches}), log
+    return analysis.model_copy(update={"dispatches": dispatches})
 
 
 class _CodeRound:
@@ -322,7 +338,26 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
             log.append(f"round {j}: {len(group)} candidates measured")
         if j == 0 and not choices:
             raise TuneError(f"IREE's default configs cannot be measured: no dispatch's ran ({log[-1]})")
+    return decide(analysis, measured, failed, choices, offered, size, hardware_name, core, code_ranked), log
 
+
+def measure_tries(analysis: Analysis, size: int, failed: dict[tuple[str, str], str]) -> set[tuple[str, str]]:
+    """The (dispatch, candidate) pairs `tune` measures, given which failed: each a measurement or
+    an error. A dispatch whose IREE default failed (round 0) has nothing else measured."""
+    tries = set()
+    for d in analysis.model_dump(mode="json")["dispatches"]:
+        names = shortlist(d, size)
+        if len(names) < 2:
+            continue
+        tries |= {(d["name"], DEFAULT)} if (d["name"], DEFAULT) in failed else {(d["name"], c) for c in names}
+    return tries
+
+
+def decide(analysis: Analysis, measured: dict, failed: dict[tuple[str, str], str], choices: set[str],
+           offered: int, size: int, hardware_name: str, core: str, code_ranked: int) -> Analysis:
+    """The analysis with each dispatch of `choices` given the candidate of fewest memory-aware
+    cycles among its measured shortlist (`measured`: (dispatch, candidate) -> Measured or a
+    tuning record's Measurement) and every shortlisted candidate's figures or error."""
     dispatches = []
     for d in analysis.dispatches:
         names = shortlist(d.model_dump(mode="json"), size)
@@ -368,7 +403,41 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
         "measured_choice": MeasuredChoice(
             hardware=hardware_name, core=core, candidates_per_dispatch=size, code_ranked=code_ranked,
             measured=len(measured), failed=len(failed), dispatches=offered).model_dump()})
-    return result, log
+    return result
+
+
+def replay(analysis: Analysis, record: TuningRecord, size: int, hardware_name: str, core: str,
+           code_ranked: int) -> tuple[Analysis | None, str]:
+    """(the measured choice `tune` would make from the record's figures, "") or (None, why the
+    record cannot stand in for a measurement): the same decision code, fed the recorded code-model
+    figures and measurements instead of compiling and running. The record must hold exactly the
+    figures the choice tries, no fewer (a shortlist it never measured) and no more."""
+    cycles, errors = records.code_results(record)
+    needed = code_rank_tries(analysis, code_ranked) if code_ranked else set()
+    why = _coverage(needed, set(cycles) | set(errors), "code-model figure")
+    if why:
+        return None, why
+    if code_ranked:
+        analysis = with_code_results(analysis, cycles, errors)
+    measured, failed = records.measurements(record)
+    why = _coverage(measure_tries(analysis, size, failed), set(measured) | set(failed), "measurement")
+    if why:
+        return None, why
+    offered = {d["name"] for d in analysis.model_dump(mode="json")["dispatches"] if len(shortlist(d, size)) > 1}
+    choices = {d for d in offered if (d, DEFAULT) not in failed}
+    if not choices:
+        return None, "no dispatch's IREE default measured"
+    return decide(analysis, measured, failed, choices, len(offered), size, hardware_name, core, code_ranked), ""
+
+
+def _coverage(needed: set[tuple[str, str]], recorded: set[tuple[str, str]], what: str) -> str:
+    """Why `recorded` is not exactly `needed` (empty: it is)."""
+    for pairs, how in ((needed - recorded, "lacks the"), (recorded - needed, "has a")):
+        if pairs:
+            d, c = min(pairs)
+            more = f" (and {len(pairs) - 1} more)" if len(pairs) > 1 else ""
+            return f"it {how} {what} of {d}'s candidate {c}{more}"
+    return ""
 
 
 def _code_costed(d: Dispatch) -> list[Candidate]:
@@ -563,15 +632,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--allow-no-core-model", action="store_true",
                    help="for a description without a model_core, keep the analysis' predicted "
                    "choice (the output's measured_choice stays empty) instead of failing")
+    p.add_argument("--record-name", help="--by memory-aware-cycles: the pipeline's tuning record "
+                   "(tuning/records/<name>.json); with it the choice is keyed, replayed from --record "
+                   "when that record's key matches, and written as --record-out")
+    p.add_argument("--record", type=Path, help="the committed tuning record of --record-name, if any")
+    p.add_argument("--record-out", type=Path, help="the record of this choice (what a refresh commits)")
+    p.add_argument("--refresh-target", help="the Bazel target `bazel run //tools:tune -- T` refreshes "
+                   "the record with (named when no record matches)")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
     a = p.parse_args(argv)
     mca.use_llvm_bin(a.llvm_bin)
-    with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError, TargetError, mca.McaError)) as cli:
-        check_outputs({"--out": a.out, "--out-md": a.out_md},
+    with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError, TargetError, mca.McaError,
+                                               records.RecordError)) as cli:
+        check_outputs({"--out": a.out, "--out-md": a.out_md, "--record-out": a.record_out},
                       {"--module": a.module, "--target": a.target, "--analysis": a.analysis,
                        "--hardware": a.hardware, "--code-calibration": a.code_calibration,
-                       "--runner": a.runner, "--plugin": a.plugin, "--qemu": a.qemu})
+                       "--runner": a.runner, "--plugin": a.plugin, "--qemu": a.qemu, "--record": a.record})
+        keyed = [f for f in ("record", "record_out", "refresh_target") if getattr(a, f) is not None]
+        if a.record_name is None and keyed:
+            raise TuneError(f"--{keyed[0].replace('_', '-')} needs --record-name")
+        if a.record_name is not None and (a.by != "memory-aware-cycles" or a.record_out is None
+                                          or a.refresh_target is None):
+            raise TuneError("--record-name: records are of measured choices (--by memory-aware-cycles) "
+                            "and need --record-out and --refresh-target")
         if a.code_ranked == 1 or a.code_ranked < 0:
             raise TuneError(f"--code-ranked {a.code_ranked}: 0 (off) or at least 2 (IREE's default and one more)")
         if a.by == "code-model":
@@ -618,30 +702,62 @@ def main(argv: list[str] | None = None) -> int:
         mca.require_tools(mca.LLVM_TOOLS)
         term = (load_code_calibration(a.code_calibration, hw.name, hw.model_core)
                 if a.code_calibration is not None else None)
-        with tempfile.TemporaryDirectory(prefix="tune_") as tmp:
-            log = []
-            if a.code_ranked:
-                analysis, log = code_rank(analysis, _CodeRound(a, hw.model_core, Path(tmp)), a.code_ranked)
-            if a.by == "code-model":
-                result = choose_tiles_by_code(analysis, a.margin, hw.name, hw.model_core, a.code_ranked, term)
-            else:
-                result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
-                                        a.code_ranked)
-                log += tune_log
+        outputs, log, result = {}, [], None
+        if a.record_name is not None:
+            key = records.record_key(analysis, analysis.target, a.target, a.hardware, a.module, a.candidates,
+                                     a.code_ranked, records.tool_versions(a.llvm_bin, a.qemu, a.plugin, a.runner))
+            result, why = _from_record(a, analysis, key, hw.name, hw.model_core)
+            refresh = f"bazel run //tools:tune -- {a.refresh_target}"
+            if result is None:
+                # The one line a build prints about records: which is stale and how to refresh it.
+                print(f"perf.tune {analysis.model}: no tuning record matches ({why}): measuring; "
+                      f"`{refresh}` refreshes tuning/records/{a.record_name}.json")
+        if result is not None:
+            log.append(f"replayed tuning record {a.record}: nothing compiled or run")
+        else:
+            with tempfile.TemporaryDirectory(prefix="tune_") as tmp:
+                if a.code_ranked:
+                    analysis, log = code_rank(analysis, _CodeRound(a, hw.model_core, Path(tmp)), a.code_ranked)
+                if a.by == "code-model":
+                    result = choose_tiles_by_code(analysis, a.margin, hw.name, hw.model_core, a.code_ranked, term)
+                else:
+                    result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
+                                            a.code_ranked)
+                    log += tune_log
+        if a.record_name is not None:
+            outputs[a.record_out] = records.dump_record(records.make_record(a.record_name, refresh, key, result))
         markdown = code_choice_markdown(result) if a.by == "code-model" else to_markdown(result)
         write_together({a.out: json.dumps(result.model_dump(mode="json"), indent=1, sort_keys=True) + "\n",
-                        a.out_md: markdown})
+                        a.out_md: markdown, **outputs})
     if cli.failed:
         return cli.exit_code
     for line in log:
         print(f"perf.tune: {line}", file=sys.stderr)
     switched = sum(d.chosen not in (None, DEFAULT) for d in result.dispatches)
     mc = result.measured_choice
-    how = "costed by the code model" if a.by == "code-model" else "measured"
+    how = ("costed by the code model" if a.by == "code-model" else
+           f"replayed from {a.record}" if log and log[0].startswith("replayed") else "measured")
     print(f"perf.tune {analysis.model}: {mc.measured} candidates of {mc.dispatches} dispatches "
           f"{how} on {hw.model_core}, {mc.failed} failed; "
           f"{switched} dispatches switched from IREE's default")
     return 0
+
+
+def _from_record(a: argparse.Namespace, analysis: Analysis, key: "records.RecordKey", hardware_name: str,
+                 core: str) -> tuple[Analysis | None, str]:
+    """(the choice replayed from --record, "") or (None, why not: no record, a key difference,
+    figures missing)."""
+    if a.record is None:
+        return None, f"none committed for {a.record_name}"
+    record = records.load_record(a.record)
+    if record.pipeline != a.record_name:
+        raise records.RecordError(f"{a.record}: the record of '{record.pipeline}', not of '{a.record_name}'")
+    diffs = records.key_differences(record.key, key)
+    if diffs:
+        more = f"; {len(diffs) - 1} more differences" if len(diffs) > 1 else ""
+        return None, f"{a.record}: {diffs[0]}{more}"
+    result, why = replay(analysis, record, a.candidates, hardware_name, core, a.code_ranked)
+    return result, (f"{a.record}: {why}" if why else "")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,98 @@
+"""Tuning records (tuning/records/<pipeline>.json): a measured tile choice's results, committed.
+
+Modelled on TVM's tuning logs (per workload and config: the measured costs or the error, plus
+the versions that produced them) and IREE's tuning specs (a reviewable file the compiler reads
+instead of searching): a record holds, per dispatch and shortlisted candidate, what perf/tune.py
+measured (memory-aware and model cycles, energy, traffic) and what the code model costed, or the
+one-line error, together with the `key` of everything that decided those figures. A build whose
+own key equals a record's replays the record's figures through the same decision code instead
+of measuring (perf/records.py), so its analysis is byte-identical to a measured one; any key
+difference means the record is stale and the build measures.
+
+The analysis' own fields (candidates, predictions, reasons) are not stored: they come from the
+build's predicted analysis, which the key pins through each dispatch's fingerprint and candidate
+list.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+TUNING_SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DispatchKey(_Strict):
+    # sha256 of what the analysis says the dispatch is (executable, root op, kind, loops,
+    # operands, signature): a changed dispatch names itself.
+    fingerprint: str
+    # sha256 of its candidate list in the analysis' order (name, generator, tiles): the
+    # candidate generator's output, which decides what is shortlisted.
+    candidates_sha256: str
+
+
+class RecordKey(_Strict):
+    """Everything that decides a measured choice's figures; equal keys, equal figures."""
+
+    model: str
+    target: str  # the riscv target's name
+    target_sha256: str  # its file: IREE's flags
+    hardware: str
+    hardware_sha256: str
+    module_sha256: str  # the imported module every candidate is compiled from
+    by: Literal["memory-aware-cycles"] = "memory-aware-cycles"
+    candidates_per_dispatch: int = Field(ge=2)
+    code_ranked: int = Field(ge=0)
+    # Tool name -> version or sha256: iree-base-compiler (the pip pin), llvm19 (the pinned
+    # Debian package's files), qemu (the binary built from the pinned source), the TCG plugin,
+    # the riscv64 runner, and the Python code that compiles, runs and prices a candidate.
+    tools: dict[str, str]
+    dispatches: dict[str, DispatchKey]
+
+
+class Measurement(_Strict):
+    """One candidate's run under qemu (perf/tune.py's Measured)."""
+
+    model_cycles: int = Field(ge=0)
+    memory_aware_cycles: int = Field(ge=0)
+    energy_pj: float = Field(ge=0)
+    # Memory level name -> bytes, innermost first (the order is the hierarchy's; DRAM last).
+    traffic_bytes: dict[str, int]
+
+
+class CandidateResult(_Strict):
+    """What the code model and the measurement gave one candidate; absent: not tried."""
+
+    code_model_cycles: float | None = Field(default=None, ge=0)
+    code_error: str | None = None
+    measured: Measurement | None = None
+    measure_error: str | None = None
+
+    @model_validator(mode="after")
+    def _one_each(self) -> "CandidateResult":
+        if self.code_model_cycles is not None and self.code_error is not None:
+            raise ValueError("both code_model_cycles and code_error")
+        if self.measured is not None and self.measure_error is not None:
+            raise ValueError("both measured and measure_error")
+        return self
+
+
+class TuningRecord(_Strict):
+    schema_version: Literal[1] = TUNING_SCHEMA_VERSION
+    pipeline: str  # e.g. mlp_batch32_riscv (the file's name)
+    refresh: str  # the command that rewrites this file
+    key: RecordKey
+    # Dispatch -> candidate -> result, for every candidate the choice tried.
+    results: dict[str, dict[str, CandidateResult]]
+
+    @model_validator(mode="after")
+    def _dispatches_keyed(self) -> "TuningRecord":
+        unkeyed = sorted(set(self.results) - set(self.key.dispatches))
+        if unkeyed:
+            raise ValueError(f"results for dispatch {unkeyed[0]}, which the key does not name")
+        return self

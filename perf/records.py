@@ -1,0 +1,190 @@
+"""Tuning records (common/tuning_schema.py): a measured choice's key, and its figures replayed.
+
+perf/tune.py computes the key of what it is asked to choose (`record_key`), and when a committed
+record has that key it hands the record's figures (`code_results`, `measurements`) to the same
+decision code a measurement feeds, instead of compiling and running candidates; otherwise it
+measures and writes the record a refresh commits (`make_record`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+from pathlib import Path
+
+from common.analysis_schema import Analysis, Candidate, Dispatch
+from common.files import sha256_file
+from common.tuning_schema import CandidateResult, DispatchKey, Measurement, RecordKey, TuningRecord
+
+# The Python code that compiles a candidate, runs it under qemu and prices it (model cycles,
+# memory model, code model): a change to any of them may change a figure, so it is in the key.
+# perf/tune.py's own decision code is not: it replays the figures, and a record lacking one it
+# needs is a miss (`missing_figure`).
+MEASUREMENT_MODULES = (
+    "codegen.compile",
+    "codegen.configs",
+    "common.core_models",
+    "common.iree_tools",
+    "perf.code_cost",
+    "perf.counts",
+    "perf.mca",
+    "perf.measure",
+    "perf.memory_model",
+    "runtime.hal_runner.check_dispatches",
+)
+
+IREE_DISTRIBUTION = "iree-base-compiler"
+
+
+class RecordError(RuntimeError):
+    """A record file is unreadable or not a tuning record; the message names it."""
+
+
+def _sha256_json(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def dispatch_key(d: Dispatch) -> DispatchKey:
+    """The dispatch's fingerprint and its candidate list's hash."""
+    what = d.model_dump(mode="json", include={"executable", "root_op", "kind", "loops", "operands", "signature"})
+    cands = [c.model_dump(mode="json", include={"name", "generator", "tiles"}) for c in d.candidates]
+    return DispatchKey(fingerprint=_sha256_json(what), candidates_sha256=_sha256_json(cands))
+
+
+def _files_sha256(files: list[tuple[str, Path]]) -> str:
+    h = hashlib.sha256()
+    for name, path in files:
+        h.update(f"{name}\0{sha256_file(path)}\n".encode())
+    return h.hexdigest()
+
+
+def llvm_sha256(llvm_bin: Path) -> str:
+    """sha256 over @llvm19's files (the pinned Debian packages: wrappers, binaries, libraries)."""
+    from perf.mca import LLVM_TOOLS  # noqa: PLC0415 (perf.mca is itself keyed)
+    names = [t for t in LLVM_TOOLS] + [f"_bin/{t}" for t in LLVM_TOOLS]
+    names += sorted(f"lib/{p.name}" for p in (llvm_bin / "lib").iterdir())
+    return _files_sha256([(n, llvm_bin / n) for n in names])
+
+
+def measurement_code_sha256() -> str:
+    """sha256 over the source of MEASUREMENT_MODULES."""
+    files = []
+    for module in MEASUREMENT_MODULES:
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.origin is None:
+            raise RecordError(f"{module}: not importable, cannot key its source")
+        files.append((module, Path(spec.origin)))
+    return _files_sha256(files)
+
+
+def tool_versions(llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> dict[str, str]:
+    return {
+        IREE_DISTRIBUTION: importlib.metadata.version(IREE_DISTRIBUTION),
+        "llvm19": llvm_sha256(llvm_bin),
+        "qemu": sha256_file(qemu),
+        "qemu_plugin": sha256_file(plugin),
+        "hal_runner_riscv64": sha256_file(runner),
+        "measurement_code": measurement_code_sha256(),
+    }
+
+
+def record_key(analysis: Analysis, target_name: str, target: Path, hardware: Path, module: Path,
+               candidates: int, code_ranked: int, tools: dict[str, str]) -> RecordKey:
+    """The key of a measured choice of `analysis` (the predicted one, before any costing)."""
+    return RecordKey(
+        model=analysis.model, target=target_name, target_sha256=sha256_file(target),
+        hardware=analysis.hardware, hardware_sha256=sha256_file(hardware),
+        module_sha256=sha256_file(module), candidates_per_dispatch=candidates, code_ranked=code_ranked,
+        tools=tools, dispatches={d.name: dispatch_key(d) for d in analysis.dispatches})
+
+
+def key_differences(recorded: RecordKey, tree: RecordKey) -> list[str]:
+    """What differs between a record's key and the tree's, one phrase each (empty: equal)."""
+    out = []
+    a, b = recorded.model_dump(), tree.model_dump()
+    for field in RecordKey.model_fields:
+        if field in ("tools", "dispatches") or a[field] == b[field]:
+            continue
+        out.append(f"{field} {a[field]} (recorded) vs {b[field]}")
+    for tool in sorted(set(a["tools"]) | set(b["tools"])):
+        x, y = a["tools"].get(tool), b["tools"].get(tool)
+        if x != y:
+            out.append(f"tool {tool} {x} (recorded) vs {y}")
+    for name in sorted(set(a["dispatches"]) | set(b["dispatches"])):
+        x, y = a["dispatches"].get(name), b["dispatches"].get(name)
+        if x is None:
+            out.append(f"dispatch {name} not in the record")
+        elif y is None:
+            out.append(f"dispatch {name} no longer in the module")
+        elif x["fingerprint"] != y["fingerprint"]:
+            out.append(f"dispatch {name} changed (fingerprint)")
+        elif x != y:
+            out.append(f"dispatch {name}'s candidate list changed")
+    return out
+
+
+def load_record(path: Path) -> TuningRecord:
+    try:
+        return TuningRecord.model_validate_json(path.read_text())
+    except OSError as err:
+        raise RecordError(f"{path}: cannot read: {err.strerror}") from None
+    except ValueError as err:
+        first = str(err).splitlines()
+        raise RecordError(f"{path}: not a tuning record: {' '.join(first[:3])}") from None
+
+
+def dump_record(record: TuningRecord) -> str:
+    """The record's file text: key order as written (traffic levels innermost first), 1-space
+    indent, so that a refresh's diff shows which figures moved."""
+    return json.dumps(record.model_dump(mode="json", exclude_none=True), indent=1) + "\n"
+
+
+def code_results(record: TuningRecord) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], str]]:
+    """The record's code-model figures as perf.tune.code_rank keeps them: (cycles, errors)."""
+    cycles, errors = {}, {}
+    for d, cands in record.results.items():
+        for c, r in cands.items():
+            if r.code_model_cycles is not None:
+                cycles[(d, c)] = r.code_model_cycles
+            if r.code_error is not None:
+                errors[(d, c)] = r.code_error
+    return cycles, errors
+
+
+def measurements(record: TuningRecord) -> tuple[dict[tuple[str, str], Measurement], dict[tuple[str, str], str]]:
+    """The record's measurements as perf.tune.tune keeps them: (measured, failed)."""
+    measured, failed = {}, {}
+    for d, cands in record.results.items():
+        for c, r in cands.items():
+            if r.measured is not None:
+                measured[(d, c)] = r.measured
+            if r.measure_error is not None:
+                failed[(d, c)] = r.measure_error
+    return measured, failed
+
+
+def make_record(pipeline: str, refresh: str, key: RecordKey, analysis: Analysis) -> TuningRecord:
+    """The record of a measured choice: every candidate's code-model and measured figures, as
+    the chosen analysis holds them (dispatches and candidates in the analysis' order)."""
+    results: dict[str, dict[str, CandidateResult]] = {}
+    for d in analysis.dispatches:
+        tried = {c.name: _result_of(c) for c in d.candidates if _tried(c)}
+        if tried:
+            results[d.name] = tried
+    return TuningRecord(pipeline=pipeline, refresh=refresh, key=key, results=results)
+
+
+def _tried(c: Candidate) -> bool:
+    return any(x is not None for x in (c.code_model_cycles, c.code_error, c.measured_model_cycles, c.measure_error))
+
+
+def _result_of(c: Candidate) -> CandidateResult:
+    measured = None
+    if c.measured_model_cycles is not None:
+        measured = Measurement(model_cycles=c.measured_model_cycles,
+                               memory_aware_cycles=c.measured_memory_aware_cycles,
+                               energy_pj=c.measured_energy_pj, traffic_bytes=c.measured_traffic_bytes)
+    return CandidateResult(code_model_cycles=c.code_model_cycles, code_error=c.code_error,
+                           measured=measured, measure_error=c.measure_error)

@@ -1,0 +1,156 @@
+"""The tuning records' checks (//tuning:records_test, //tuning:reproduce_test).
+
+    python -m tuning.check keys --committed tuning/records/*.json --built <choice>.record.json...
+    python -m tuning.check reproduce --committed R --replayed <hit>.{analysis.json,tune.md,record.json} \\
+        --measured <measured>.{analysis.json,tune.md,record.json}
+
+`keys`: every pipeline's record is committed and its key is the tree's (the key each build of the
+riscv measured choice computed, in its <name>.record.json), and no committed record is an orphan.
+A build whose record is stale measures, so its record differs from the committed one: the check
+says which key components differ and the command that refreshes it.
+
+`reproduce`: one pipeline measured again here reproduces its committed record byte for byte, and
+the replayed build's outputs equal the measured build's. A difference is listed figure by figure
+(value recorded vs measured, in parts per million), never rounded away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from common.tuning_schema import TuningRecord
+from perf.records import RecordError, dump_record, key_differences, load_record
+
+BUILT_SUFFIX = "_analysis.record.json"  # <pipeline>_analysis.record.json: models/defs.bzl's choice
+
+
+def check_keys(committed: list[Path], built: list[Path]) -> list[str]:
+    """Problems, one line each (empty: every record matches its tree)."""
+    problems = []
+    records = {p.stem: p for p in committed}
+    # A choice's outputs come together (analysis, markdown, record): its record is the one read.
+    built_by_name = {p.name.removesuffix(BUILT_SUFFIX): p for p in built if p.name.endswith(BUILT_SUFFIX)}
+    if not built_by_name:
+        raise RecordError(f"no <pipeline>{BUILT_SUFFIX} among --built: nothing to check the records against")
+    for name, path in sorted(built_by_name.items()):
+        tree = load_record(path)
+        if name not in records:
+            problems.append(f"{name}: no tuning record committed (its build measures); `{tree.refresh}` writes it")
+            continue
+        record = load_record(records[name])
+        if record.pipeline != name:
+            problems.append(f"{records[name]}: the record of '{record.pipeline}', not of '{name}'")
+            continue
+        diffs = key_differences(record.key, tree.key)
+        if diffs:
+            problems.append(f"{records[name]}: stale, its key is not the tree's: {'; '.join(diffs)}; `{tree.refresh}` refreshes it")
+            continue
+        text = records[name].read_text()
+        if text != dump_record(record):
+            problems.append(f"{records[name]}: not as `{tree.refresh}` writes it (edited by hand?)")
+        elif path.read_text() != text:
+            # Same key, yet the build did not replay it: it lacks or has extra figures.
+            problems.append(f"{records[name]}: its key matches but the build measured instead of "
+                            f"replaying it (figures missing or extra); `{tree.refresh}` refreshes it")
+    for name in sorted(set(records) - set(built_by_name)):
+        problems.append(f"{records[name]}: no pipeline has this record (an orphan): delete it")
+    return problems
+
+
+def _figures(record: TuningRecord) -> dict[str, object]:
+    """Flat "dispatch / candidate / figure" -> value."""
+    out: dict[str, object] = {}
+    for d, cands in record.results.items():
+        for c, r in cands.items():
+            for field, value in r.model_dump(exclude_none=True).items():
+                if field == "measured":
+                    for f, v in value.items():
+                        if f == "traffic_bytes":
+                            out.update({f"{d} / {c} / traffic_bytes.{lv}": b for lv, b in v.items()})
+                        else:
+                            out[f"{d} / {c} / {f}"] = v
+                else:
+                    out[f"{d} / {c} / {field}"] = value
+    return out
+
+
+def figure_differences(recorded: TuningRecord, measured: TuningRecord) -> list[str]:
+    a, b = _figures(recorded), _figures(measured)
+    out = []
+    for k in sorted(set(a) | set(b)):
+        x, y = a.get(k), b.get(k)
+        if x == y:
+            continue
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x:
+            out.append(f"{k}: {x} recorded, {y} measured ({(y - x) / x * 1e6:+.1f} ppm)")
+        else:
+            out.append(f"{k}: {x!r} recorded, {y!r} measured")
+    return out
+
+
+OUTPUT_SUFFIXES = (".analysis.json", ".tune.md", ".record.json")  # a measured choice's outputs
+
+
+def _by_suffix(files: list[Path], what: str) -> dict[str, Path]:
+    out = {s: [f for f in files if f.name.endswith(s)] for s in OUTPUT_SUFFIXES}
+    for suffix, found in out.items():
+        if len(found) != 1:
+            raise RecordError(f"{what}: {len(found)} files ending {suffix} (a measured choice's outputs have one)")
+    return {s: f[0] for s, f in out.items()}
+
+
+def check_reproduce(committed: Path, replayed_files: list[Path], measured_files: list[Path]) -> list[str]:
+    hit, fresh = _by_suffix(replayed_files, "--replayed"), _by_suffix(measured_files, "--measured")
+    replayed, measured = hit[".record.json"], fresh[".record.json"]
+    pairs = [(hit[s], fresh[s]) for s in OUTPUT_SUFFIXES[:2]]
+    problems = []
+    record, again = load_record(committed), load_record(measured)
+    diffs = key_differences(record.key, again.key)
+    if diffs:
+        return [f"{committed}: stale ({'; '.join(diffs)}): nothing to reproduce; `{record.refresh}` refreshes it"]
+    if replayed.read_text() != committed.read_text():
+        problems.append(f"{replayed}: the build did not replay {committed}")
+    if measured.read_text() != committed.read_text():
+        figs = figure_differences(record, again)
+        problems.append(f"{committed}: measured again, {len(figs)} figures differ:")
+        problems += [f"  {f}" for f in figs]
+    for hit, fresh in pairs:
+        if hit.read_bytes() != fresh.read_bytes():
+            problems.append(f"{hit.name} (replayed) and {fresh.name} (measured) differ")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tuning.check", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    k = sub.add_parser("keys")
+    k.add_argument("--committed", nargs="*", type=Path, default=[])
+    k.add_argument("--built", nargs="+", type=Path, required=True)
+    r = sub.add_parser("reproduce")
+    r.add_argument("--committed", type=Path, required=True)
+    r.add_argument("--replayed", nargs=3, type=Path, required=True,
+                   help="the outputs of the build that replays the record (analysis, markdown, record)")
+    r.add_argument("--measured", nargs=3, type=Path, required=True,
+                   help="the same outputs of the build that measures")
+    a = p.parse_args(argv)
+    try:
+        if a.what == "keys":
+            problems = check_keys(a.committed, a.built)
+            ok = f"{len(a.built)} pipelines' tuning records match the tree"
+        else:
+            problems = check_reproduce(a.committed, a.replayed, a.measured)
+            ok = f"{a.committed}: measured again, reproduced byte for byte; replayed outputs equal measured"
+    except RecordError as err:
+        print(f"tuning.check: {err}", file=sys.stderr)
+        return 1
+    for line in problems:
+        print(line, file=sys.stderr)
+    if not problems:
+        print(ok)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
