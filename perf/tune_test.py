@@ -14,8 +14,9 @@ from common.analysis_schema import Analysis
 from perf.measure import PerfError
 from codegen.compile import CompileError
 from perf.code_cost import CallCycles, CodeCostError
+from perf import records
 from perf.tune import (DEFAULT, Measured, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
-                       round_assignments, shortlist, to_markdown, tune)
+                       replay, round_assignments, shortlist, to_markdown, tune)
 
 LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound": 16, "kind": "parallel"},
          {"name": "d2", "bound": 16, "kind": "reduction"}]
@@ -252,6 +253,68 @@ def test_never_chosen_slower_than_iree_default(cycles, size):
     chosen = next(c for c in out.dispatches[0].candidates if c.name == out.dispatches[0].chosen)
     assert chosen.measured_memory_aware_cycles <= cycles[0]
     assert chosen.measured_memory_aware_cycles == min(cycles[:size])
+
+
+def _record_of(a, out, size: int, ranked: int):
+    key = records.RecordKey(model="m", target="t", target_sha256="0", hardware="riscv_rvv", hardware_sha256="0",
+                            module_sha256="0", candidates_per_dispatch=size, code_ranked=ranked, tools={},
+                            dispatches={d.name: records.dispatch_key(d) for d in a.dispatches})
+    record = records.make_record("m_riscv", "refresh", key, out)
+    # Through the file text, as a build reads a committed record.
+    return records.TuningRecord.model_validate_json(records.dump_record(record))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 10**6), min_size=4, max_size=4), st.integers(2, 4), st.booleans(),
+       st.sampled_from([None, ("x", "a"), ("x", DEFAULT), ("y", "b")]))
+def test_a_record_replays_to_the_measured_choice_byte_for_byte(cycles, size, ranked, broken):
+    """What a build replaying a record writes is what measuring wrote: analysis and table, with
+    failures (a candidate's, a dispatch's default) and with or without the code-model ranking."""
+    names = [DEFAULT, "a", "b", "c"]
+    a = _analysis({"x": names, "y": names, "z": [DEFAULT]})
+    figures = {(d, n): c + (d == "y") for d in "xyz" for n, c in zip(names, cycles)}
+    costed = a
+    if ranked:
+        costed, _ = code_rank(a, FakeCode({k: v / 3 for k, v in figures.items()}, broken={("y", "c")}), 3)
+    out, _ = tune(costed, FakeCore(figures, broken={broken} if broken else ()), size, "riscv_rvv", "p670",
+                  3 if ranked else 0)
+    again, why = replay(a, _record_of(a, out, size, 3 if ranked else 0), size, "riscv_rvv", "p670", 3 if ranked else 0)
+    assert why == ""
+    assert json.dumps(again.model_dump(mode="json"), sort_keys=True) == json.dumps(out.model_dump(mode="json"), sort_keys=True)
+    assert to_markdown(again) == to_markdown(out)
+
+
+def test_a_record_lacking_a_figure_or_with_one_too_many_is_not_replayed():
+    names = [DEFAULT, "a", "b"]
+    a = _analysis({"x": names})
+    out, _ = tune(a, FakeCore({("x", n): 10 - i for i, n in enumerate(names)}), 3, "riscv_rvv", "p670")
+    record = _record_of(a, out, 3, 0)
+    # A larger shortlist than was measured: candidate b... was measured, a bigger one is not.
+    _, why = replay(_analysis({"x": names + ["c"]}), record, 4, "riscv_rvv", "p670", 0)
+    assert why.startswith("it lacks the measurement of x's candidate c"), why
+    # A smaller shortlist: the record holds a measurement the choice would not make.
+    _, why = replay(a, record, 2, "riscv_rvv", "p670", 0)
+    assert why.startswith("it has a measurement of x's candidate b"), why
+    # Code-model figures recorded but the choice is not ranked by the code model.
+    costed, _ = code_rank(a, FakeCode({("x", n): 1.0 for n in names}), 3)
+    ranked_out, _ = tune(costed, FakeCore({("x", n): 10 - i for i, n in enumerate(names)}), 3, "riscv_rvv",
+                         "p670", 3)
+    _, why = replay(a, _record_of(a, ranked_out, 3, 3), 3, "riscv_rvv", "p670", 0)
+    assert why.startswith("it has a code-model figure of x's candidate"), why
+
+
+def test_a_key_difference_names_the_component():
+    a = _analysis({"x": [DEFAULT, "a"], "y": [DEFAULT, "a"]})
+    b = _analysis({"x": [DEFAULT, "a", "b"], "y": [DEFAULT, "a"]})
+    def key(an, **kw):
+        fields = dict(model="m", target="t", target_sha256="0", hardware="h", hardware_sha256="0", module_sha256="0",
+                      candidates_per_dispatch=3, code_ranked=6, tools={"qemu": "1"},
+                      dispatches={d.name: records.dispatch_key(d) for d in an.dispatches})
+        return records.RecordKey(**{**fields, **kw})
+    assert records.key_differences(key(a), key(a)) == []
+    assert records.key_differences(key(a), key(b)) == ["dispatch x's candidate list changed"]
+    assert records.key_differences(key(a), key(a, tools={"qemu": "2"})) == ["tool qemu 1 (recorded) vs 2"]
+    assert records.key_differences(key(a), key(a, hardware_sha256="1")) == ["hardware_sha256 0 (recorded) vs 1"]
 
 
 def test_code_model_choice_takes_the_cheapest_only_past_the_margin():
