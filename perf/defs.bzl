@@ -136,7 +136,7 @@ MEASURED_CANDIDATES = 3
 # prediction); 7 loses the same. Chosen for CI time (README, CI).
 CODE_RANKED = 6
 
-def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = [], outputs = []):
+def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = [], outputs = [], execution_requirements = {}):
     """Runs perf.tune on ctx.attr.analysis with `how` (its choice's own flags) and returns the
     refined analysis' providers (AnalysisInfo, like the analysis it refines)."""
     analysis = ctx.attr.analysis[AnalysisInfo]
@@ -158,6 +158,7 @@ def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = [], outp
         arguments = [args],
         inputs = [analysis.module.mlir, analysis.target.file, analysis.analysis_json, analysis.hardware] + inputs + llvm_files,
         outputs = [out, out_md] + outputs,
+        execution_requirements = execution_requirements,
         mnemonic = mnemonic,
         progress_message = progress_message % analysis.module.model_name,
     )
@@ -202,6 +203,9 @@ def _measured_choice_impl(ctx):
             replayed = ", or replayed from " + record[0].short_path
     elif ctx.files.records:
         fail("%s: `records` without `record_name`" % ctx.label)
+    # A choice keyed but given no records measures to make one (//tools:tune, the reproduce
+    # test): never from a cache, or "measured again" would be a copy of the first measurement.
+    requirements = {"no-cache": "1"} if ctx.attr.record_name and not ctx.files.records else {}
     return _run_tune(
         ctx,
         how,
@@ -210,6 +214,7 @@ def _measured_choice_impl(ctx):
         "Choosing %%s's tiles by RISC-V memory-aware cycles (%d candidates per dispatch%s)" % (ctx.attr.candidates, replayed),
         inputs = inputs,
         outputs = outputs,
+        execution_requirements = requirements,
     )
 
 measured_choice = rule(
