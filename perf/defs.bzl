@@ -205,7 +205,10 @@ def _measured_choice_impl(ctx):
         fail("%s: `records` without `record_name`" % ctx.label)
     # A choice keyed but given no records measures to make one (//tools:tune, the reproduce
     # test): never from a cache, or "measured again" would be a copy of the first measurement.
-    requirements = {"no-cache": "1"} if ctx.attr.record_name and not ctx.files.records else {}
+    requirements = {}
+    if ctx.attr.record_name and not ctx.files.records:
+        requirements = {"no-cache": "1"}
+        how.append("--records-ignored")
     return _run_tune(
         ctx,
         how,

@@ -636,6 +636,8 @@ def main(argv: list[str] | None = None) -> int:
                    "(tuning/records/<name>.json); with it the choice is keyed, replayed from --record "
                    "when that record's key matches, and written as --record-out")
     p.add_argument("--record", type=Path, help="the committed tuning record of --record-name, if any")
+    p.add_argument("--records-ignored", action="store_true",
+                   help="--record-name without --record on purpose: measuring to make the record")
     p.add_argument("--record-out", type=Path, help="the record of this choice (what a refresh commits)")
     p.add_argument("--refresh-target", help="the Bazel target `bazel run //tools:tune -- T` refreshes "
                    "the record with (named when no record matches)")
@@ -650,6 +652,8 @@ def main(argv: list[str] | None = None) -> int:
                        "--hardware": a.hardware, "--code-calibration": a.code_calibration,
                        "--runner": a.runner, "--plugin": a.plugin, "--qemu": a.qemu, "--record": a.record})
         keyed = [f for f in ("record", "record_out", "refresh_target") if getattr(a, f) is not None]
+        if a.records_ignored and a.record is not None:
+            raise TuneError("--records-ignored with --record: measure, or replay, not both")
         if a.record_name is None and keyed:
             raise TuneError(f"--{keyed[0].replace('_', '-')} needs --record-name")
         if a.record_name is not None and (a.by != "memory-aware-cycles" or a.record_out is None
@@ -708,7 +712,10 @@ def main(argv: list[str] | None = None) -> int:
                                      a.code_ranked, records.tool_versions(a.llvm_bin, a.qemu, a.plugin, a.runner))
             result, why = _from_record(a, analysis, key, hw.name, hw.model_core)
             refresh = f"bazel run //tools:tune -- {a.refresh_target}"
-            if result is None:
+            if result is None and a.records_ignored:
+                print(f"perf.tune {analysis.model}: measuring for tuning/records/{a.record_name}.json "
+                      "(records not consulted)")
+            elif result is None:
                 # The one line a build prints about records: which is stale and how to refresh it.
                 print(f"perf.tune {analysis.model}: no tuning record matches ({why}): measuring; "
                       f"`{refresh}` refreshes tuning/records/{a.record_name}.json")
