@@ -164,10 +164,15 @@ def model_zoo(name):
         ],
     )
     native.filegroup(
-        # The riscv measured choices (replayed from tuning records where they match) with the
-        # record each computed: what //tuning:records_test checks the committed records against.
+        # The measured choices (replayed from tuning records where they match) with the record
+        # each computed: what //tuning:records_test checks the committed records against.
         name = name + "_tuning_records",
-        srcs = [":%s_riscv_analysis" % r["pipeline"] for r in infos],
+        srcs = [
+            ":%s_%s_analysis" % (r["pipeline"], suffix)
+            for r in infos
+            for suffix, t in REGISTERED_PIPELINE_TARGETS.items()
+            if t.measured
+        ],
     )
     native.filegroup(
         name = name + "_bench_data",
@@ -285,11 +290,20 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             choice(
                 name = analysis,
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
-                **({"code_calibration": HOST_CODE_CALIBRATION} if suffix == "host" else {
-                    # Replayed from tuning/records/<name>_riscv.json when its key matches.
+                **({
+                    # Replayed from tuning/records/<name>_<suffix>.json when its key matches.
                     "records": [TUNING_RECORDS],
-                    "record_name": "%s_riscv" % name,
-                })
+                    "record_name": "%s_%s" % (name, suffix),
+                } if measured else {"code_calibration": HOST_CODE_CALIBRATION})
+            )
+        if measured:
+            # The choice measured whatever the records say: what `bazel run //tools:tune` commits
+            # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
+            measured_choice(
+                name = "%s_%s_measured_analysis" % (name, suffix),
+                analysis = ":%s_%s_predicted_analysis" % (name, suffix),
+                record_name = "%s_%s" % (name, suffix),
+                tags = ["manual"],
             )
         chosen = strategy if measured else host_strategy
         by_code = chosen == "auto"  # code_strategy_choice costs the builds' code
@@ -339,14 +353,6 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 name = "%s_%s" % (name, suffix),
                 compiled = ":" + builds[chosen],
             )
-    # The riscv choice measured whatever the records say: what `bazel run //tools:tune` commits
-    # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
-    measured_choice(
-        name = name + "_riscv_measured_analysis",
-        analysis = ":%s_riscv_predicted_analysis" % name,
-        record_name = "%s_riscv" % name,
-        tags = ["manual"],
-    )
     riscv_target = PIPELINE_TARGETS["riscv"][0]
     for suffix, t in REGISTERED_PIPELINE_TARGETS.items():
         iree_compile(

@@ -24,7 +24,7 @@ from perf.records import RecordError, dump_record, load_record
 
 RECORDS_DIR = Path("tuning/records")
 MEASURED_SUFFIX = "_measured_analysis"  # models/defs.bzl: the choice measured whatever the records say
-_LABEL = re.compile(r"^//([A-Za-z0-9_/.-]*):([A-Za-z0-9_.-]+_riscv)$")
+_LABEL = re.compile(r"^//([A-Za-z0-9_/.-]*):([A-Za-z0-9_.-]+)$")
 
 
 class RefreshError(RuntimeError):
@@ -35,7 +35,7 @@ def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> lis
     """(package, pipeline record name) per target; `all`: every measured choice that has a record
     name (bazel query)."""
     if targets == ["all"]:
-        out = subprocess.run(bazel + ["query", "--output=label", f"attr(name, '.*_riscv{MEASURED_SUFFIX}$', //...)"],
+        out = subprocess.run(bazel + ["query", "--output=label", f"attr(name, '.*{MEASURED_SUFFIX}$', //...)"],
                              cwd=workspace, capture_output=True, text=True)
         if out.returncode != 0:
             raise RefreshError(f"bazel query for the measured choices failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -44,7 +44,7 @@ def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> lis
     for target in targets:
         m = _LABEL.match(target)
         if m is None:
-            raise RefreshError(f"{target}: not a pipeline's riscv target (//models:<pipeline>_riscv) or `all`")
+            raise RefreshError(f"{target}: not a pipeline target's label (//models:<pipeline>_riscv) or `all`")
         pairs.append((m.group(1), m.group(2)))
     return pairs
 
