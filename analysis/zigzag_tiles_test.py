@@ -113,6 +113,16 @@ def test_zigzag_own_mapping_prices_as_its_search_did(tmp_path):
                                          own["spatial_mapping"], 3, dump_root=tmp_path)
     assert again["latency_cycles"] == own["latency_cycles"]
     assert again["energy_pj"] == own["energy_pj"]
+    # Its per-operand traffic sums to the level totals.
+    totals: dict[str, int] = {}
+    for levels in again["traffic_by_operand"].values():
+        for name, (served, taken) in levels.items():
+            totals[name] = totals.get(name, 0) + served + taken
+    assert totals == own["traffic_bytes"] == again["traffic_bytes"]
+    # Every output is written to DRAM at least once and never read from it (no partial sums
+    # there on this small layer): one write-allocate fill per output byte at DRAM.
+    fills = zigzag_cost.write_allocate_fills(again["traffic_by_operand"], {"l1d", "l2"})
+    assert fills["dram"] == 64 * 32 * 4
 
 
 def test_write_allocate_fills_the_first_write_of_each_output_line():
@@ -126,23 +136,6 @@ def test_write_allocate_fills_the_first_write_of_each_output_line():
     assert both == {"l2": 100, "dram": 100}
     assert zigzag_cost.write_allocate_fills(by_operand, {"l1d"}) == {"l2": 100}  # l2 write-through
     assert zigzag_cost.write_allocate_fills(by_operand, set()) == {}
-
-
-def test_zigzag_traffic_per_operand_sums_to_the_level_totals(tmp_path):
-    acc, mapping = hardware.write_zigzag_inputs(hardware.load_hardware(HW), tmp_path / "in")
-    layer = _matmul_layer(64, 32, 16)
-    own = zigzag_cost.run(layer, acc, mapping, 3, dump_root=tmp_path)
-    again = zigzag_cost.evaluate_mapping(layer, acc, mapping, own["temporal_mapping"],
-                                         own["spatial_mapping"], 3, dump_root=tmp_path)
-    totals: dict[str, int] = {}
-    for levels in again["traffic_by_operand"].values():
-        for name, (served, taken) in levels.items():
-            totals[name] = totals.get(name, 0) + served + taken
-    assert totals == own["traffic_bytes"] == again["traffic_bytes"]
-    # Every output is written to DRAM at least once and never read from it (no partial sums
-    # there on this small layer): one write-allocate fill per output byte at DRAM.
-    fills = zigzag_cost.write_allocate_fills(again["traffic_by_operand"], {"l1d", "l2"})
-    assert fills["dram"] == 64 * 32 * 4
 
 
 if __name__ == "__main__":
