@@ -271,6 +271,9 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
             info = by_sig[sig]
             if not op_kinds.op_kind(info.kind).zigzag or _not_configurable(info):
                 continue
+            if not options.zigzag:
+                zz_errors[sig] = "ZigZag not run (--no-zigzag)"
+                continue
             try:
                 layer = zigzag_cost.to_layer(info.kind, info.nest)
                 jobs_in.append((sig, layer, str(acc), str(mapping), len(info.nest.loops),
@@ -333,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--allow-zigzag-failure", action="store_true",
                    help="price a dispatch ZigZag fails on without ZigZag's candidate (recorded, "
                         "with the failure in its reason) instead of stopping")
+    p.add_argument("--zigzag", action=argparse.BooleanOptionalAction, default=defaults.zigzag,
+                   help="--no-zigzag: no ZigZag candidates (recorded in analysis.json); for an analysis "
+                        "that keeps IREE's defaults anyway, where they would only be evaluation")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     args = p.parse_args(argv)
@@ -347,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             options = AnalysisOptions(zigzag_lpf_limit=args.zigzag_lpf_limit,
                                       zigzag_lpf_merge=args.zigzag_lpf_merge,
-                                      allow_zigzag_failure=args.allow_zigzag_failure)
+                                      allow_zigzag_failure=args.allow_zigzag_failure,
+                                      zigzag=args.zigzag)
         except ValidationError as err:
             where, why = validation_error_where(err)
             raise dsp.AnalysisInputError(f"option {where}: {why}") from None

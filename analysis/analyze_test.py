@@ -52,8 +52,24 @@ def test_knobs_are_recorded_flags_and_the_environment_changes_nothing(tmp_path):
     assert (tmp_path / "plain.json").read_bytes() == (tmp_path / "env.json").read_bytes()
     options = json.loads((tmp_path / "flags.json").read_text())["options"]
     assert options == {"zigzag_lpf_limit": 4, "zigzag_lpf_merge": "smallest",
-                       "allow_zigzag_failure": False}
+                       "allow_zigzag_failure": False, "zigzag": True}
     assert json.loads((tmp_path / "plain.json").read_text())["options"]["zigzag_lpf_merge"] == "largest"
+
+
+def test_no_zigzag_leaves_its_candidate_out_and_says_so(tmp_path):
+    module = HERE / "testdata" / "matmul.mlir"
+    run = _cli(module, tmp_path / "without.json", "--jobs", "1", "--no-zigzag")
+    assert run.returncode == 0, run.stderr
+    a = json.loads((tmp_path / "without.json").read_text())
+    assert a["options"]["zigzag"] is False
+    configurable = [d for d in a["dispatches"] if d["candidates"]]
+    assert configurable, "the matmul has a configurable dispatch"
+    for d in configurable:
+        assert d["zigzag"] is None
+        assert all(c["generator"] != "zigzag" for c in d["candidates"])
+        assert "ZigZag not run (--no-zigzag)" in d["reason"]
+        # Uncalibrated: the decision is IREE's default either way.
+        assert d["chosen"] == "iree-default"
 
 
 def test_bad_option_is_one_line(tmp_path):

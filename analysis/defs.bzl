@@ -21,6 +21,8 @@ def _zigzag_analysis_impl(ctx):
     args.add("--model-name", module.model_name)
     args.add("--out", out)
     inputs = [module.mlir, target.file, ctx.file.hardware]
+    if not ctx.attr.zigzag:
+        args.add("--no-zigzag")
     if ctx.file.calibration:
         args.add("--calibration", ctx.file.calibration)
         inputs.append(ctx.file.calibration)
@@ -44,21 +46,23 @@ _zigzag_analysis = rule(
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "analysis/hardware/*.yaml"),
         "calibration": attr.label(allow_single_file = [".json"], doc = "analysis/calibration/<hardware>.json: the cost model's coefficients (absent: uncalibrated, said in the analysis)"),
         "target": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "//common:host, or a riscv accelerator_target (e.g. //analysis:riscv_rvv)"),
+        "zigzag": attr.bool(default = True, doc = "False: no ZigZag candidates (analysis.analyze --no-zigzag), for an analysis that keeps IREE's defaults anyway"),
         "_tool": attr.label(default = "//analysis:analyze", executable = True, cfg = "exec"),
     },
     doc = "Runs the analysis stage: analysis.json with tiles per dispatch (AnalysisInfo).",
 )
 
-def zigzag_analysis(name, module, hardware, target, calibration = None, **kwargs):
+def zigzag_analysis(name, module, hardware, target, calibration = None, zigzag = True, **kwargs):
     """Analyses `module`'s dispatches for `target` against `hardware` (cost model coefficients
-    from `calibration`); output <name>.analysis.json."""
+    from `calibration`); output <name>.analysis.json. `zigzag = False` leaves ZigZag out (its
+    candidates would only be evaluation where the analysis keeps IREE's defaults)."""
     if not module:
         fail("zigzag_analysis(%s): `module` must be a target providing MlirModuleInfo" % name)
     if not hardware or not hardware.endswith(".yaml"):
         fail("zigzag_analysis(%s): `hardware` must be a .yaml hardware description, got %r" % (name, hardware))
     if not target:
         fail("zigzag_analysis(%s): `target` must be //common:host or a riscv accelerator_target (e.g. //analysis:riscv_rvv)" % name)
-    _zigzag_analysis(name = name, module = module, hardware = hardware, target = target, calibration = calibration, **kwargs)
+    _zigzag_analysis(name = name, module = module, hardware = hardware, target = target, calibration = calibration, zigzag = zigzag, **kwargs)
 
 def _accelerator_target_impl(ctx):
     base = ctx.attr.base[IreeTargetInfo]

@@ -109,12 +109,13 @@ def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], targ
 def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Path,
              models: set[str] | None = None, pipeline: str = "riscv") -> list[dict]:
     """Per dispatch: its measured candidates with their static cycles; `pipeline` names the
-    zoo's analyses the candidates come from (`<model>_<pipeline>_analysis`)."""
+    zoo's analyses the candidates come from (`<model>_riscv_analysis`, `<model>_host_predicted_analysis`)."""
     by_model: dict[str, dict[str, list[_Row]]] = defaultdict(lambda: defaultdict(list))
     for row in measurements.rows:
         if row.measured_cycles and (models is None or row.model in models):
             by_model[row.model][row.dispatch].append(row)
-    suffix = f"_{pipeline}_analysis.analysis.json"
+    # The host's shipped analysis (uncalibrated) has no ZigZag candidates: its predicted one has.
+    suffix = "_host_predicted_analysis.analysis.json" if pipeline == "host" else f"_{pipeline}_analysis.analysis.json"
     results = []
     for model, dispatches in sorted(by_model.items()):
         path = zoo / "models" / f"{model}{suffix}"

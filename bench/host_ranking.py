@@ -214,7 +214,8 @@ def build_candidates(ranked: list[Priced], measurements, zoo: Path, target: Path
             rows[row.model][row.dispatch].append(row)
     built: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
     for model, dispatches in sorted(rows.items()):
-        analysis = cg.load_analysis(zoo / "models" / f"{model}_host_analysis.analysis.json")
+        # With ZigZag's candidates (the shipped host analysis, uncalibrated, leaves them out).
+        analysis = cg.load_analysis(zoo / "models" / f"{model}_host_predicted_analysis.analysis.json")
         module = zoo / "models" / f"{analysis.model}.mlirbc"
         for j in range(max(len(v) for v in dispatches.values())):
             assign = {name: v[j] for name, v in dispatches.items() if j < len(v)}
@@ -451,7 +452,7 @@ def markdown(results: list[dict], hardware: str, cores: list[str], rounds: int, 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--zoo", type=Path, help="bazel-bin of a built zoo (models/*_host_analysis...); "
+    p.add_argument("--zoo", type=Path, help="bazel-bin of a built zoo (models/*_host_predicted_analysis...); "
                    "not with --timings")
     p.add_argument("--measurements", type=Path, default=Path("analysis/calibration/host.measurements.json"))
     p.add_argument("--code-cost", type=Path, action="append",

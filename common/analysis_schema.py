@@ -174,6 +174,10 @@ class AnalysisOptions(_Strict):
     # A ZigZag failure is an error naming the dispatch unless this is set; then the dispatch
     # is priced without ZigZag's candidate and its reason says why.
     allow_zigzag_failure: bool = False
+    # False: ZigZag is not run and proposes nothing (analysis.analyze --no-zigzag). For a target
+    # whose analysis keeps IREE's defaults anyway (uncalibrated, no measured or code choice),
+    # where ZigZag's candidates would only be evaluation, not a decision.
+    zigzag: bool = True
 
 
 class CodePriceTerm(_Strict):

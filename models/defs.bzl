@@ -12,7 +12,9 @@ gives, for each pipeline target T (common/pipeline_targets.py: riscv, host):
     <name>_T_analysis   zigzag_analysis against the T hardware description; for riscv the
                         measured choice (perf/tune.py, model cycles under qemu) among the
                         candidates of <name>_riscv_predicted_analysis; for the host with
-                        `host_tiles = "code"` the static code model's (perf:code_choice)
+                        `host_tiles = "code"` the static code model's (perf:code_choice),
+                        else, uncalibrated, IREE's defaults without running ZigZag
+                        (<name>_host_predicted_analysis, `manual`, has its candidates for bench)
     <name>_T_compiled   iree_compile with the analysis' tiles
     <name>_T            <name>_T.vmfb + <name>_T.manifest.json: the build the static code
                         model prices cheapest on T's core model of tuned and the STRATEGIES
@@ -80,6 +82,7 @@ BENCH_SUFFIXES = [
     "_host",
     "_host_untuned",
     "_host_analysis",
+    "_host_predicted_analysis",  # with ZigZag's candidates, which the host analysis leaves out
     "_host_compiled",
     "_host_untuned_compiled",
     "_riscv_analysis",
@@ -280,12 +283,25 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         measured = REGISTERED_PIPELINE_TARGETS[suffix].measured
         choice = measured_choice if measured else (code_choice if host_tiles == "code" else None)
         zigzag_analysis(
-            name = "%s_%s_predicted_analysis" % (name, suffix) if choice else analysis,
+            name = "%s_%s_predicted_analysis" % (name, suffix),
             module = ":" + imported,
             hardware = hardware,
             calibration = calibration,
             target = target,
+            # What bench evaluates when nothing chooses from it (host_tiles = "predicted").
+            tags = [] if choice else ["manual"],
         )
+        if not choice:
+            # The analysis this build applies: uncalibrated, it keeps IREE's defaults, so
+            # ZigZag's candidates (the costliest part of the analysis) would decide nothing.
+            zigzag_analysis(
+                name = analysis,
+                module = ":" + imported,
+                hardware = hardware,
+                calibration = calibration,
+                target = target,
+                zigzag = calibration != None,
+            )
         if choice:
             choice(
                 name = analysis,
