@@ -96,3 +96,48 @@ class TuningRecord(_Strict):
         if unkeyed:
             raise ValueError(f"results for dispatch {unkeyed[0]}, which the key does not name")
         return self
+
+
+class StrategyCandidateKey(_Strict):
+    """One candidate build of a strategy choice, by what it is compiled from."""
+
+    strategy: str
+    target_sha256: str  # the IREE target file: the strategy's flags
+    analysis_sha256: str | None = None  # the tiles it applies (tuned); None: IREE's defaults
+
+
+class StrategyKey(_Strict):
+    """Everything that decides a strategy choice (perf.choose --by code-cycles); equal keys,
+    equal choice."""
+
+    pipeline: str  # <pipeline>_<target>, e.g. resnet_riscv
+    module_sha256: str
+    hardware: str  # the description whose core model prices the code (and confirms, riscv)
+    hardware_sha256: str
+    by: Literal["code-cycles"] = "code-cycles"
+    margin: float = Field(ge=0, lt=1)
+    confirmed: bool  # riscv: the code model's choice measured against the baseline under qemu
+    candidates: list[StrategyCandidateKey]  # the baseline first
+    # iree-base-compiler, llvm19 and the compiling, pricing and choosing code (choice_code); with
+    # `confirmed` also qemu, the plugin, the riscv64 runner and the measurement code.
+    tools: dict[str, str]
+
+
+class StrategyRecord(_Strict):
+    """A strategy choice's outcome (tuning/strategies/<pipeline>_<target>.json): the manifest's
+    `strategy_choice`, verbatim, under the key that decided it. A build whose key equals it
+    compiles only the chosen build and packages it with this `choice`, the manifest
+    byte-identical to a measured one; a stale key measures every candidate again."""
+
+    schema_version: Literal[1] = TUNING_SCHEMA_VERSION
+    pipeline: str
+    refresh: str  # the command that rewrites this file
+    key: StrategyKey
+    choice: dict  # perf.choose's record: by, candidates' figures, chosen, reason[, measured, excluded]
+
+    @model_validator(mode="after")
+    def _chosen_is_a_candidate(self) -> "StrategyRecord":
+        chosen = self.choice.get("chosen")
+        if chosen not in [c.strategy for c in self.key.candidates]:
+            raise ValueError(f"choice.chosen {chosen!r} is not one of the key's candidates")
+        return self

@@ -38,6 +38,7 @@ load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELI
 load("//frontend:defs.bzl", "mlir_import")
 load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "perf_index", "riscv_perf", "strategy_choice")
 load("//runtime:defs.bzl", "hal_module")
+load("//tuning/strategies:recorded.bzl", "RECORDED_STRATEGIES")
 
 # Pipeline target suffix -> (IREE target, hardware description it is tuned for, cost-model
 # calibration for that hardware), from the registry (common/pipeline_targets.py).
@@ -72,6 +73,10 @@ HOST_CODE_CALIBRATION = "//analysis:calibration/host.code_model.json"
 
 # The committed tuning records of the riscv measured choices (common/tuning_schema.py).
 TUNING_RECORDS = "//tuning/records:all"
+
+# The committed strategy records of `strategy = "auto"` choices (tuning/strategies/recorded.bzl
+# says which build each chose).
+STRATEGY_RECORDS = "//tuning/strategies"
 
 # Which set a model belongs to: the cost model is fitted on "calibration" models only;
 # "held_out" models are measured, never fitted on (bench/report show the two apart).
@@ -164,6 +169,16 @@ def model_zoo(name):
             ":%s_riscv%s" % (r["pipeline"], suffix)
             for r in infos
             for suffix in ("_analysis", "_predicted_analysis")
+        ],
+    )
+    native.filegroup(
+        # The strategy choices (replayed from strategy records where they match) with the record
+        # each computed: what //tuning:strategy_records_test checks the committed records against.
+        name = name + "_strategy_records",
+        srcs = [
+            ":" + r["name"]
+            for r in native.existing_rules().values()
+            if r["kind"] == "_code_strategy_choice" and r["record_name"] == r["name"]
         ],
     )
     native.filegroup(
@@ -356,14 +371,41 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             )
         elif chosen == "auto":
             candidates = list(CHOICE_CANDIDATES["auto"])
-            code_strategy_choice(
-                name = "%s_%s" % (name, suffix),
+            pipeline_target = "%s_%s" % (name, suffix)
+            choice = dict(
                 strategies = candidates,
-                compiled = [":" + builds[s] for s in candidates],
                 hardware = hardware,
                 # On the accelerator a choice other than tuned is measured against it first.
                 confirm = measured,
+                record_name = pipeline_target,
             )
+
+            # Every candidate built and priced, whatever the records say: what `bazel run
+            # //tools:tune` commits (its .strategy_record.json).
+            code_strategy_choice(
+                name = pipeline_target + "_strategy_measured",
+                compiled = {s: ":" + builds[s] for s in candidates},
+                tags = ["manual"],
+                **choice
+            )
+            recorded = RECORDED_STRATEGIES.get(pipeline_target)
+            if recorded:
+                # Replayed from tuning/strategies/<pipeline_target>.json: only the baseline and
+                # the recorded build are compiled (a stale record compiles the rest itself).
+                given = [candidates[0]] + ([recorded] if recorded != candidates[0] else [])
+                code_strategy_choice(
+                    name = pipeline_target,
+                    compiled = {s: ":" + builds[s] for s in given},
+                    unbuilt_targets = {s: STRATEGY_TARGETS[(suffix, s)] for s in candidates if s not in given},
+                    record = "%s:%s.json" % (STRATEGY_RECORDS, pipeline_target),
+                    **choice
+                )
+            else:
+                code_strategy_choice(
+                    name = pipeline_target,
+                    compiled = {s: ":" + builds[s] for s in candidates},
+                    **choice
+                )
         else:
             hal_module(
                 name = "%s_%s" % (name, suffix),

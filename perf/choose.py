@@ -40,9 +40,11 @@ import tempfile
 from pathlib import Path
 
 from common.errors import OneLineErrors, first_line
-from common.files import check_outputs, sha256_file
+from common.files import atomic_write, check_outputs, sha256_file
 from common.perf_schema import PerfReport
+from common.tuning_schema import StrategyRecord
 from perf import mca
+from perf.records import RecordError, dump_strategy_record
 from runtime.manifest import ManifestError, build
 
 
@@ -197,6 +199,8 @@ def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], b
         for path in (report_path, target, last):
             if path is not None and not path.is_file():
                 raise ChoiceError(f"{path}: candidate {strategy}'s file not found")
+        if report_path is None:  # not built (--record): compiled here if it is needed
+            continue
         try:
             report = load_codegen_report(report_path)
         except ReportError as err:
@@ -269,13 +273,54 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     return baseline
 
 
+def _compile_missing(module: Path, by_strategy: dict[str, list[Path | None]], work: Path) -> None:
+    """Compiles, into `work`, every candidate given without its build (`none`), as
+    `codegen.compile --out-code --record-failure` would; fills in its vmfb and report."""
+    from codegen.compile import CompileError, compile_module, write_failure_record
+
+    for strategy, files in by_strategy.items():
+        if files[0] is not None:
+            continue
+        out = work / "builds" / strategy
+        out.mkdir(parents=True)
+        vmfb, configs, report, code = (out / "build.vmfb", out / "build.configs.mlir",
+                                       out / "build.report.json", out / "build.code")
+        try:
+            compile_module(module, files[2], files[3], vmfb, configs, report, None, False, None, code)
+        except CompileError as err:
+            if not err.diagnostics:  # only IREE's own refusals leave a candidate out
+                raise ChoiceError(f"{strategy}: {first_line(err)}") from None
+            write_failure_record(err, module, files[2], vmfb, configs, report, None, code, files[3])
+        files[0], files[1] = vmfb, report
+
+
+def _replay(record_path: Path, key, by_strategy: dict[str, list[Path | None]]) -> tuple[dict | None, str]:
+    """(the committed record's choice, "") when its key is the tree's, else (None, why not)."""
+    from perf.records import load_strategy_record, strategy_key_differences
+
+    committed = load_strategy_record(record_path)
+    if committed.pipeline != key.pipeline:
+        raise ChoiceError(f"{record_path}: the strategy record of '{committed.pipeline}', not of '{key.pipeline}'")
+    diffs = strategy_key_differences(committed.key, key)
+    if diffs:
+        return None, f"{record_path.name} is stale ({'; '.join(diffs[:3])})"
+    chosen = committed.choice["chosen"]
+    if by_strategy[chosen][0] is None:
+        raise ChoiceError(f"{record_path}: chose {chosen}, whose build is not given: "
+                          "tuning/strategies/recorded.bzl does not match the records (`bazel run //tools:tune` "
+                          "rewrites both)")
+    return committed.choice, ""
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.choose", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
     p.add_argument("--by", choices=("memory-aware-cycles", "code-cycles"), default="memory-aware-cycles")
     p.add_argument("--hardware", type=Path, help="code-cycles: the description naming the core model")
     p.add_argument("--candidate", nargs=5, action="append", required=True,
-                   metavar=("STRATEGY", "VMFB", "REPORT", "TARGET", "PERF_JSON|ANALYSIS"))
+                   metavar=("STRATEGY", "VMFB", "REPORT", "TARGET", "PERF_JSON|ANALYSIS"),
+                   help="code-cycles with --record: VMFB and REPORT `none` for a build the record does "
+                        "not need (compiled here when the record does not match)")
     p.add_argument("--code", nargs=2, action="append", default=[], metavar=("STRATEGY", "DIR"),
                    help="code-cycles: that candidate's `codegen.compile --out-code` directory, costed "
                         "without compiling the module again")
@@ -287,6 +332,12 @@ def main(argv: list[str] | None = None) -> int:
                         "(perf.measure on HARDWARE's core model) and keep the choice only if faster")
     p.add_argument("--qemu", type=Path,
                    help="--confirm: qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64)")
+    p.add_argument("--record-name", help="code-cycles: key the choice as this pipeline target's strategy "
+                   "record (tuning/strategies/<name>.json), written as --record-out")
+    p.add_argument("--record", type=Path, help="the committed strategy record: replayed when its key is "
+                   "the tree's (only the chosen build is needed), else every candidate is measured")
+    p.add_argument("--record-out", type=Path, help="the record of this choice (what //tools:tune commits)")
+    p.add_argument("--refresh-target", help="the label `bazel run //tools:tune -- LABEL` refreshes the record with")
     mca.add_llvm_bin_argument(p, required=False)  # --by code-cycles
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
@@ -301,48 +352,93 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--confirm needs --qemu")
     if not 0 <= a.margin < 1:
         p.error(f"--margin {a.margin}: a fraction of the first candidate's cycles, in [0, 1)")
+    keyed = [f for f in ("record", "record_out", "refresh_target") if getattr(a, f) is not None]
+    if a.record_name is None and keyed:
+        p.error(f"--{keyed[0].replace('_', '-')} needs --record-name")
+    if a.record_name is not None and (a.by != "code-cycles" or a.record_out is None or a.refresh_target is None):
+        p.error("--record-name: strategy records are of code-cycles choices and need --record-out and "
+                "--refresh-target")
     mca.use_llvm_bin(a.llvm_bin)
-    with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError, mca.McaError)) as cli:
-        by_strategy = {c[0]: [Path(x) for x in c[1:4]] + [None if c[4] == "none" else Path(c[4])]
-                       for c in a.candidate}
+    with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError, mca.McaError, RecordError)) as cli:
+        by_strategy = {c[0]: [None if x == "none" else Path(x) for x in c[1:3]] + [Path(c[3])]
+                       + [None if c[4] == "none" else Path(c[4])] for c in a.candidate}
         if len(by_strategy) != len(a.candidate):
             raise ChoiceError("a strategy is given twice")
-        check_outputs({"--out-vmfb": a.out_vmfb, "--out-manifest": a.out_manifest},
-                      {"--module": a.module, "--hardware": a.hardware,
-                       **{f"--candidate {s}": files for s, files in by_strategy.items()},
+        unbuilt = [s for s, files in by_strategy.items() if (files[0] is None) != (files[1] is None)]
+        if unbuilt:
+            raise ChoiceError(f"--candidate {unbuilt[0]}: VMFB and REPORT are both a build's or both `none`")
+        if a.record is None and any(files[0] is None for files in by_strategy.values()):
+            raise ChoiceError("a candidate without its build (`none`) needs --record: nothing else says "
+                              "which build is chosen")
+        check_outputs({"--out-vmfb": a.out_vmfb, "--out-manifest": a.out_manifest, "--record-out": a.record_out},
+                      {"--module": a.module, "--hardware": a.hardware, "--record": a.record,
+                       **{f"--candidate {s}": [f for f in files if f is not None] for s, files in by_strategy.items()},
                        **{f"--code {s}": d for s, d in a.code}, "--confirm": (a.confirm or [None] * 3)[:3]})
         _check_candidates(a.module, by_strategy, a.by)
-        if a.by == "memory-aware-cycles":
-            if None in (files[3] for files in by_strategy.values()):
-                raise ChoiceError("--by memory-aware-cycles needs a perf.json per candidate, got `none`")
-            chosen, record = choose([(s, files[3]) for s, files in by_strategy.items()])
-            analysis = hardware = None
-        else:
-            # Here rather than in a candidate's costing, which would leave a missing tool's
-            # candidates out as not costable.
-            mca.require_tools(mca.LLVM_TOOLS)
-            with tempfile.TemporaryDirectory(prefix="perf_choose_") as tmp:
-                code = {s: Path(d) for s, d in a.code}
-                unknown = sorted(set(code) - set(by_strategy))
-                if unknown:
-                    raise ChoiceError(f"--code {unknown[0]}: not a candidate")
-                failed = {s: why for s, files in by_strategy.items() if (why := compile_failure(files[1]))}
-                chosen, record = choose_by_code([(s, files[2], files[3]) for s, files in by_strategy.items()],
-                                                a.module, a.hardware, Path(tmp), code, failed, a.margin)
-            if a.confirm:
-                hw, runner, plugin, model_name = a.confirm
-                chosen = confirm_by_measurement(
-                    chosen, record, {s: (files[2], files[3], files[1]) for s, files in by_strategy.items()},
-                    Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name, a.qemu))
-            analysis = by_strategy[chosen][3]
-            # The manifest records the hardware of the build's analysis: an untuned build has none.
-            hardware = a.hardware if analysis is not None else None
-        vmfb, report, target, _ = by_strategy[chosen]
-        build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,
-              extra={"strategy_choice": record})
+        with tempfile.TemporaryDirectory(prefix="perf_choose_") as tmp:
+            note = ""
+            if a.by == "memory-aware-cycles":
+                if None in (files[3] for files in by_strategy.values()):
+                    raise ChoiceError("--by memory-aware-cycles needs a perf.json per candidate, got `none`")
+                chosen, record = choose([(s, files[3]) for s, files in by_strategy.items()])
+                analysis = hardware = None
+            else:
+                # Here rather than in a candidate's costing, which would leave a missing tool's
+                # candidates out as not costable.
+                mca.require_tools(mca.LLVM_TOOLS)
+                key = record = None
+                if a.record_name is not None:
+                    from analysis.hardware import HardwareError, load_hardware
+                    from perf.records import strategy_key
+                    try:
+                        hw_name = load_hardware(a.hardware).name
+                    except HardwareError as err:
+                        raise ChoiceError(f"{a.hardware}: {first_line(err)}") from None
+                    confirm_tools = (a.qemu, Path(a.confirm[2]), Path(a.confirm[1])) if a.confirm else None
+                    key = strategy_key(a.record_name, a.module, a.hardware, hw_name, a.margin,
+                                       [(s, files[2], files[3]) for s, files in by_strategy.items()],
+                                       a.llvm_bin, confirm_tools)
+                    if a.record is not None:
+                        record, why = _replay(a.record, key, by_strategy)
+                        note = f"{why}: every candidate measured" if record is None else \
+                            f"replayed {a.record.name} (key matches)"
+                if record is not None:
+                    chosen = record["chosen"]
+                else:
+                    _compile_missing(a.module, by_strategy, Path(tmp))
+                    code = {s: Path(d) for s, d in a.code}
+                    code.update({s: files[1].parent / "build.code" for s, files in by_strategy.items()
+                                 if files[1].is_relative_to(tmp)})
+                    unknown = sorted(set(code) - set(by_strategy))
+                    if unknown:
+                        raise ChoiceError(f"--code {unknown[0]}: not a candidate")
+                    failed = {s: why for s, files in by_strategy.items() if (why := compile_failure(files[1]))}
+                    chosen, record = choose_by_code([(s, files[2], files[3]) for s, files in by_strategy.items()],
+                                                    a.module, a.hardware, Path(tmp) / "cost", code, failed, a.margin)
+                    if a.confirm:
+                        hw, runner, plugin, model_name = a.confirm
+                        chosen = confirm_by_measurement(
+                            chosen, record, {s: (files[2], files[3], files[1]) for s, files in by_strategy.items()},
+                            Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name, a.qemu))
+                analysis = by_strategy[chosen][3]
+                # The manifest records the hardware of the build's analysis: an untuned build has none.
+                hardware = a.hardware if analysis is not None else None
+            vmfb, report, target, _ = by_strategy[chosen]
+            build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,
+                  extra={"strategy_choice": record})
+        if a.record_out is not None:
+            refresh = f"bazel run //tools:tune -- {a.refresh_target}"
+            atomic_write(a.record_out, dump_strategy_record(
+                StrategyRecord(pipeline=a.record_name, refresh=refresh, key=key, choice=record)))
     if cli.failed:
         return cli.exit_code
     print(f"perf.choose: {a.out_vmfb.name}: {record['reason']}")
+    if note:
+        print(f"perf.choose: {a.record_name}: {note}"
+              + ("" if note.startswith("replayed") else f"; `bazel run //tools:tune -- {a.refresh_target}` refreshes it"))
+    elif a.record_name is not None and a.record is None:
+        print(f"perf.choose: {a.record_name}: no strategy record: every candidate measured; "
+              f"`bazel run //tools:tune -- {a.refresh_target}` writes it")
     return 0
 
 

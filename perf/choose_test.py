@@ -259,3 +259,58 @@ def test_a_baseline_that_cannot_be_measured_is_an_error():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+def _choose_cli(tmp_path, out, *candidates, extra=()):
+    from perf.choose import main
+    argv = ["--by", "code-cycles", "--hardware", str(HOST_HW), "--module", str(MATMUL),
+            "--llvm-bin", str(LLVM_MCA.absolute().parent), "--margin", "0.05",
+            "--record-name", "matmul_host", "--refresh-target", "//models:matmul_host",
+            "--record-out", str(out / "record.json"),
+            "--out-vmfb", str(out / "m.vmfb"), "--out-manifest", str(out / "m.manifest.json"), *extra]
+    for c in candidates:
+        argv += ["--candidate", *map(str, c)]
+    out.mkdir(parents=True, exist_ok=True)
+    return main(argv)
+
+
+def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, capsys):
+    from codegen.compile import compile_module
+
+    builds = {}
+    for strategy, target in (("codegen", HOST_TARGET), ("ukernels", HOST_UKERNELS)):
+        out = tmp_path / strategy
+        compile_module(MATMUL, target, None, out / "b.vmfb", out / "b.mlir", out / "b.json")
+        builds[strategy] = (strategy, out / "b.vmfb", out / "b.json", target, "none")
+    assert _choose_cli(tmp_path, tmp_path / "measured", builds["codegen"], builds["ukernels"]) == 0
+    record = tmp_path / "measured" / "record.json"
+    chosen = __import__("json").loads(record.read_text())["choice"]["chosen"]
+    other = "ukernels" if chosen == "codegen" else "codegen"
+    unbuilt = (other, "none", "none", builds[other][3], "none")
+    ordered = lambda given: sorted(given, key=lambda c: c[0] != "codegen")  # the baseline first
+
+    # Key matches: only the chosen build is given, and the outputs are the measured ones.
+    assert _choose_cli(tmp_path, tmp_path / "replayed", *ordered([builds[chosen], unbuilt]),
+                       extra=["--record", str(record)]) == 0
+    assert "replayed record.json (key matches)" in capsys.readouterr().out
+    for name in ("m.vmfb", "m.manifest.json", "record.json"):
+        assert (tmp_path / "replayed" / name).read_bytes() == (tmp_path / "measured" / name).read_bytes()
+
+    # Stale (another margin recorded): the missing build is compiled here and every candidate priced.
+    stale = tmp_path / "stale.json"
+    stale.write_text(record.read_text().replace('"margin": 0.05', '"margin": 0.1', 1))
+    assert _choose_cli(tmp_path, tmp_path / "again", *ordered([builds[chosen], unbuilt]),
+                       extra=["--record", str(stale)]) == 0
+    out = capsys.readouterr().out
+    assert "stale.json is stale (margin 0.1 (recorded) vs 0.05)" in out and "every candidate measured" in out
+    for name in ("m.manifest.json", "record.json"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "measured" / name).read_bytes()
+
+    # A build left out without a record, or the record's choice not given: one line, no output.
+    assert _choose_cli(tmp_path, tmp_path / "bad", *ordered([builds[chosen], unbuilt])) == 1
+    assert "needs --record" in capsys.readouterr().err
+    chosen_unbuilt = (chosen, "none", "none", builds[chosen][3], "none")
+    assert _choose_cli(tmp_path, tmp_path / "bad2", *ordered([builds[other], chosen_unbuilt]),
+                       extra=["--record", str(record)]) == 1
+    assert f"chose {chosen}, whose build is not given" in capsys.readouterr().err
+    assert not any((tmp_path / d / "m.vmfb").exists() for d in ("bad", "bad2"))

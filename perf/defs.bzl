@@ -1,6 +1,6 @@
 """RISC-V instruction counts, model cycles and memory-aware cycles of a compiled module (`riscv_perf`), and the choices made by them (`measured_choice`, `strategy_choice`) or by the static code model (`code_choice`, `code_strategy_choice`)."""
 
-load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "MlirModuleInfo", "PerfInfo")
+load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "IreeTargetInfo", "MlirModuleInfo", "PerfInfo")
 
 # LLVM 19's llvm-mc, llvm-mca, opt and llc (Debian bookworm's llvm-19 and the libraries it loads,
 # pinned by version and SHA256: WORKSPACE's @llvm19), in the exec configuration. Every file is an
@@ -317,9 +317,9 @@ def _one_module(ctx, compiled_targets):
             ))
     return module
 
-def _package_choice(ctx, args, inputs, module, mnemonic, progress_message):
+def _package_choice(ctx, args, inputs, module, mnemonic, progress_message, extra_outputs = []):
     """Runs perf.choose with `args` (the candidates and how to choose) and packages the choice
-    as <name>.vmfb + <name>.manifest.json."""
+    as <name>.vmfb + <name>.manifest.json (+ `extra_outputs` it names in `args`)."""
     vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
     manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
     args.add("--module", module.mlir)
@@ -329,11 +329,11 @@ def _package_choice(ctx, args, inputs, module, mnemonic, progress_message):
         executable = ctx.executable._tool,
         arguments = [args],
         inputs = inputs + [module.mlir],
-        outputs = [vmfb, manifest],
+        outputs = [vmfb, manifest] + extra_outputs,
         mnemonic = mnemonic,
         progress_message = progress_message,
     )
-    return [DefaultInfo(files = depset([vmfb, manifest]), runfiles = ctx.runfiles(files = [vmfb, manifest]))]
+    return [DefaultInfo(files = depset([vmfb, manifest] + extra_outputs), runfiles = ctx.runfiles(files = [vmfb, manifest]))]
 
 def _strategy_choice_impl(ctx):
     if len(ctx.attr.strategies) != len(ctx.attr.compiled) or len(ctx.attr.compiled) != len(ctx.attr.perf):
@@ -372,6 +372,21 @@ candidate's figure and the reason are in the manifest (`strategy_choice`).""",
 
 
 def _code_strategy_choice_impl(ctx):
+    compiled_strategies = ctx.attr.compiled_strategies or ctx.attr.strategies
+    if len(compiled_strategies) != len(ctx.attr.compiled):
+        fail("%s: `compiled_strategies` must name the strategy of each of `compiled`" % ctx.label)
+    built = dict(zip(compiled_strategies, ctx.attr.compiled))
+    unbuilt = {strategy: target for target, strategy in ctx.attr.unbuilt_targets.items()}
+    for strategy in ctx.attr.strategies:
+        if (strategy in built) == (strategy in unbuilt):
+            fail("%s: candidate %s must be in exactly one of `compiled` and `unbuilt_targets`" % (ctx.label, strategy))
+    extra = sorted([s for s in list(built) + list(unbuilt) if s not in ctx.attr.strategies])
+    if extra:
+        fail("%s: %s is not one of `strategies`" % (ctx.label, extra[0]))
+    if ctx.attr.strategies[0] not in built:
+        fail("%s: the baseline %s must be built (`compiled`)" % (ctx.label, ctx.attr.strategies[0]))
+    if unbuilt and not ctx.file.record:
+        fail("%s: candidates without a build (`unbuilt_targets`) need the `record` that chose another" % ctx.label)
     module = _one_module(ctx, ctx.attr.compiled)
     args = ctx.actions.args()
     args.add("--by", "code-cycles")
@@ -380,8 +395,14 @@ def _code_strategy_choice_impl(ctx):
     llvm_bin, llvm_files = _llvm(ctx)
     args.add("--llvm-bin", llvm_bin)
     inputs = [ctx.file.hardware] + llvm_files
-    for strategy, compiled_target in zip(ctx.attr.strategies, ctx.attr.compiled):
-        compiled = compiled_target[CompiledModuleInfo]
+    for strategy in ctx.attr.strategies:
+        if strategy in unbuilt:
+            # Compiled by perf.choose with the target's IREE defaults if the record is stale.
+            target_file = unbuilt[strategy][IreeTargetInfo].file
+            args.add_all("--candidate", [strategy, "none", "none", target_file, "none"])
+            inputs.append(target_file)
+            continue
+        compiled = built[strategy][CompiledModuleInfo]
         analysis = compiled.analysis.analysis_json if compiled.analysis != None else None
         args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, analysis or "none"])
         inputs += [compiled.vmfb, compiled.report, compiled.target.file] + ([analysis] if analysis else [])
@@ -392,17 +413,29 @@ def _code_strategy_choice_impl(ctx):
         args.add_all("--confirm", [ctx.file.hardware, ctx.file._runner, ctx.file._plugin, module.model_name])
         args.add("--qemu", ctx.file._qemu)
         inputs += [ctx.file._runner, ctx.file._plugin, ctx.file._qemu]
+    outputs = []
+    if ctx.attr.record_name:
+        record_out = ctx.actions.declare_file(ctx.label.name + ".strategy_record.json")
+        args.add("--record-name", ctx.attr.record_name)
+        args.add("--refresh-target", ctx.attr.refresh_target)
+        args.add("--record-out", record_out)
+        outputs.append(record_out)
+        if ctx.file.record:
+            args.add("--record", ctx.file.record)
+            inputs.append(ctx.file.record)
     return _package_choice(
         ctx,
         args,
         inputs,
         module,
         "CodeStrategyChoice",
-        "Choosing %s's strategy by the code model on %s (%s)" % (
+        "Choosing %s's strategy by the code model on %s (%s%s)" % (
             module.model_name,
             ctx.file.hardware.basename,
             ", ".join(ctx.attr.strategies),
+            "; record " + ctx.file.record.basename if ctx.file.record else "",
         ),
+        extra_outputs = outputs,
     )
 
 _code_strategy_choice = rule(
@@ -411,9 +444,14 @@ _code_strategy_choice = rule(
     attrs = dict({
         "strategies": attr.string_list(mandatory = True),
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo, MlirModuleInfo]),
+        "compiled_strategies": attr.string_list(doc = "the strategy of each of `compiled` (default: `strategies`)"),
+        "unbuilt_targets": attr.label_keyed_string_dict(providers = [IreeTargetInfo], doc = "target -> candidate not built here (the record chose another); compiled by perf.choose, IREE defaults, only if the record is stale"),
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"]),
         "margin": attr.string(default = HOST_CODE_MARGIN, doc = "another strategy replaces the first only below (1 - margin) x its code-model cycles"),
         "confirm": attr.bool(default = False, doc = "riscv: keep another strategy only if also measured faster than the first (perf.measure on `hardware`)"),
+        "record_name": attr.string(doc = "<pipeline>_<target>: key the choice; writes <name>.strategy_record.json"),
+        "refresh_target": attr.string(doc = "the label //tools:tune refreshes the record with"),
+        "record": attr.label(allow_single_file = [".json"], doc = "the committed strategy record (tuning/strategies/<record_name>.json), replayed when its key matches"),
         "_tool": attr.label(default = "//perf:choose", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
@@ -422,26 +460,55 @@ _code_strategy_choice = rule(
     }, **_LLVM_ATTRS),
 )
 
-def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, **kwargs):
+def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, record = None, record_name = None, unbuilt_targets = {}, **kwargs):
     """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
-    strategies (`strategies[i]` compiled as `compiled[i]`), the one with the fewest cycles for
-    one call of the model by the static code model (perf/code_cost.py) on `hardware`'s
-    `model_core`; no run of the code. A build the code model cannot cost whole is left out
-    (recorded); when that is the first (the baseline), the baseline is kept. Every candidate's
-    figure and the reason are recorded in the manifest (`strategy_choice`).
+    strategies, the one with the fewest cycles for one call of the model by the static code
+    model (perf/code_cost.py) on `hardware`'s `model_core`; no run of the code. A build the code
+    model cannot cost whole is left out (recorded); when that is the first (the baseline), the
+    baseline is kept. Every candidate's figure and the reason are recorded in the manifest
+    (`strategy_choice`).
 
     Args:
       name: target name.
       strategies: candidate names, the baseline first (ties go to the earlier).
-      compiled: one iree_compile target per strategy, all of one module and instruction set.
+      compiled: strategy -> its iree_compile target, all of one module and instruction set:
+        every candidate's, or (with `record`) at least the baseline's and the recorded choice's.
       hardware: the description whose `model_core` prices the code.
       confirm: (riscv) when the code model prefers another build to the baseline, measure both
         (perf.measure: qemu counts, model cycles on `hardware`'s core model) and keep the other
         only if it is measured faster.
+      record: the committed strategy record (tuning/strategies/<record_name>.json): when its key
+        is the tree's the choice is replayed from it; otherwise every candidate is measured,
+        the missing builds compiled by the choice itself, and it says so.
+      record_name: <pipeline>_<target>: key the choice and write <name>.strategy_record.json
+        (what `bazel run //tools:tune -- //<package>:<record_name>` commits).
+      unbuilt_targets: strategy -> its IREE target, for each candidate not in `compiled`
+        (compiled with the target's defaults only when the record is stale).
       **kwargs: forwarded to the rule (tags, visibility, ...).
     """
-    if len(strategies) != len(compiled):
-        fail("code_strategy_choice(%s): `strategies` and `compiled` must have one entry per candidate" % name)
+    if type(compiled) != type({}):
+        fail("code_strategy_choice(%s): `compiled` maps each strategy to its iree_compile target" % name)
     if len(strategies) < 2:
         fail("code_strategy_choice(%s): needs at least two candidates, got %s" % (name, strategies))
-    _code_strategy_choice(name = name, strategies = strategies, compiled = compiled, hardware = hardware, confirm = confirm, **kwargs)
+    unknown = [s for s in compiled if s not in strategies]
+    if unknown:
+        fail("code_strategy_choice(%s): compiled[%r] is not one of `strategies`" % (name, unknown[0]))
+    missing = [s for s in strategies if s not in compiled]
+    if missing and not record:
+        fail("code_strategy_choice(%s): no build of %s, and no `record` to replay" % (name, missing[0]))
+    if sorted(missing) != sorted(unbuilt_targets):
+        fail("code_strategy_choice(%s): `unbuilt_targets` must name exactly the candidates not compiled (%s)" % (name, missing))
+    ordered = [s for s in strategies if s in compiled]
+    _code_strategy_choice(
+        name = name,
+        strategies = strategies,
+        compiled = [compiled[s] for s in ordered],
+        compiled_strategies = ordered,
+        unbuilt_targets = {target: strategy for strategy, target in unbuilt_targets.items()},
+        hardware = hardware,
+        confirm = confirm,
+        record = record,
+        record_name = record_name,
+        refresh_target = "//%s:%s" % (native.package_name(), record_name) if record_name else None,
+        **kwargs
+    )

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from common.analysis_schema import Analysis, Candidate, Dispatch
 from common.files import sha256_file
-from common.tuning_schema import CandidateResult, DispatchKey, Measurement, RecordKey, TuningRecord
+from common.tuning_schema import (CandidateResult, DispatchKey, Measurement, RecordKey, StrategyCandidateKey,
+                                  StrategyKey, StrategyRecord, TuningRecord)
 
 # The Python code that compiles a candidate, runs it under qemu and prices it (model cycles,
 # memory model, code model): a change to any of them may change a figure, so it is in the key.
@@ -36,6 +37,10 @@ MEASUREMENT_MODULES = (
 )
 
 IREE_DISTRIBUTION = "iree-base-compiler"
+
+# What a strategy choice adds to MEASUREMENT_MODULES: its replayed outcome is the decision
+# itself (not figures fed to decision code), so the deciding code is in its key too.
+CHOICE_MODULES = ("perf.choose",)
 
 
 class RecordError(RuntimeError):
@@ -68,10 +73,10 @@ def llvm_sha256(llvm_bin: Path) -> str:
     return _files_sha256([(n, llvm_bin / n) for n in names])
 
 
-def measurement_code_sha256() -> str:
-    """sha256 over the source of MEASUREMENT_MODULES."""
+def measurement_code_sha256(modules: tuple[str, ...] = MEASUREMENT_MODULES) -> str:
+    """sha256 over the source of `modules` (MEASUREMENT_MODULES)."""
     files = []
-    for module in MEASUREMENT_MODULES:
+    for module in modules:
         spec = importlib.util.find_spec(module)
         if spec is None or spec.origin is None:
             raise RecordError(f"{module}: not importable, cannot key its source")
@@ -188,3 +193,58 @@ def _result_of(c: Candidate) -> CandidateResult:
                                energy_pj=c.measured_energy_pj, traffic_bytes=c.measured_traffic_bytes)
     return CandidateResult(code_model_cycles=c.code_model_cycles, code_error=c.code_error,
                            measured=measured, measure_error=c.measure_error)
+
+
+def strategy_key(pipeline: str, module: Path, hardware: Path, hardware_name: str, margin: float,
+                 candidates: list[tuple[str, Path, Path | None]], llvm_bin: Path,
+                 confirm: tuple[Path, Path, Path] | None) -> StrategyKey:
+    """The key of a strategy choice among (strategy, target file, analysis or None) candidates,
+    the baseline first; `confirm`: (qemu, plugin, runner) when the choice is measured too."""
+    tools = {
+        IREE_DISTRIBUTION: importlib.metadata.version(IREE_DISTRIBUTION),
+        "llvm19": llvm_sha256(llvm_bin),
+        "choice_code": measurement_code_sha256(MEASUREMENT_MODULES + CHOICE_MODULES),
+    }
+    if confirm is not None:
+        qemu, plugin, runner = confirm
+        tools.update(qemu=sha256_file(qemu), qemu_plugin=sha256_file(plugin),
+                     hal_runner_riscv64=sha256_file(runner))
+    return StrategyKey(
+        pipeline=pipeline, module_sha256=sha256_file(module), hardware=hardware_name,
+        hardware_sha256=sha256_file(hardware), margin=margin, confirmed=confirm is not None,
+        candidates=[StrategyCandidateKey(strategy=s, target_sha256=sha256_file(t),
+                                         analysis_sha256=sha256_file(a) if a is not None else None)
+                    for s, t, a in candidates],
+        tools=tools)
+
+
+def strategy_key_differences(recorded: StrategyKey, tree: StrategyKey) -> list[str]:
+    """What differs between a strategy record's key and the tree's, one phrase each."""
+    a, b = recorded.model_dump(), tree.model_dump()
+    out = [f"{f} {a[f]} (recorded) vs {b[f]}" for f in StrategyKey.model_fields
+           if f not in ("tools", "candidates") and a[f] != b[f]]
+    ra, rb = {c["strategy"]: c for c in a["candidates"]}, {c["strategy"]: c for c in b["candidates"]}
+    if list(ra) != list(rb):
+        out.append(f"candidates {list(ra)} (recorded) vs {list(rb)}")
+    for s in ra.keys() & rb.keys():
+        for f in ("target_sha256", "analysis_sha256"):
+            if ra[s][f] != rb[s][f]:
+                out.append(f"{s}'s {f.removesuffix('_sha256')} changed")
+    for tool in sorted(set(a["tools"]) | set(b["tools"])):
+        if a["tools"].get(tool) != b["tools"].get(tool):
+            out.append(f"tool {tool} {a['tools'].get(tool)} (recorded) vs {b['tools'].get(tool)}")
+    return out
+
+
+def load_strategy_record(path: Path) -> StrategyRecord:
+    try:
+        return StrategyRecord.model_validate_json(path.read_text())
+    except OSError as err:
+        raise RecordError(f"{path}: cannot read: {err.strerror}") from None
+    except ValueError as err:
+        first = str(err).splitlines()
+        raise RecordError(f"{path}: not a strategy record: {' '.join(first[:3])}") from None
+
+
+def dump_strategy_record(record: StrategyRecord) -> str:
+    return json.dumps(record.model_dump(mode="json"), indent=1) + "\n"

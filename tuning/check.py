@@ -3,11 +3,17 @@
     python -m tuning.check keys --committed tuning/records/*.json --built <choice>.record.json...
     python -m tuning.check reproduce --committed R --replayed <hit>.{analysis.json,tune.md,record.json} \\
         --measured <measured>.{analysis.json,tune.md,record.json}
+    python -m tuning.check strategies --committed tuning/strategies/*.json \\
+        --recorded-bzl tuning/strategies/recorded.bzl --built <pipeline>_<target>.strategy_record.json...
 
 `keys`: every pipeline's record is committed and its key is the tree's (the key each build of the
 riscv measured choice computed, in its <name>.record.json), and no committed record is an orphan.
 A build whose record is stale measures, so its record differs from the committed one: the check
 says which key components differ and the command that refreshes it.
+
+`strategies`: the same for the strategy records of `strategy = "auto"` choices (every built
+choice's record is committed with the tree's key, and the build replayed it), and recorded.bzl is
+what the committed records generate.
 
 `reproduce`: one pipeline measured again here reproduces its committed record byte for byte, and
 the replayed build's outputs equal the measured build's. A difference is listed figure by figure
@@ -21,7 +27,9 @@ import sys
 from pathlib import Path
 
 from common.tuning_schema import TuningRecord
-from perf.records import RecordError, dump_record, key_differences, load_record
+from perf.records import (RecordError, dump_record, dump_strategy_record, key_differences, load_record,
+                          load_strategy_record, strategy_key_differences)
+from tuning.strategy_records import recorded_bzl
 
 BUILT_SUFFIX = "_analysis.record.json"  # <pipeline>_analysis.record.json: models/defs.bzl's choice
 
@@ -56,6 +64,41 @@ def check_keys(committed: list[Path], built: list[Path]) -> list[str]:
                             f"replaying it (figures missing or extra); `{tree.refresh}` refreshes it")
     for name in sorted(set(records) - set(built_by_name)):
         problems.append(f"{records[name]}: no pipeline has this record (an orphan): delete it")
+    return problems
+
+
+STRATEGY_SUFFIX = ".strategy_record.json"  # <pipeline>_<target>.strategy_record.json: perf:code_strategy_choice
+
+
+def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> list[str]:
+    """Problems with the strategy records, one line each (empty: they match the tree)."""
+    problems = []
+    records = {p.stem: p for p in committed}
+    built_by_name = {p.name.removesuffix(STRATEGY_SUFFIX): p for p in built if p.name.endswith(STRATEGY_SUFFIX)}
+    if not built_by_name:
+        raise RecordError(f"no <pipeline>_<target>{STRATEGY_SUFFIX} among --built: nothing to check against")
+    for name, path in sorted(built_by_name.items()):
+        tree = load_strategy_record(path)
+        if name not in records:
+            problems.append(f"{name}: no strategy record committed (its build measures every candidate); "
+                            f"`{tree.refresh}` writes it")
+            continue
+        record = load_strategy_record(records[name])
+        diffs = strategy_key_differences(record.key, tree.key)
+        if diffs:
+            problems.append(f"{records[name]}: stale, its key is not the tree's: {'; '.join(diffs)}; "
+                            f"`{tree.refresh}` refreshes it")
+        elif records[name].read_text() != dump_strategy_record(record):
+            problems.append(f"{records[name]}: not as `{tree.refresh}` writes it (edited by hand?)")
+        elif path.read_text() != records[name].read_text():
+            problems.append(f"{records[name]}: its key matches but the build did not replay it; "
+                            f"`{tree.refresh}` refreshes it")
+    for name in sorted(set(records) - set(built_by_name)):
+        problems.append(f"{records[name]}: no pipeline has this strategy record (an orphan): delete it")
+    expected = recorded_bzl(committed)
+    if bzl.read_text() != expected:
+        problems.append(f"{bzl}: not what the committed strategy records generate (`bazel run //tools:tune` "
+                        "rewrites it with them)")
     return problems
 
 
@@ -128,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser("keys")
     k.add_argument("--committed", nargs="*", type=Path, default=[])
     k.add_argument("--built", nargs="+", type=Path, required=True)
+    st = sub.add_parser("strategies")
+    st.add_argument("--committed", nargs="*", type=Path, default=[])
+    st.add_argument("--recorded-bzl", type=Path, required=True)
+    st.add_argument("--built", nargs="+", type=Path, required=True)
     r = sub.add_parser("reproduce")
     r.add_argument("--committed", type=Path, required=True)
     r.add_argument("--replayed", nargs=3, type=Path, required=True,
@@ -139,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         if a.what == "keys":
             problems = check_keys(a.committed, a.built)
             ok = f"{len(a.built)} pipelines' tuning records match the tree"
+        elif a.what == "strategies":
+            problems = check_strategies(a.committed, a.built, a.recorded_bzl)
+            ok = (f"{len([b for b in a.built if b.name.endswith(STRATEGY_SUFFIX)])} strategy choices' records "
+                  "match the tree and recorded.bzl")
         else:
             problems = check_reproduce(a.committed, a.replayed, a.measured)
             ok = f"{a.committed}: measured again, reproduced byte for byte; replayed outputs equal measured"

@@ -1,11 +1,16 @@
-"""Refreshes committed tuning records by measuring: `bazel run //tools:tune -- <target>...`.
+"""Refreshes committed tuning and strategy records by measuring: `bazel run //tools:tune -- <target>...`.
 
-    bazel run //tools:tune -- //models:mlp_batch32_riscv     # one pipeline's record
-    bazel run //tools:tune -- all                             # every pipeline's
+    bazel run //tools:tune -- //models:mlp_batch32_riscv     # one pipeline target's records
+    bazel run //tools:tune -- //models:resnet_host
+    bazel run //tools:tune -- all                             # every one's
 
-For each pipeline target //P:N (N = <pipeline>_riscv), builds //P:N_measured_analysis (the riscv
-measured choice with records ignored: every shortlisted candidate compiled and run under qemu)
-and copies its record into tuning/records/N.json of the workspace. A record is never written by
+For each pipeline target //P:N (N = <pipeline>_<target>): if it has a measured tile choice, builds
+//P:N_measured_analysis (records ignored: every shortlisted candidate compiled and run under qemu)
+and copies its record into tuning/records/N.json; then, if its build is a `strategy = "auto"`
+choice, builds //P:N_strategy_measured (every strategy compiled and priced, riscv confirmed under
+qemu) and copies its record into tuning/strategies/N.json, and rewrites
+tuning/strategies/recorded.bzl from the committed strategy records. Tiles first: the tuned build a
+strategy choice compares is compiled with the refreshed tile choice. A record is never written by
 hand: review its diff (which figures moved, which key component changed) and commit it.
 """
 
@@ -20,10 +25,13 @@ from pathlib import Path
 
 from common.errors import OneLineErrors
 from common.files import atomic_write
-from perf.records import RecordError, dump_record, load_record
+from perf.records import RecordError, dump_record, dump_strategy_record, load_record, load_strategy_record
+from tuning.strategy_records import recorded_bzl
 
 RECORDS_DIR = Path("tuning/records")
+STRATEGIES_DIR = Path("tuning/strategies")
 MEASURED_SUFFIX = "_measured_analysis"  # models/defs.bzl: the choice measured whatever the records say
+STRATEGY_SUFFIX = "_strategy_measured"  # models/defs.bzl: the strategy choice, every candidate built
 _LABEL = re.compile(r"^//([A-Za-z0-9_/.-]*):([A-Za-z0-9_.-]+)$")
 
 
@@ -31,27 +39,55 @@ class RefreshError(RuntimeError):
     """A target cannot be refreshed; the message names it."""
 
 
-def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> list[tuple[str, str]]:
-    """(package, pipeline record name) per target; `all`: every measured choice that has a record
-    name (bazel query)."""
-    if targets == ["all"]:
-        out = subprocess.run(bazel + ["query", "--output=label", f"attr(name, '.*{MEASURED_SUFFIX}$', //...)"],
-                             cwd=workspace, capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RefreshError(f"bazel query for the measured choices failed: {out.stderr.strip().splitlines()[-1:]}")
-        targets = [line.removesuffix(MEASURED_SUFFIX) for line in out.stdout.split()]
-    pairs = []
-    for target in targets:
+def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> list[tuple[str, str, str]]:
+    """(package, pipeline target name, measuring suffix) of every record of `targets`; `all`: of
+    every pipeline target (bazel query for the measuring targets)."""
+    scopes = [("all", "//...", ".*")] if targets == ["all"] else []
+    for target in targets if targets != ["all"] else []:
         m = _LABEL.match(target)
         if m is None:
-            raise RefreshError(f"{target}: not a pipeline target's label (//models:<pipeline>_riscv) or `all`")
-        pairs.append((m.group(1), m.group(2)))
-    return pairs
+            raise RefreshError(f"{target}: not a pipeline target's label (//models:<pipeline>_<target>) or `all`")
+        scopes.append((target, f"//{m.group(1)}:all", re.escape(m.group(2))))
+    pairs = []
+    for target, scope, name in scopes:
+        query = f"attr(name, '^{name}({MEASURED_SUFFIX}|{STRATEGY_SUFFIX})$', {scope})"
+        out = subprocess.run(bazel + ["query", "--output=label", query], cwd=workspace, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RefreshError(f"bazel query for {target}'s measuring targets failed: "
+                               f"{out.stderr.strip().splitlines()[-1:]}")
+        found = []
+        for line in out.stdout.split():
+            lm = _LABEL.match(line)
+            suffix = MEASURED_SUFFIX if line.endswith(MEASURED_SUFFIX) else STRATEGY_SUFFIX
+            found.append((lm.group(1), lm.group(2).removesuffix(suffix), suffix))
+        if not found:
+            raise RefreshError(f"{target}: has neither a measured tile choice nor a strategy choice to record")
+        pairs += found
+    # Tile records first: the strategy choices compile the tuned build from them.
+    return sorted(set(pairs), key=lambda p: (p[2] != MEASURED_SUFFIX, p[0], p[1]))
+
+
+def _build(workspace: Path, bazel: list[str], labels: list[str]) -> None:
+    print(f"tune: measuring {len(labels)} choice(s): {' '.join(labels)}", file=sys.stderr)
+    # `bazel run` has released the server by now: a nested build is an ordinary one.
+    if subprocess.run(bazel + ["build"] + labels, cwd=workspace).returncode != 0:
+        raise RefreshError(f"bazel build {' '.join(labels)} failed (see above)")
+
+
+def _commit(dest: Path, text: str, what: str) -> None:
+    old = dest.read_text() if dest.is_file() else None
+    if old == text:
+        print(f"tune: {dest.parent.name}/{dest.name}: unchanged")
+        return
+    atomic_write(dest, text)
+    print(f"tune: {dest.parent.name}/{dest.name}: {'written' if old is None else 'refreshed'} ({what})")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bazel run //tools:tune --", description=__doc__.split("\n")[0])
-    p.add_argument("targets", nargs="+", help="//models:<pipeline>_riscv ..., or `all`")
+    p.add_argument("targets", nargs="+", help="//models:<pipeline>_<target> ..., or `all`")
+    p.add_argument("--only", choices=("tiles", "strategies"),
+                   help="refresh only the tile (tuning/records) or only the strategy (tuning/strategies) records")
     p.add_argument("--bazel", default="tools/bazel", help="the Bazel entry point, relative to the workspace")
     a = p.parse_args(argv)
     with OneLineErrors("tune", " ".join(a.targets), (RefreshError, RecordError)) as cli:
@@ -60,26 +96,28 @@ def main(argv: list[str] | None = None) -> int:
             raise RefreshError("BUILD_WORKSPACE_DIRECTORY is not set: run me with `bazel run //tools:tune -- ...`")
         workspace = Path(ws)
         bazel = [str(workspace / a.bazel)]
-        pairs = record_targets(workspace, bazel, a.targets)
-        labels = [f"//{pkg}:{name}{MEASURED_SUFFIX}" for pkg, name in pairs]
-        print(f"tune: measuring {len(labels)} choice(s): {' '.join(labels)}", file=sys.stderr)
-        # `bazel run` has released the server by now: a nested build is an ordinary one.
-        if subprocess.run(bazel + ["build"] + labels, cwd=workspace).returncode != 0:
-            raise RefreshError(f"bazel build {' '.join(labels)} failed (see above)")
+        found = record_targets(workspace, bazel, a.targets)
         bin_dir = workspace / "bazel-bin"
-        for (pkg, name), label in zip(pairs, labels):
-            built = bin_dir / pkg / f"{name}{MEASURED_SUFFIX}.record.json"
-            record = load_record(built)  # validated before it replaces a committed one
-            text = dump_record(record)
-            dest = workspace / RECORDS_DIR / f"{name}.json"
-            old = dest.read_text() if dest.is_file() else None
-            if old == text:
-                print(f"tune: {RECORDS_DIR / dest.name}: unchanged")
+        kinds = {"tiles": (MEASURED_SUFFIX,), "strategies": (STRATEGY_SUFFIX,)}.get(a.only, (MEASURED_SUFFIX, STRATEGY_SUFFIX))
+        for suffix in kinds:
+            pairs = [(pkg, name) for pkg, name, s in found if s == suffix]
+            if not pairs:
                 continue
-            atomic_write(dest, text)
-            measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
-            print(f"tune: {RECORDS_DIR / dest.name}: {'written' if old is None else 'refreshed'} "
-                  f"({len(record.results)} dispatches, {measured} candidates measured)")
+            _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
+            for pkg, name in pairs:
+                if suffix == MEASURED_SUFFIX:
+                    record = load_record(bin_dir / pkg / f"{name}{suffix}.record.json")  # validated first
+                    measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
+                    _commit(workspace / RECORDS_DIR / f"{name}.json", dump_record(record),
+                            f"{len(record.results)} dispatches, {measured} candidates measured")
+                else:
+                    strategy = load_strategy_record(bin_dir / pkg / f"{name}{suffix}.strategy_record.json")
+                    _commit(workspace / STRATEGIES_DIR / f"{name}.json", dump_strategy_record(strategy),
+                            f"chose {strategy.choice['chosen']}")
+            if suffix == STRATEGY_SUFFIX:
+                committed = sorted((workspace / STRATEGIES_DIR).glob("*.json"))
+                _commit(workspace / STRATEGIES_DIR / "recorded.bzl", recorded_bzl(committed),
+                        f"{len(committed)} strategy records")
     return cli.exit_code if cli.failed else 0
 
 
