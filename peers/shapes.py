@@ -23,6 +23,9 @@ class GemmShape:
     k: int
     trans_b: bool  # B stored [N][K] (linear layer weights) instead of [K][N]
     what: str
+    # What IREE's dispatch computes besides fill + matmul (its fused consumers, read from the
+    # dispatch's ops in <model>_riscv_compiled.configs.mlir); the peers compute the GEMM alone.
+    iree_fused: str = ""
 
     @property
     def key(self) -> str:
@@ -41,17 +44,18 @@ SHAPES: tuple[GemmShape, ...] = (
     GemmShape("resnet", "calibration", "main_dispatch_37_matmul_256x196x128_f32", 256, 196, 128, False,
               "ResNet-18 1x1 stride-2 downsample conv (im2col)"),
     GemmShape("mobilenet_v2", "calibration", "main_dispatch_30_matmul_384x196x64_f32", 384, 196, 64, False,
-              "MobileNetV2 pointwise expansion conv"),
+              "MobileNetV2 pointwise expansion conv", "batch-norm affine + ReLU6"),
     GemmShape("pointwise_cnn", "calibration", "main_dispatch_7_matmul_32x256x288_f32", 32, 256, 288, False,
-              "3x3 conv, 32 channels (im2col)"),
+              "3x3 conv, 32 channels (im2col)", "bias + ReLU"),
     GemmShape("mlp", "calibration", "main_dispatch_0_matmul_4x128x64_f32", 4, 128, 64, True,
-              "linear layer, batch 4"),
+              "linear layer, batch 4", "bias + ReLU"),
     GemmShape("matmul_shapes", "held_out", "main_dispatch_0_matmul_256x256x256_f32", 256, 256, 256, False,
               "square matmul 256^3"),
     GemmShape("mlp_batch32", "held_out", "main_dispatch_0_matmul_32x512x256_f32", 32, 512, 256, True,
-              "linear layer 256->512, batch 32"),
+              "linear layer 256->512, batch 32", "bias + ReLU"),
     GemmShape("transformer_encoder", "held_out", "main_dispatch_15_matmul_32x128x64_f32", 32, 128, 64, True,
-              "transformer feed-forward linear 64->128, 32 tokens"),
+              "transformer feed-forward linear 64->128, 32 tokens",
+              "bias + GELU (erf)"),
 )
 
 
