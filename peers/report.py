@@ -9,6 +9,9 @@ Reads
   on analysis/hardware/riscv_rvv.yaml); `iree-default` is IREE's own tiles, the chosen candidate
   (fewest memory-aware cycles, ties to IREE's default: perf.tune.decide) is what ships;
 - docs/data/measured_choices.json: which candidate each measured choice kept, and each model's split;
+- peers/data/iree_gemm_measured.json: IREE's build of each shape as a GEMM alone, per strategy
+  (tools/bazel run //peers:iree_gemm): codegen, data tiling, mmt4d microkernels, with and without
+  the packing dispatches a standalone call runs;
 and writes docs/data/peers_ops.json and docs/peers.md (generated; do not edit). Nothing is
 measured here. Share of FMA peak = M*N*K / (cycles x the description's MACs per cycle).
 """
@@ -27,6 +30,7 @@ from common.files import sha256_file, write_together
 from peers.shapes import SHAPES
 
 MEASURED = Path("peers/data/gemm_measured.json")
+IREE_ALONE = Path("peers/data/iree_gemm_measured.json")
 CHOICES = Path("docs/data/measured_choices.json")
 RECORDS = Path("tuning/records")
 OUT_JSON = Path("docs/data/peers_ops.json")
@@ -34,8 +38,15 @@ OUT_MD = Path("docs/peers.md")
 HARDWARE = "riscv_rvv"  # IREE's per-dispatch figures are committed for this description only
 PEERS = ("autovec", "openblas", "blis")
 IREE = ("iree-default", "iree-chosen")
+ALONE = ("iree-codegen-alone", "iree-datatiling", "iree-ukernels")
+PACKED = ("iree-datatiling+packing", "iree-ukernels+packing")
 LABELS = {"autovec": "naive C + clang-19 autovec", "openblas": "OpenBLAS sgemm", "blis": "BLIS sgemm",
-          "iree-default": "IREE codegen (its tiles)", "iree-chosen": "IREE as shipped (our tiles)"}
+          "iree-default": "IREE codegen, zoo dispatch (its tiles)",
+          "iree-chosen": "IREE as shipped, zoo dispatch (our tiles)",
+          "iree-codegen-alone": "IREE codegen, GEMM alone", "iree-datatiling": "IREE data tiling (mmt4d dispatch)",
+          "iree-ukernels": "IREE mmt4d ukernels (mmt4d dispatch)",
+          "iree-datatiling+packing": "IREE data tiling + run-time packing",
+          "iree-ukernels+packing": "IREE ukernels + run-time packing"}
 
 
 class ReportError(RuntimeError):
@@ -68,9 +79,12 @@ def _figures(macs: int, peak: int, model_cycles: int, memory_cycles: int) -> dic
 def build(root: Path) -> dict:
     measured = _load(root / MEASURED)
     choices = _load(root / CHOICES)
+    alone = _load(root / IREE_ALONE)
     hw = measured.get("hardware", {}).get(HARDWARE)
     if hw is None:
         raise ReportError(f"{MEASURED}: no runs on {HARDWARE}")
+    if (alone["hardware"], alone["hardware_sha256"]) != (HARDWARE, hw["sha256"]):
+        raise ReportError(f"{IREE_ALONE}: measured on another {HARDWARE}.yaml than the peers")
     peak = hw["peak_macs_per_cycle"]
     runs = {(r["shape"], r["tool"]): r for r in measured["results"] if r["hardware"] == HARDWARE}
     ops, notes = [], []
@@ -111,10 +125,25 @@ def build(root: Path) -> dict:
         for tool, name in (("iree-default", "iree-default"), ("iree-chosen", chosen)):
             m = results[name]["measured"]
             tools[tool] = {**_figures(s.macs, peak, m["model_cycles"], m["memory_aware_cycles"]), "candidate": name}
+        strategies = alone["results"].get(s.key)
+        if strategies is None or set(strategies) != {"codegen", "datatiling", "ukernels"}:
+            raise ReportError(f"{IREE_ALONE}: no codegen, datatiling and ukernels runs of {s.key}")
+        for tool, strategy in zip(ALONE, ("codegen", "datatiling", "ukernels")):
+            e = strategies[strategy]
+            tools[tool] = {**_figures(s.macs, peak, e["gemm_model_cycles"], e["gemm_memory_aware_cycles"]),
+                           "dispatch": e["gemm_dispatch"]}
+        for tool, strategy in zip(PACKED, ("datatiling", "ukernels")):
+            e = strategies[strategy]
+            tools[tool] = {**_figures(s.macs, peak, e["total_model_cycles"], e["total_memory_aware_cycles"]),
+                           "dispatches": [d["name"] for d in e["dispatches"]]}
         best_peer = min(PEERS, key=lambda t: tools[t]["model_cycles"])
         ops.append({"shape": s.key, "model": s.model, "split": s.split, "dispatch": s.dispatch, "what": s.what,
                     "m": s.m, "n": s.n, "k": s.k, "layout": s.layout, "macs": s.macs, "iree_fused": s.iree_fused,
                     "tools": tools, "best_peer": best_peer,
+                    # The same GEMM built alone vs inside the zoo with IREE's default tiles: equal up to
+                    # the fused consumers and the model's constant weights.
+                    "iree_alone_over_zoo_default_model_cycles": round(
+                        tools["iree-codegen-alone"]["model_cycles"] / tools["iree-default"]["model_cycles"], 3),
                     "iree_shipped_over_best_peer_model_cycles": round(
                         tools["iree-chosen"]["model_cycles"] / tools[best_peer]["model_cycles"], 3),
                     "iree_shipped_over_best_peer_memory_aware_cycles": round(
@@ -122,16 +151,17 @@ def build(root: Path) -> dict:
     summary = {}
     for split in ("calibration", "held_out"):
         chosen_ops = [o for o in ops if o["split"] == split]
-        summary[split] = {t: round(math.exp(sum(math.log(o["tools"][t]["fma_peak_share"]) for o in chosen_ops)
-                                            / len(chosen_ops)), 4) for t in PEERS + IREE} if chosen_ops else {}
+        summary[split] = ({t: round(math.exp(sum(math.log(o["tools"][t]["fma_peak_share"]) for o in chosen_ops)
+                                            / len(chosen_ops)), 4) for t in PEERS + IREE + ALONE + PACKED}
+                          if chosen_ops else {})
     return {
         "what": "per-op share of the core model's FMA peak: peers' f32 GEMMs vs IREE's dispatches of the same "
                 "shapes (peers/report.py)",
         "produced_by": "tools/bazel run //peers:report",
         "hardware": HARDWARE, "core": hw["core"], "vlen": hw["vlen"], "peak_macs_per_cycle": peak,
         "model_ignores": measured["model_ignores"], "memory_model_ignores": measured["memory_model_ignores"],
-        "sources": {str(MEASURED): sha256_file(root / MEASURED), str(CHOICES): sha256_file(root / CHOICES),
-                    **records_used},
+        "sources": {str(MEASURED): sha256_file(root / MEASURED), str(IREE_ALONE): sha256_file(root / IREE_ALONE),
+                    str(CHOICES): sha256_file(root / CHOICES), **records_used},
         "packages": measured.get("packages", []), "tools": measured.get("tools", {}),
         "summary_geomean_fma_peak_share": summary, "ops": ops, "notes": notes,
     }
@@ -142,12 +172,14 @@ def _pct(x: float) -> str:
 
 
 def markdown(data: dict) -> str:
-    cols = PEERS + IREE
+    cols = PEERS + IREE + ALONE
     out = ["<!-- Generated by `tools/bazel run //peers:report` from committed data; do not edit. -->",
            "# Peers on the same RISC-V yardstick: per-op GEMM (issue 50, milestone 1)", "",
            f"Each f32 GEMM below is one matmul dispatch of a zoo model. The peers run it in a small C harness "
            f"(peers/harness/) under the plugin qemu at VLEN {data['vlen']}; IREE's figures are the committed "
-           f"tuning records of the same dispatches (tuning/records/). Both are priced by the same code "
+           f"tuning records of the same dispatches (tuning/records/), with the model's fused consumers, and "
+           f"IREE's build of the same GEMM alone per strategy (peers/iree_gemm.py: codegen, data tiling, mmt4d "
+           f"microkernels; default configurations). All are priced by the same code "
            f"(perf/mca.py, perf/memory_model.py) on `{data['hardware']}`: model cycles on llvm-mca's "
            f"`{data['core']}`, whose FMA peak is {data['peak_macs_per_cycle']} f32 MACs per cycle. "
            f"A cell is M*N*K / (cycles x peak). Model cycles ignore {data['model_ignores']}; memory-aware "
@@ -164,7 +196,19 @@ def markdown(data: dict) -> str:
                    + " | ".join(_pct(t[c]["fma_peak_share"]) for c in cols)
                    + f" | {o['iree_shipped_over_best_peer_model_cycles']:.2f}x ({o['best_peer']}) |")
     out += ["", "Shipped / best peer: IREE's shipped dispatch's cycles over the fastest peer's (below 1: IREE is "
-            "faster). IREE's dispatches also run the fused consumers named in their column; the peers do not.", "",
+            "faster). IREE's zoo dispatches also run the fused consumers named in their column; the peers and "
+            "the GEMM-alone builds do not. The data-tiled columns are the mmt4d dispatch alone, on operands "
+            "already packed (in a model the weights are packed once, ahead of time; the activations are not); "
+            "the libraries pack inside their sgemm call.", "",
+            "## Data tiling with the packing a standalone call runs, model cycles", "",
+            "| op | OpenBLAS sgemm | " + " | ".join(LABELS[c] for c in PACKED) + " |",
+            "|---|---:|" + "---:|" * len(PACKED)]
+    for o in data["ops"]:
+        t = o["tools"]
+        out.append(f"| {o['model']} {o['m']}x{o['n']}x{o['k']} | {_pct(t['openblas']['fma_peak_share'])} | "
+                   + " | ".join(_pct(t[c]["fma_peak_share"]) for c in PACKED) + " |")
+    out += ["", "The mmt4d dispatch plus the dispatches that pack A and B, every dispatch IREE compiles the "
+            "standalone GEMM to (listed per op in docs/data/peers_ops.json).", "",
             "## Share of the FMA peak, memory-aware cycles", "",
             "| op | " + " | ".join(LABELS[c] for c in cols) + " | bound (peers) | shipped / best peer |",
             "|---|" + "---:|" * len(cols) + "---|---:|"]
@@ -174,6 +218,9 @@ def markdown(data: dict) -> str:
                    + " | ".join(_pct(t[c]["memory_aware_fma_peak_share"]) for c in cols)
                    + " | " + ", ".join(f"{p}: {t[p]['bound']}" for p in PEERS)
                    + f" | {o['iree_shipped_over_best_peer_memory_aware_cycles']:.2f}x |")
+    out += ["", "IREE codegen, GEMM alone over the zoo dispatch with the same (default) tiles, model cycles: "
+            + "; ".join(f"{o['model']} {o['iree_alone_over_zoo_default_model_cycles']:.3f}"
+                        + (f" (zoo fuses {o['iree_fused']})" if o["iree_fused"] else "") for o in data["ops"]) + "."]
     out += ["", "## Geometric mean of the share (model cycles), by split", "",
             "| split | " + " | ".join(LABELS[c] for c in cols) + " |", "|---|" + "---:|" * len(cols)]
     for split, row in data["summary_geomean_fma_peak_share"].items():

@@ -26,14 +26,14 @@ def test_every_shape_has_every_peer_and_both_iree_figures():
     data = report.build(ROOT)
     assert [o["shape"] for o in data["ops"]] == [s.key for s in SHAPES]
     for o in data["ops"]:
-        assert set(o["tools"]) == set(report.PEERS + report.IREE)
+        assert set(o["tools"]) == set(report.PEERS + report.IREE + report.ALONE + report.PACKED)
         for t in o["tools"].values():
             share = o["macs"] / (t["model_cycles"] * data["peak_macs_per_cycle"])
             assert t["fma_peak_share"] == round(share, 4) and 0 < share <= 1
 
 
 def _copy(tmp_path: Path) -> Path:
-    for rel in (report.MEASURED, report.CHOICES):
+    for rel in (report.MEASURED, report.IREE_ALONE, report.CHOICES):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     shutil.copytree(ROOT / report.RECORDS, tmp_path / report.RECORDS)
@@ -46,6 +46,15 @@ def test_a_missing_peer_run_is_an_error(tmp_path):
     measured["results"] = [r for r in measured["results"] if r["tool"] != "blis"]
     (root / report.MEASURED).write_text(json.dumps(measured))
     with pytest.raises(report.ReportError, match="no blis run"):
+        report.build(root)
+
+
+def test_a_missing_iree_strategy_is_an_error(tmp_path):
+    root = _copy(tmp_path)
+    alone = json.loads((root / report.IREE_ALONE).read_text())
+    del alone["results"][SHAPES[-1].key]["ukernels"]
+    (root / report.IREE_ALONE).write_text(json.dumps(alone))
+    with pytest.raises(report.ReportError, match="no codegen, datatiling and ukernels runs"):
         report.build(root)
 
 
