@@ -86,7 +86,7 @@ def measure(hardware: Path, runner: Path, plugin: Path, qemu: Path, llvm_bin: Pa
                    "--hardware", str(hardware), "--runner", str(runner), "--plugin", str(plugin),
                    "--qemu", str(qemu), "--llvm-bin", str(llvm_bin), "--model-name", function_name(s),
                    "--out-json", str(out_json), "--out-md", str(out_md)]
-            print(f"peers.iree_gemm: {s.key}: IREE {strategy} ...", file=sys.stderr)
+            print(f"peers.iree_gemm: {s.key}: IREE {strategy} ...", flush=True)
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise RuntimeError(f"perf.measure ({s.key}, {strategy}) failed: "

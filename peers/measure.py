@@ -24,7 +24,7 @@ from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
 from common.errors import OneLineErrors
-from common.files import sha256_file, write_together
+from common.files import check_outputs, sha256_file, write_together
 from common.core_models import MODEL_IGNORES
 from perf import mca
 from perf import memory_model as mem
@@ -80,7 +80,7 @@ def measure(harnesses: dict[str, Path], sysroot: Path, qemu: Path, plugin: Path,
         for job, res in zip(jobs_list, pool.map(one, jobs_list)):
             results.append(res)
             print(f"peers: {res['hardware']} {res['tool']:9s} {res['shape']}: {res['model_cycles']:,} model cycles, "
-                  f"{res['fma_peak_share']:.1%} of FMA peak, vector share {res['vector_share']:.1%}", file=sys.stderr)
+                  f"{res['fma_peak_share']:.1%} of FMA peak, vector share {res['vector_share']:.1%}", flush=True)
     order = {s.key: i for i, s in enumerate(SHAPES)}
     tools = list(harnesses)
     results.sort(key=lambda r: (r["hardware"], order[r["shape"]], tools.index(r["tool"])))
@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     mca.use_llvm_bin(llvm_bin)
     out = _workspace_path(args.out)
     with OneLineErrors("peers", args.out, (pr.PeerError, HardwareError, mca.McaError, KeyError)) as cli:
+        check_outputs({"--out": out}, {"--harness": [Path(h.partition("=")[2]) for h in args.harness],
+                                       "--peers-repo": args.peers_repo, "--qemu": args.qemu,
+                                       "--plugin": args.plugin, "--hardware": args.hardware})
         if not args.peers_repo.is_file():
             raise pr.PeerError(f"{args.peers_repo}: @peers_riscv64's VERSION not found")
         data = measure(_harnesses(args.harness), args.peers_repo.parent / "sysroot", args.qemu, args.plugin,
