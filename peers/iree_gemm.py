@@ -29,11 +29,12 @@ import yaml
 
 from common.errors import OneLineErrors
 from common.files import sha256_file, write_together
-from common.targets import named_target
+from common.targets import DEFAULT_STRATEGY, PACKED_STRATEGIES, named_target
 from analysis.hardware import load_hardware
 from peers.shapes import SHAPES, GemmShape
 
-STRATEGIES = ("codegen", "datatiling", "ukernels")
+# IREE's own code emission and the strategies that pack operands (data tiling, mmt4d ukernels).
+STRATEGIES = (DEFAULT_STRATEGY, *PACKED_STRATEGIES)
 
 
 def function_name(s: GemmShape) -> str:

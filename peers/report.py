@@ -27,6 +27,8 @@ from pathlib import Path
 
 from common.errors import OneLineErrors
 from common.files import sha256_file, write_together
+from common.targets import DEFAULT_STRATEGY, PACKED_STRATEGIES
+from peers.iree_gemm import STRATEGIES
 from peers.shapes import SHAPES
 
 MEASURED = Path("peers/data/gemm_measured.json")
@@ -38,8 +40,11 @@ OUT_MD = Path("docs/peers.md")
 HARDWARE = "riscv_rvv"  # IREE's per-dispatch figures are committed for this description only
 PEERS = ("autovec", "openblas", "blis")
 IREE = ("iree-default", "iree-chosen")
-ALONE = ("iree-codegen-alone", "iree-datatiling", "iree-ukernels")
-PACKED = ("iree-datatiling+packing", "iree-ukernels+packing")
+# IREE's build of the GEMM alone, per strategy (peers/iree_gemm.py), and with run-time packing.
+ALONE_OF = {s: "iree-codegen-alone" if s == DEFAULT_STRATEGY else f"iree-{s}" for s in STRATEGIES}
+PACKED_OF = {s: f"iree-{s}+packing" for s in PACKED_STRATEGIES}
+ALONE = tuple(ALONE_OF.values())
+PACKED = tuple(PACKED_OF.values())
 LABELS = {"autovec": "naive C + clang-19 autovec", "openblas": "OpenBLAS sgemm", "blis": "BLIS sgemm",
           "iree-default": "IREE codegen, zoo dispatch (its tiles)",
           "iree-chosen": "IREE as shipped, zoo dispatch (our tiles)",
@@ -126,13 +131,13 @@ def build(root: Path) -> dict:
             m = results[name]["measured"]
             tools[tool] = {**_figures(s.macs, peak, m["model_cycles"], m["memory_aware_cycles"]), "candidate": name}
         strategies = alone["results"].get(s.key)
-        if strategies is None or set(strategies) != {"codegen", "datatiling", "ukernels"}:
-            raise ReportError(f"{IREE_ALONE}: no codegen, datatiling and ukernels runs of {s.key}")
-        for tool, strategy in zip(ALONE, ("codegen", "datatiling", "ukernels")):
+        if strategies is None or set(strategies) != set(STRATEGIES):
+            raise ReportError(f"{IREE_ALONE}: no {', '.join(STRATEGIES)} runs of {s.key}")
+        for strategy, tool in ALONE_OF.items():
             e = strategies[strategy]
             tools[tool] = {**_figures(s.macs, peak, e["gemm_model_cycles"], e["gemm_memory_aware_cycles"]),
                            "dispatch": e["gemm_dispatch"]}
-        for tool, strategy in zip(PACKED, ("datatiling", "ukernels")):
+        for strategy, tool in PACKED_OF.items():
             e = strategies[strategy]
             tools[tool] = {**_figures(s.macs, peak, e["total_model_cycles"], e["total_memory_aware_cycles"]),
                            "dispatches": [d["name"] for d in e["dispatches"]]}

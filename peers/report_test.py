@@ -54,7 +54,7 @@ def test_a_missing_iree_strategy_is_an_error(tmp_path):
     alone = json.loads((root / report.IREE_ALONE).read_text())
     del alone["results"][SHAPES[-1].key]["ukernels"]
     (root / report.IREE_ALONE).write_text(json.dumps(alone))
-    with pytest.raises(report.ReportError, match="no codegen, datatiling and ukernels runs"):
+    with pytest.raises(report.ReportError, match="no codegen, datatiling, ukernels runs"):
         report.build(root)
 
 
