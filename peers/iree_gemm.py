@@ -70,8 +70,26 @@ def target_file(strategy: str, vector_bits: int, path: Path) -> None:
     path.write_text(yaml.safe_dump(t.model_dump(mode="json"), sort_keys=False))
 
 
-def measure(hardware: Path, runner: Path, plugin: Path, qemu: Path, llvm_bin: Path, python: str) -> dict:
-    hw = load_hardware(hardware)
+def measure(hardwares: list[Path], runner: Path, plugin: Path, qemu: Path, llvm_bin: Path, python: str) -> dict:
+    runs, tools = {}, {}
+    for hardware in hardwares:
+        hw = load_hardware(hardware)
+        if hw.model_core is None:
+            raise RuntimeError(f"{hardware}: no model_core: nothing to price on")
+        results, tools = _measure_on(hardware, hw, runner, plugin, qemu, llvm_bin, python)
+        runs[hw.name] = {"hardware_sha256": sha256_file(hardware), "core": hw.model_core,
+                         "vlen": hw.compute.vector_bits,
+                         "results": {s.key: results[s.key] for s in SHAPES if s.key in results}}
+    return {
+        "what": "IREE's default build of each peers shape as a GEMM alone (fill + matmul, operands as "
+                "arguments), per strategy, for the riscv target at each description's VLEN, measured by "
+                "perf.measure (peers/iree_gemm.py)",
+        "produced_by": "tools/bazel run //peers:iree_gemm",
+        "tools": tools, "modules": {s.key: module_text(s) for s in SHAPES}, "runs": runs,
+    }
+
+
+def _measure_on(hardware: Path, hw, runner: Path, plugin: Path, qemu: Path, llvm_bin: Path, python: str):
     results = {}
     tools = {}
     jobs = [(s, strategy) for s in SHAPES for strategy in STRATEGIES]
@@ -87,7 +105,7 @@ def measure(hardware: Path, runner: Path, plugin: Path, qemu: Path, llvm_bin: Pa
                    "--hardware", str(hardware), "--runner", str(runner), "--plugin", str(plugin),
                    "--qemu", str(qemu), "--llvm-bin", str(llvm_bin), "--model-name", function_name(s),
                    "--out-json", str(out_json), "--out-md", str(out_md)]
-            print(f"peers.iree_gemm: {s.key}: IREE {strategy} ...", flush=True)
+            print(f"peers.iree_gemm: {hw.name}: {s.key}: IREE {strategy} ...", flush=True)
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise RuntimeError(f"perf.measure ({s.key}, {strategy}) failed: "
@@ -117,20 +135,13 @@ def measure(hardware: Path, runner: Path, plugin: Path, qemu: Path, llvm_bin: Pa
             entry["gemm_memory_aware_cycles"] = main["memory_aware_cycles"]
             entry["total_model_cycles"] = sum(d["model_cycles"] * d["calls"] for d in ds)
             entry["total_memory_aware_cycles"] = sum(d["memory_aware_cycles"] * d["calls"] for d in ds)
-    return {
-        "what": "IREE's default build of each peers shape as a GEMM alone (fill + matmul, operands as "
-                "arguments), per strategy, measured by perf.measure (peers/iree_gemm.py)",
-        "produced_by": "tools/bazel run //peers:iree_gemm",
-        "hardware": hw.name, "hardware_sha256": sha256_file(hardware), "core": hw.model_core,
-        "vlen": hw.compute.vector_bits, "tools": tools,
-        "modules": {s.key: module_text(s) for s in SHAPES},
-        "results": {s.key: results[s.key] for s in SHAPES if s.key in results},
-    }
+    return results, tools
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m peers.iree_gemm", description=__doc__.split("\n")[0])
-    p.add_argument("--hardware", required=True, type=Path)
+    p.add_argument("--hardware", required=True, type=Path, action="append",
+                   help="accelerator description with a model_core (repeatable); the target is built at its VLEN")
     p.add_argument("--runner", required=True, type=Path)
     p.add_argument("--plugin", required=True, type=Path)
     p.add_argument("--qemu", required=True, type=Path)
@@ -141,12 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out if args.out.is_absolute() or not ws else Path(ws) / args.out
     llvm_bin = args.llvm_bin.parent if args.llvm_bin.is_file() else args.llvm_bin
     with OneLineErrors("peers.iree_gemm", args.out, (RuntimeError,)) as cli:
-        data = measure(args.hardware.absolute(), args.runner.absolute(), args.plugin.absolute(),
+        data = measure([h.absolute() for h in args.hardware], args.runner.absolute(), args.plugin.absolute(),
                        args.qemu.absolute(), llvm_bin.absolute(), sys.executable)
         write_together({out: json.dumps(data, indent=1) + "\n"})
     if cli.failed:
         return cli.exit_code
-    print(f"peers.iree_gemm: {len(data['results'])} shapes -> {args.out}")
+    print(f"peers.iree_gemm: {', '.join(data['runs'])}: {len(SHAPES)} shapes -> {args.out}")
     return 0
 
 

@@ -81,6 +81,54 @@ def _figures(macs: int, peak: int, model_cycles: int, memory_cycles: int) -> dic
             "memory_aware_fma_peak_share": round(macs / (memory_cycles * peak), 4)}
 
 
+def _peer_tools(s, runs: dict, peak: int, hardware: str) -> dict:
+    tools = {}
+    for tool in PEERS:
+        r = runs.get((s.key, tool))
+        if r is None:
+            raise ReportError(f"{MEASURED}: no {tool} run of {s.key} on {hardware}")
+        if (r["m"], r["n"], r["k"], r["trans_b"]) != (s.m, s.n, s.k, s.trans_b):
+            raise ReportError(f"{MEASURED}: {tool} {s.key} measured another shape than peers/shapes.py")
+        tools[tool] = {**_figures(s.macs, peak, r["model_cycles"], r["memory"]["cycles"]),
+                       "bound": r["memory"]["bound"], "vector_share": r["vector_share"],
+                       "instructions": r["instructions"], "info": r["info"],
+                       "unpriced_fences": r.get("unpriced_fences", 0)}
+    return tools
+
+
+def _alone_tools(s, run: dict, peak: int, hardware: str) -> dict:
+    tools = {}
+    strategies = run["results"].get(s.key)
+    if strategies is None or set(strategies) != set(STRATEGIES):
+        raise ReportError(f"{IREE_ALONE}: no {', '.join(STRATEGIES)} runs of {s.key} on {hardware}")
+    for strategy, tool in ALONE_OF.items():
+        e = strategies[strategy]
+        tools[tool] = {**_figures(s.macs, peak, e["gemm_model_cycles"], e["gemm_memory_aware_cycles"]),
+                       "dispatch": e["gemm_dispatch"]}
+    for strategy, tool in PACKED_OF.items():
+        e = strategies[strategy]
+        tools[tool] = {**_figures(s.macs, peak, e["total_model_cycles"], e["total_memory_aware_cycles"]),
+                       "dispatches": [d["name"] for d in e["dispatches"]]}
+    return tools
+
+
+def _other_core(measured: dict, alone_runs: dict, name: str) -> dict:
+    """Peers and IREE's GEMM alone on another description (no zoo figures are committed there)."""
+    h = measured["hardware"][name]
+    runs = {(r["shape"], r["tool"]): r for r in measured["results"] if r["hardware"] == name}
+    ops = []
+    for s in SHAPES:
+        tools = {**_peer_tools(s, runs, h["peak_macs_per_cycle"], name),
+                 **_alone_tools(s, alone_runs[name], h["peak_macs_per_cycle"], name)}
+        best_peer = min(PEERS, key=lambda t: tools[t]["model_cycles"])
+        best_iree = min(ALONE, key=lambda t: tools[t]["model_cycles"])
+        ops.append({"shape": s.key, "model": s.model, "split": s.split, "m": s.m, "n": s.n, "k": s.k,
+                    "layout": s.layout, "macs": s.macs, "tools": tools, "best_peer": best_peer,
+                    "best_iree": best_iree, "best_iree_over_best_peer_model_cycles": round(
+                        tools[best_iree]["model_cycles"] / tools[best_peer]["model_cycles"], 3)})
+    return {"core": h["core"], "vlen": h["vlen"], "peak_macs_per_cycle": h["peak_macs_per_cycle"], "ops": ops}
+
+
 def build(root: Path) -> dict:
     measured = _load(root / MEASURED)
     choices = _load(root / CHOICES)
@@ -88,8 +136,12 @@ def build(root: Path) -> dict:
     hw = measured.get("hardware", {}).get(HARDWARE)
     if hw is None:
         raise ReportError(f"{MEASURED}: no runs on {HARDWARE}")
-    if (alone["hardware"], alone["hardware_sha256"]) != (HARDWARE, hw["sha256"]):
-        raise ReportError(f"{IREE_ALONE}: measured on another {HARDWARE}.yaml than the peers")
+    alone_runs = alone.get("runs", {})
+    for name, h in measured["hardware"].items():
+        if name not in alone_runs:
+            raise ReportError(f"{IREE_ALONE}: no run on {name}, which the peers were measured on")
+        if alone_runs[name]["hardware_sha256"] != h["sha256"]:
+            raise ReportError(f"{IREE_ALONE}: measured on another {name}.yaml than the peers")
     peak = hw["peak_macs_per_cycle"]
     runs = {(r["shape"], r["tool"]): r for r in measured["results"] if r["hardware"] == HARDWARE}
     ops, notes = [], []
@@ -116,31 +168,11 @@ def build(root: Path) -> dict:
         if choice is not None and choice["chosen"] != chosen:
             notes.append(f"{s.key}: {CHOICES} says {choice['chosen']} was chosen; the tuning record's figures "
                          f"(refreshed since) choose {chosen}; the record is used")
-        tools = {}
-        for tool in PEERS:
-            r = runs.get((s.key, tool))
-            if r is None:
-                raise ReportError(f"{MEASURED}: no {tool} run of {s.key} on {HARDWARE}")
-            if (r["m"], r["n"], r["k"], r["trans_b"]) != (s.m, s.n, s.k, s.trans_b):
-                raise ReportError(f"{MEASURED}: {tool} {s.key} measured another shape than peers/shapes.py")
-            tools[tool] = {**_figures(s.macs, peak, r["model_cycles"], r["memory"]["cycles"]),
-                           "bound": r["memory"]["bound"], "vector_share": r["vector_share"],
-                           "instructions": r["instructions"], "info": r["info"],
-                           "unpriced_fences": r.get("unpriced_fences", 0)}
+        tools = _peer_tools(s, runs, peak, HARDWARE)
         for tool, name in (("iree-default", "iree-default"), ("iree-chosen", chosen)):
             m = results[name]["measured"]
             tools[tool] = {**_figures(s.macs, peak, m["model_cycles"], m["memory_aware_cycles"]), "candidate": name}
-        strategies = alone["results"].get(s.key)
-        if strategies is None or set(strategies) != set(STRATEGIES):
-            raise ReportError(f"{IREE_ALONE}: no {', '.join(STRATEGIES)} runs of {s.key}")
-        for strategy, tool in ALONE_OF.items():
-            e = strategies[strategy]
-            tools[tool] = {**_figures(s.macs, peak, e["gemm_model_cycles"], e["gemm_memory_aware_cycles"]),
-                           "dispatch": e["gemm_dispatch"]}
-        for strategy, tool in PACKED_OF.items():
-            e = strategies[strategy]
-            tools[tool] = {**_figures(s.macs, peak, e["total_model_cycles"], e["total_memory_aware_cycles"]),
-                           "dispatches": [d["name"] for d in e["dispatches"]]}
+        tools.update(_alone_tools(s, alone_runs[HARDWARE], peak, HARDWARE))
         best_peer = min(PEERS, key=lambda t: tools[t]["model_cycles"])
         ops.append({"shape": s.key, "model": s.model, "split": s.split, "dispatch": s.dispatch, "what": s.what,
                     "m": s.m, "n": s.n, "k": s.k, "layout": s.layout, "macs": s.macs, "iree_fused": s.iree_fused,
@@ -168,7 +200,10 @@ def build(root: Path) -> dict:
         "sources": {str(MEASURED): sha256_file(root / MEASURED), str(IREE_ALONE): sha256_file(root / IREE_ALONE),
                     str(CHOICES): sha256_file(root / CHOICES), **records_used},
         "packages": measured.get("packages", []), "tools": measured.get("tools", {}),
-        "summary_geomean_fma_peak_share": summary, "ops": ops, "notes": notes,
+        "summary_geomean_fma_peak_share": summary, "ops": ops,
+        "other_cores": {name: _other_core(measured, alone_runs, name)
+                        for name in measured["hardware"] if name != HARDWARE},
+        "notes": notes,
     }
 
 
@@ -243,6 +278,22 @@ def markdown(data: dict) -> str:
     out += ["", "Vector share: vector and vset instructions over all executed in the measured call (0%: scalar "
             "code). Unpriced fences: `fence` instructions llvm-mca 19 cannot schedule on this core, left out of "
             "the price (peers/run.py).", ""]
+    for name, core in data["other_cores"].items():
+        cols2 = PEERS + ALONE + PACKED
+        out += [f"## On `{name}` ({core['core']}, VLEN {core['vlen']}, {core['peak_macs_per_cycle']} f32 MACs per "
+                "cycle): the peers and IREE's GEMM alone, model cycles", "",
+                "No zoo dispatch of this description is committed per dispatch; IREE's columns are the GEMM "
+                f"built alone for VLEN {core['vlen']} (peers/iree_gemm.py). The autovectorized harness is the "
+                "same binary as above (vector-length agnostic code).", "",
+                "| op | " + " | ".join(LABELS[c] for c in cols2) + " | best IREE / best peer | OpenBLAS core |",
+                "|---|" + "---:|" * len(cols2) + "---:|---|"]
+        for o in core["ops"]:
+            t = o["tools"]
+            out.append(f"| {o['model']} {o['m']}x{o['n']}x{o['k']} ({o['split']}) | "
+                       + " | ".join(_pct(t[c]["fma_peak_share"]) for c in cols2)
+                       + f" | {o['best_iree_over_best_peer_model_cycles']:.2f}x ({LABELS[o['best_iree']]} / "
+                       f"{o['best_peer']}) | {t['openblas']['info'].get('corename', '?')} |")
+        out.append("")
     if data["notes"]:
         out += ["## Notes", ""] + [f"- {n}" for n in data["notes"]] + [""]
     return "\n".join(out)

@@ -52,9 +52,20 @@ def test_a_missing_peer_run_is_an_error(tmp_path):
 def test_a_missing_iree_strategy_is_an_error(tmp_path):
     root = _copy(tmp_path)
     alone = json.loads((root / report.IREE_ALONE).read_text())
-    del alone["results"][SHAPES[-1].key]["ukernels"]
+    del alone["runs"][report.HARDWARE]["results"][SHAPES[-1].key]["ukernels"]
     (root / report.IREE_ALONE).write_text(json.dumps(alone))
     with pytest.raises(report.ReportError, match="no codegen, datatiling, ukernels runs"):
+        report.build(root)
+
+
+def test_every_other_core_the_peers_ran_on_has_iree_alone(tmp_path):
+    root = _copy(tmp_path)
+    alone = json.loads((root / report.IREE_ALONE).read_text())
+    others = [name for name in alone["runs"] if name != report.HARDWARE]
+    assert others, "the committed data has no second core"
+    del alone["runs"][others[0]]
+    (root / report.IREE_ALONE).write_text(json.dumps(alone))
+    with pytest.raises(report.ReportError, match=f"no run on {others[0]}"):
         report.build(root)
 
 
