@@ -261,6 +261,19 @@ def markdown(data: dict) -> str:
     out += ["", "IREE codegen, GEMM alone over the zoo dispatch with the same (default) tiles, model cycles: "
             + "; ".join(f"{o['model']} {o['iree_alone_over_zoo_default_model_cycles']:.3f}"
                         + (f" (zoo fuses {o['iree_fused']})" if o["iree_fused"] else "") for o in data["ops"]) + "."]
+    out += ["", "## Where a peer is faster than IREE as shipped (model cycles)", ""]
+    slower = [o for o in data["ops"] if o["iree_shipped_over_best_peer_model_cycles"] > 1]
+    if not slower:
+        out.append("Nowhere: on every op IREE as shipped takes no more model cycles than the fastest peer.")
+    for o in slower:
+        t = o["tools"]
+        peer = t[o["best_peer"]]["model_cycles"]
+        beat = [LABELS[c] for c in ALONE if t[c]["model_cycles"] < peer]
+        out.append(f"- {o['model']} {o['m']}x{o['n']}x{o['k']} (B {'[N][K]' if 'B[N][K]' in o['layout'] else '[K][N]'}"
+                   f"{', IREE also fuses ' + o['iree_fused'] if o['iree_fused'] else ''}): {LABELS[o['best_peer']]} "
+                   f"takes {1 / o['iree_shipped_over_best_peer_model_cycles']:.0%} of the shipped dispatch's cycles; "
+                   + (f"IREE's GEMM alone beats it with: {', '.join(beat)}." if beat
+                      else "none of IREE's GEMM-alone builds beats it."))
     out += ["", "## Geometric mean of the share (model cycles), by split", "",
             "| split | " + " | ".join(LABELS[c] for c in cols) + " |", "|---|" + "---:|" * len(cols)]
     for split, row in data["summary_geomean_fma_peak_share"].items():
