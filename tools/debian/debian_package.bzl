@@ -83,8 +83,6 @@ def _debian_package_impl(rctx):
             _fail(rctx, "programs names %r, which is not in exports" % name)
         if name.startswith("lib/") or name.startswith("_bin/"):
             _fail(rctx, "program %r: lib/ and _bin/ are the repository's own directories" % name)
-    if rctx.attr.arch and rctx.attr.programs:
-        _fail(rctx, "programs cannot run from %s packages here (arch = %r): leave programs empty" % (rctx.attr.arch, rctx.attr.arch))
     pins = _pins(rctx)
 
     rctx.file("apt/sources.list", "deb [signed-by=%s] %s %s %s\n" % (
@@ -112,6 +110,8 @@ def _debian_package_impl(rctx):
     if rctx.attr.arch:
         # Another architecture's packages (e.g. riscv64 libraries run under qemu -L): only that
         # architecture's index, and none of the host's installed packages in apt's view.
+        if rctx.attr.programs:
+            _fail(rctx, "programs cannot run from %s packages here (arch = %r): leave programs empty" % (rctx.attr.arch, rctx.attr.arch))
         apt_options += [
             "-o",
             "APT::Architecture=" + rctx.attr.arch,
