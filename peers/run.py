@@ -31,7 +31,6 @@ import numpy as np
 
 from analysis.hardware import Hardware
 from common import processes
-from common.core_models import MODEL_IGNORES
 from common.targets import named_target
 from perf import counts as cnt
 from perf import mca
@@ -204,8 +203,6 @@ def region_cycles(regions: list[mca.Region], core: str, attrs: str) -> tuple[dic
         instruments = None
         if region.slot is not None and region.slot != cnt.SLOT_UNKNOWN:
             instruments = cnt.slot_instruments(region.slot)
-        texts.append((lines or ["nop"], instruments))
+        texts.append((lines or ["nop"], instruments))  # a block of fences alone: priced as one nop
     return dict(zip(regions, mca.text_cycles(texts, core))), left_out
 
-
-__all__ = ["MODEL_IGNORES", "PeerError", "Run", "TOLERANCE", "check_tools", "inputs", "price", "run"]
