@@ -107,6 +107,19 @@ def _debian_package_impl(rctx):
         "-o",
         "APT::Sandbox::User=root",
     ]
+    if rctx.attr.arch:
+        # Another architecture's packages (e.g. riscv64 libraries run under qemu -L): only that
+        # architecture's index, and none of the host's installed packages in apt's view.
+        if rctx.attr.programs:
+            _fail(rctx, "programs cannot run from %s packages here (arch = %r): leave programs empty" % (rctx.attr.arch, rctx.attr.arch))
+        apt_options += [
+            "-o",
+            "APT::Architecture=" + rctx.attr.arch,
+            "-o",
+            "APT::Architectures=" + rctx.attr.arch,
+            "-o",
+            "Dir::State::status=/dev/null",
+        ]
     rctx.report_progress("apt-get update (%s %s)" % (rctx.attr.mirror, rctx.attr.suite))
     _run(rctx, ["apt-get"] + apt_options + ["update"], "apt-get update of " + rctx.attr.suite)
 
@@ -212,6 +225,10 @@ debian_package = repository_rule(
         ),
         "programs": attr.string_list(
             doc = "Exports run through a wrapper with the repository's lib/ on LD_LIBRARY_PATH.",
+        ),
+        "arch": attr.string(
+            doc = "Debian architecture to fetch (e.g. riscv64); empty: the host's. Files of another " +
+                  "architecture are for an emulator's sysroot, not for `programs`.",
         ),
         "component": attr.string(default = "main"),
         "mirror": attr.string(default = "http://deb.debian.org/debian"),

@@ -1,0 +1,103 @@
+"""Each peer harness computes the GEMM numpy computes, under qemu with the trixie sysroot, and
+nothing is skipped: a library missing from the sysroot is a failure with its name.
+
+argv: --harness=NAME=PATH (autovec, openblas, blis) --peers-repo=<@peers_riscv64 VERSION>
+      --qemu=<//tools/qemu:qemu-riscv64>
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from peers import run as pr
+from peers.shapes import SHAPES, GemmShape
+
+_p = argparse.ArgumentParser()
+_p.add_argument("--harness", action="append", default=[])
+_p.add_argument("--peers-repo", type=Path)
+_p.add_argument("--qemu", type=Path)
+ARGS, _ = _p.parse_known_args(sys.argv[1:])
+HARNESSES = {spec.split("=", 1)[0]: Path(spec.split("=", 1)[1]) for spec in ARGS.harness}
+SYSROOT = ARGS.peers_repo.parent / "sysroot" if ARGS.peers_repo else Path("missing")
+VLEN = 128
+
+# Ragged sizes (no multiple of a vector or a register block), both B layouts, and one larger
+# than the libraries' inner blocks along every dimension.
+SMALL = [
+    GemmShape("test", "calibration", "ragged_nn", 7, 13, 19, False, ""),
+    GemmShape("test", "calibration", "ragged_nt", 5, 17, 23, True, ""),
+    GemmShape("test", "calibration", "blocked_nn", 67, 45, 300, False, ""),
+    GemmShape("test", "calibration", "blocked_nt", 33, 70, 260, True, ""),
+]
+
+
+def test_every_library_is_here():
+    assert sorted(HARNESSES) == ["autovec", "blis", "openblas"]
+    for name, path in HARNESSES.items():
+        pr.check_tools(path, ARGS.qemu, SYSROOT)  # raises: never skipped
+
+
+@pytest.mark.parametrize("name", ["autovec", "openblas", "blis"])
+@pytest.mark.parametrize("shape", SMALL, ids=[s.dispatch for s in SMALL])
+def test_harness_matches_numpy(name, shape):
+    r = pr.run(HARNESSES[name], shape, qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN)  # PeerError if wrong
+    assert r.max_abs_error <= pr.TOLERANCE * r.reference_max
+    assert r.info["library"] == name
+
+
+def test_the_zoo_shapes_are_gemms_of_their_dispatch_names():
+    for s in SHAPES:
+        assert f"_{s.m}x{s.n}x{s.k}_f32" in s.dispatch
+
+
+def test_the_libraries_say_what_they_chose():
+    openblas = pr.run(HARNESSES["openblas"], SMALL[0], qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN).info
+    assert openblas["corename"] and "0.3.29" in openblas["config"]
+    blis = pr.run(HARNESSES["blis"], SMALL[0], qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN).info
+    assert blis["version"] == "1.1" and blis["arch"]
+
+
+def test_a_wrong_result_is_an_error(monkeypatch):
+    true_reference = pr.reference
+    monkeypatch.setattr(pr, "reference", lambda s, a, b: true_reference(s, a, b) * 1.001)
+    with pytest.raises(pr.PeerError, match="wrong result"):
+        pr.run(HARNESSES["openblas"], SMALL[0], qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN)
+
+
+def _sysroot_without(tmp_path: Path, missing: str) -> Path:
+    """A copy of the sysroot (symbolic links to its files) lacking one file."""
+    root = tmp_path / "sysroot"
+    for dirpath, _, files in os.walk(SYSROOT, followlinks=True):
+        for f in files:
+            rel = (Path(dirpath) / f).relative_to(SYSROOT)
+            if str(rel) == missing:
+                continue
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).symlink_to((Path(dirpath) / f).resolve())
+    assert not (root / missing).exists() and (root / "lib" / "ld-linux-riscv64-lp64d.so.1").exists()
+    return root
+
+
+@pytest.mark.parametrize("name", ["openblas", "blis"])
+def test_a_missing_library_fails_not_skips(tmp_path, name):
+    library = pr.LIBRARIES[name]
+    sysroot = _sysroot_without(tmp_path, library)
+    with pytest.raises(pr.PeerError, match=Path(library).name.replace(".", r"\.")):
+        pr.run(HARNESSES[name], SMALL[0], qemu=ARGS.qemu, sysroot=sysroot, vlen=VLEN)
+
+
+def test_a_missing_sysroot_or_harness_fails(tmp_path):
+    with pytest.raises(pr.PeerError, match="not a riscv64 sysroot"):
+        pr.run(HARNESSES["blis"], SMALL[0], qemu=ARGS.qemu, sysroot=tmp_path, vlen=VLEN)
+    with pytest.raises(pr.PeerError, match="harness not found"):
+        pr.run(tmp_path / "nothing", SMALL[0], qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", *[a for a in sys.argv[1:] if not a.startswith("--")]]))

@@ -1,0 +1,331 @@
+"""Per-op table of the peers beside IREE: share of the core model's FMA peak, from committed data.
+
+    tools/bazel run //peers:report        (or, from the workspace root: python -m peers.report)
+
+Reads
+- peers/data/gemm_measured.json: the peers' measurements (tools/bazel run //peers:measure);
+- tuning/records/<model>_riscv.json: IREE's measured candidates per dispatch, committed and
+  keyed to the tree (perf/tune.py measured them: the same plugin, llvm-mca core and memory model
+  on analysis/hardware/riscv_rvv.yaml); `iree-default` is IREE's own tiles, the chosen candidate
+  (fewest memory-aware cycles, ties to IREE's default: perf.tune.decide) is what ships;
+- docs/data/measured_choices.json: which candidate each measured choice kept, and each model's split;
+- peers/data/iree_gemm_measured.json: IREE's build of each shape as a GEMM alone, per strategy
+  (tools/bazel run //peers:iree_gemm): codegen, data tiling, mmt4d microkernels, with and without
+  the packing dispatches a standalone call runs;
+and writes docs/data/peers_ops.json and docs/peers.md (generated; do not edit). Nothing is
+measured here. Share of FMA peak = M*N*K / (cycles x the description's MACs per cycle).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+from common.errors import OneLineErrors
+from common.files import sha256_file, write_together
+from common.targets import DEFAULT_STRATEGY, PACKED_STRATEGIES
+from peers.iree_gemm import STRATEGIES
+from peers.shapes import SHAPES
+
+MEASURED = Path("peers/data/gemm_measured.json")
+IREE_ALONE = Path("peers/data/iree_gemm_measured.json")
+CHOICES = Path("docs/data/measured_choices.json")
+RECORDS = Path("tuning/records")
+OUT_JSON = Path("docs/data/peers_ops.json")
+OUT_MD = Path("docs/peers.md")
+HARDWARE = "riscv_rvv"  # IREE's per-dispatch figures are committed for this description only
+PEERS = ("autovec", "openblas", "blis")
+IREE = ("iree-default", "iree-chosen")
+# IREE's build of the GEMM alone, per strategy (peers/iree_gemm.py), and with run-time packing.
+ALONE_OF = {s: "iree-codegen-alone" if s == DEFAULT_STRATEGY else f"iree-{s}" for s in STRATEGIES}
+PACKED_OF = {s: f"iree-{s}+packing" for s in PACKED_STRATEGIES}
+ALONE = tuple(ALONE_OF.values())
+PACKED = tuple(PACKED_OF.values())
+LABELS = {"autovec": "naive C + clang-19 autovec", "openblas": "OpenBLAS sgemm", "blis": "BLIS sgemm",
+          "iree-default": "IREE codegen, zoo dispatch (its tiles)",
+          "iree-chosen": "IREE as shipped, zoo dispatch (our tiles)",
+          "iree-codegen-alone": "IREE codegen, GEMM alone", "iree-datatiling": "IREE data tiling (mmt4d dispatch)",
+          "iree-ukernels": "IREE mmt4d ukernels (mmt4d dispatch)",
+          "iree-datatiling+packing": "IREE data tiling + run-time packing",
+          "iree-ukernels+packing": "IREE ukernels + run-time packing"}
+
+
+class ReportError(RuntimeError):
+    """Committed data missing or inconsistent; the message names the file."""
+
+
+def _load(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ReportError(f"{path}: not found") from None
+    except json.JSONDecodeError as err:
+        raise ReportError(f"{path}: not JSON ({err})") from None
+
+
+def _chosen_by_record(results: dict) -> str:
+    """perf.tune.decide's rule on a tuning record: fewest memory-aware cycles among the measured
+    candidates, ties to IREE's default (then record order)."""
+    names = [n for n, c in results.items() if c.get("measured")]
+    names.sort(key=lambda n: (n != "iree-default"))
+    return min(names, key=lambda n: (results[n]["measured"]["memory_aware_cycles"], names.index(n)))
+
+
+def _figures(macs: int, peak: int, model_cycles: int, memory_cycles: int) -> dict:
+    return {"model_cycles": model_cycles, "memory_aware_cycles": memory_cycles,
+            "fma_peak_share": round(macs / (model_cycles * peak), 4),
+            "memory_aware_fma_peak_share": round(macs / (memory_cycles * peak), 4)}
+
+
+def _peer_tools(s, runs: dict, peak: int, hardware: str) -> dict:
+    tools = {}
+    for tool in PEERS:
+        r = runs.get((s.key, tool))
+        if r is None:
+            raise ReportError(f"{MEASURED}: no {tool} run of {s.key} on {hardware}")
+        if (r["m"], r["n"], r["k"], r["trans_b"]) != (s.m, s.n, s.k, s.trans_b):
+            raise ReportError(f"{MEASURED}: {tool} {s.key} measured another shape than peers/shapes.py")
+        tools[tool] = {**_figures(s.macs, peak, r["model_cycles"], r["memory"]["cycles"]),
+                       "bound": r["memory"]["bound"], "vector_share": r["vector_share"],
+                       "instructions": r["instructions"], "info": r["info"],
+                       "unpriced_fences": r.get("unpriced_fences", 0)}
+    return tools
+
+
+def _alone_tools(s, run: dict, peak: int, hardware: str) -> dict:
+    tools = {}
+    strategies = run["results"].get(s.key)
+    if strategies is None or set(strategies) != set(STRATEGIES):
+        raise ReportError(f"{IREE_ALONE}: no {', '.join(STRATEGIES)} runs of {s.key} on {hardware}")
+    for strategy, tool in ALONE_OF.items():
+        e = strategies[strategy]
+        tools[tool] = {**_figures(s.macs, peak, e["gemm_model_cycles"], e["gemm_memory_aware_cycles"]),
+                       "dispatch": e["gemm_dispatch"]}
+    for strategy, tool in PACKED_OF.items():
+        e = strategies[strategy]
+        tools[tool] = {**_figures(s.macs, peak, e["total_model_cycles"], e["total_memory_aware_cycles"]),
+                       "dispatches": [d["name"] for d in e["dispatches"]]}
+    return tools
+
+
+def _other_core(measured: dict, alone_runs: dict, name: str) -> dict:
+    """Peers and IREE's GEMM alone on another description (no zoo figures are committed there)."""
+    h = measured["hardware"][name]
+    runs = {(r["shape"], r["tool"]): r for r in measured["results"] if r["hardware"] == name}
+    ops = []
+    for s in SHAPES:
+        tools = {**_peer_tools(s, runs, h["peak_macs_per_cycle"], name),
+                 **_alone_tools(s, alone_runs[name], h["peak_macs_per_cycle"], name)}
+        best_peer = min(PEERS, key=lambda t: tools[t]["model_cycles"])
+        best_iree = min(ALONE, key=lambda t: tools[t]["model_cycles"])
+        ops.append({"shape": s.key, "model": s.model, "split": s.split, "m": s.m, "n": s.n, "k": s.k,
+                    "layout": s.layout, "macs": s.macs, "tools": tools, "best_peer": best_peer,
+                    "best_iree": best_iree, "best_iree_over_best_peer_model_cycles": round(
+                        tools[best_iree]["model_cycles"] / tools[best_peer]["model_cycles"], 3)})
+    return {"core": h["core"], "vlen": h["vlen"], "peak_macs_per_cycle": h["peak_macs_per_cycle"], "ops": ops}
+
+
+def build(root: Path) -> dict:
+    measured = _load(root / MEASURED)
+    choices = _load(root / CHOICES)
+    alone = _load(root / IREE_ALONE)
+    hw = measured.get("hardware", {}).get(HARDWARE)
+    if hw is None:
+        raise ReportError(f"{MEASURED}: no runs on {HARDWARE}")
+    alone_runs = alone.get("runs", {})
+    for name, h in measured["hardware"].items():
+        if name not in alone_runs:
+            raise ReportError(f"{IREE_ALONE}: no run on {name}, which the peers were measured on")
+        if alone_runs[name]["hardware_sha256"] != h["sha256"]:
+            raise ReportError(f"{IREE_ALONE}: measured on another {name}.yaml than the peers")
+    peak = hw["peak_macs_per_cycle"]
+    runs = {(r["shape"], r["tool"]): r for r in measured["results"] if r["hardware"] == HARDWARE}
+    ops, notes = [], []
+    records_used = {}
+    for s in SHAPES:
+        model = choices["models"].get(s.model)
+        if model is None:
+            raise ReportError(f"{CHOICES}: no measured choice of {s.model}")
+        if model["split"] != s.split:
+            raise ReportError(f"peers/shapes.py: {s.model} is {model['split']} in {CHOICES}, not {s.split}")
+        if model["core"] != hw["core"]:
+            raise ReportError(f"{CHOICES}: {s.model} measured on {model['core']}, the peers on {hw['core']}")
+        record_path = RECORDS / f"{s.model}_riscv.json"
+        record = _load(root / record_path)
+        records_used[str(record_path)] = sha256_file(root / record_path)
+        if record["key"]["hardware_sha256"] != hw["sha256"]:
+            raise ReportError(f"{record_path}: measured on another {HARDWARE}.yaml than the peers "
+                              f"(sha256 {record['key']['hardware_sha256'][:12]} vs {hw['sha256'][:12]})")
+        results = record["results"].get(s.dispatch)
+        if results is None:
+            raise ReportError(f"{record_path}: no dispatch {s.dispatch}")
+        choice = next((d for d in model["dispatches"] if d["name"] == s.dispatch), None)
+        chosen = _chosen_by_record(results)
+        if choice is not None and choice["chosen"] != chosen:
+            notes.append(f"{s.key}: {CHOICES} says {choice['chosen']} was chosen; the tuning record's figures "
+                         f"(refreshed since) choose {chosen}; the record is used")
+        tools = _peer_tools(s, runs, peak, HARDWARE)
+        for tool, name in (("iree-default", "iree-default"), ("iree-chosen", chosen)):
+            m = results[name]["measured"]
+            tools[tool] = {**_figures(s.macs, peak, m["model_cycles"], m["memory_aware_cycles"]), "candidate": name}
+        tools.update(_alone_tools(s, alone_runs[HARDWARE], peak, HARDWARE))
+        best_peer = min(PEERS, key=lambda t: tools[t]["model_cycles"])
+        ops.append({"shape": s.key, "model": s.model, "split": s.split, "dispatch": s.dispatch, "what": s.what,
+                    "m": s.m, "n": s.n, "k": s.k, "layout": s.layout, "macs": s.macs, "iree_fused": s.iree_fused,
+                    "tools": tools, "best_peer": best_peer,
+                    # The same GEMM built alone vs inside the zoo with IREE's default tiles: equal up to
+                    # the fused consumers and the model's constant weights.
+                    "iree_alone_over_zoo_default_model_cycles": round(
+                        tools["iree-codegen-alone"]["model_cycles"] / tools["iree-default"]["model_cycles"], 3),
+                    "iree_shipped_over_best_peer_model_cycles": round(
+                        tools["iree-chosen"]["model_cycles"] / tools[best_peer]["model_cycles"], 3),
+                    "iree_shipped_over_best_peer_memory_aware_cycles": round(
+                        tools["iree-chosen"]["memory_aware_cycles"] / tools[best_peer]["memory_aware_cycles"], 3)})
+    summary = {}
+    for split in ("calibration", "held_out"):
+        chosen_ops = [o for o in ops if o["split"] == split]
+        summary[split] = ({t: round(math.exp(sum(math.log(o["tools"][t]["fma_peak_share"]) for o in chosen_ops)
+                                            / len(chosen_ops)), 4) for t in PEERS + IREE + ALONE + PACKED}
+                          if chosen_ops else {})
+    return {
+        "what": "per-op share of the core model's FMA peak: peers' f32 GEMMs vs IREE's dispatches of the same "
+                "shapes (peers/report.py)",
+        "produced_by": "tools/bazel run //peers:report",
+        "hardware": HARDWARE, "core": hw["core"], "vlen": hw["vlen"], "peak_macs_per_cycle": peak,
+        "model_ignores": measured["model_ignores"], "memory_model_ignores": measured["memory_model_ignores"],
+        "sources": {str(MEASURED): sha256_file(root / MEASURED), str(IREE_ALONE): sha256_file(root / IREE_ALONE),
+                    str(CHOICES): sha256_file(root / CHOICES), **records_used},
+        "packages": measured.get("packages", []), "tools": measured.get("tools", {}),
+        "summary_geomean_fma_peak_share": summary, "ops": ops,
+        "other_cores": {name: _other_core(measured, alone_runs, name)
+                        for name in measured["hardware"] if name != HARDWARE},
+        "notes": notes,
+    }
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def markdown(data: dict) -> str:
+    cols = PEERS + IREE + ALONE
+    out = ["<!-- Generated by `tools/bazel run //peers:report` from committed data; do not edit. -->",
+           "# Peers on the same RISC-V yardstick: per-op GEMM (issue 50, milestone 1)", "",
+           f"Each f32 GEMM below is one matmul dispatch of a zoo model. The peers run it in a small C harness "
+           f"(peers/harness/) under the plugin qemu at VLEN {data['vlen']}; IREE's figures are the committed "
+           f"tuning records of the same dispatches (tuning/records/), with the model's fused consumers, and "
+           f"IREE's build of the same GEMM alone per strategy (peers/iree_gemm.py: codegen, data tiling, mmt4d "
+           f"microkernels; default configurations). All are priced by the same code "
+           f"(perf/mca.py, perf/memory_model.py) on `{data['hardware']}`: model cycles on llvm-mca's "
+           f"`{data['core']}`, whose FMA peak is {data['peak_macs_per_cycle']} f32 MACs per cycle. "
+           f"A cell is M*N*K / (cycles x peak). Model cycles ignore {data['model_ignores']}; memory-aware "
+           f"cycles add a simulation of the description's caches and ignore {data['memory_model_ignores']}.", "",
+           "Peers: " + "; ".join(f"`{p}`" for p in data["packages"]) + ".", "",
+           "## Share of the FMA peak, model cycles", "",
+           "| op (model, split) | M x N x K | B layout | IREE also fuses | " + " | ".join(LABELS[c] for c in cols)
+           + " | shipped / best peer |",
+           "|---|---|---|---|" + "---:|" * len(cols) + "---:|"]
+    for o in data["ops"]:
+        t = o["tools"]
+        out.append(f"| {o['what']} ({o['model']}, {o['split']}) | {o['m']}x{o['n']}x{o['k']} | "
+                   f"{'[N][K]' if 'B[N][K]' in o['layout'] else '[K][N]'} | {o['iree_fused'] or '-'} | "
+                   + " | ".join(_pct(t[c]["fma_peak_share"]) for c in cols)
+                   + f" | {o['iree_shipped_over_best_peer_model_cycles']:.2f}x ({o['best_peer']}) |")
+    out += ["", "Shipped / best peer: IREE's shipped dispatch's cycles over the fastest peer's (below 1: IREE is "
+            "faster). IREE's zoo dispatches also run the fused consumers named in their column; the peers and "
+            "the GEMM-alone builds do not. The data-tiled columns are the mmt4d dispatch alone, on operands "
+            "already packed (in a model the weights are packed once, ahead of time; the activations are not); "
+            "the libraries pack inside their sgemm call.", "",
+            "## Data tiling with the packing a standalone call runs, model cycles", "",
+            "| op | OpenBLAS sgemm | " + " | ".join(LABELS[c] for c in PACKED) + " |",
+            "|---|---:|" + "---:|" * len(PACKED)]
+    for o in data["ops"]:
+        t = o["tools"]
+        out.append(f"| {o['model']} {o['m']}x{o['n']}x{o['k']} | {_pct(t['openblas']['fma_peak_share'])} | "
+                   + " | ".join(_pct(t[c]["fma_peak_share"]) for c in PACKED) + " |")
+    out += ["", "The mmt4d dispatch plus the dispatches that pack A and B, every dispatch IREE compiles the "
+            "standalone GEMM to (listed per op in docs/data/peers_ops.json).", "",
+            "## Share of the FMA peak, memory-aware cycles", "",
+            "| op | " + " | ".join(LABELS[c] for c in cols) + " | bound (peers) | shipped / best peer |",
+            "|---|" + "---:|" * len(cols) + "---|---:|"]
+    for o in data["ops"]:
+        t = o["tools"]
+        out.append(f"| {o['model']} {o['m']}x{o['n']}x{o['k']} | "
+                   + " | ".join(_pct(t[c]["memory_aware_fma_peak_share"]) for c in cols)
+                   + " | " + ", ".join(f"{p}: {t[p]['bound']}" for p in PEERS)
+                   + f" | {o['iree_shipped_over_best_peer_memory_aware_cycles']:.2f}x |")
+    out += ["", "IREE codegen, GEMM alone over the zoo dispatch with the same (default) tiles, model cycles: "
+            + "; ".join(f"{o['model']} {o['iree_alone_over_zoo_default_model_cycles']:.3f}"
+                        + (f" (zoo fuses {o['iree_fused']})" if o["iree_fused"] else "") for o in data["ops"]) + "."]
+    out += ["", "## Where a peer is faster than IREE as shipped (model cycles)", ""]
+    slower = [o for o in data["ops"] if o["iree_shipped_over_best_peer_model_cycles"] > 1]
+    if not slower:
+        out.append("Nowhere: on every op IREE as shipped takes no more model cycles than the fastest peer.")
+    for o in slower:
+        t = o["tools"]
+        peer = t[o["best_peer"]]["model_cycles"]
+        beat = [LABELS[c] for c in ALONE if t[c]["model_cycles"] < peer]
+        out.append(f"- {o['model']} {o['m']}x{o['n']}x{o['k']} (B {'[N][K]' if 'B[N][K]' in o['layout'] else '[K][N]'}"
+                   f"{', IREE also fuses ' + o['iree_fused'] if o['iree_fused'] else ''}): {LABELS[o['best_peer']]} "
+                   f"takes {1 / o['iree_shipped_over_best_peer_model_cycles']:.0%} of the shipped dispatch's cycles; "
+                   + (f"IREE's GEMM alone beats it with: {', '.join(beat)}." if beat
+                      else "none of IREE's GEMM-alone builds beats it."))
+    out += ["", "## Geometric mean of the share (model cycles), by split", "",
+            "| split | " + " | ".join(LABELS[c] for c in cols) + " |", "|---|" + "---:|" * len(cols)]
+    for split, row in data["summary_geomean_fma_peak_share"].items():
+        if row:
+            out.append(f"| {split} | " + " | ".join(_pct(row[c]) for c in cols) + " |")
+    out += ["", "## What each library ran", "",
+            "| op | " + " | ".join(f"{LABELS[p]}: vector share" for p in PEERS) + " | OpenBLAS core | BLIS config | "
+            "unpriced fences (OpenBLAS) |", "|---|" + "---:|" * len(PEERS) + "---|---|---:|"]
+    for o in data["ops"]:
+        t = o["tools"]
+        out.append(f"| {o['model']} {o['m']}x{o['n']}x{o['k']} | "
+                   + " | ".join(_pct(t[p]["vector_share"]) for p in PEERS)
+                   + f" | {t['openblas']['info'].get('corename', '?')} | {t['blis']['info'].get('arch', '?')} | "
+                   f"{t['openblas']['unpriced_fences']} |")
+    out += ["", "Vector share: vector and vset instructions over all executed in the measured call (0%: scalar "
+            "code). Unpriced fences: `fence` instructions llvm-mca 19 cannot schedule on this core, left out of "
+            "the price (peers/run.py).", ""]
+    for name, core in data["other_cores"].items():
+        cols2 = PEERS + ALONE + PACKED
+        out += [f"## On `{name}` ({core['core']}, VLEN {core['vlen']}, {core['peak_macs_per_cycle']} f32 MACs per "
+                "cycle): the peers and IREE's GEMM alone, model cycles", "",
+                "No zoo dispatch of this description is committed per dispatch; IREE's columns are the GEMM "
+                f"built alone for VLEN {core['vlen']} (peers/iree_gemm.py). The autovectorized harness is the "
+                "same binary as above (vector-length agnostic code).", "",
+                "| op | " + " | ".join(LABELS[c] for c in cols2) + " | best IREE / best peer | OpenBLAS core |",
+                "|---|" + "---:|" * len(cols2) + "---:|---|"]
+        for o in core["ops"]:
+            t = o["tools"]
+            out.append(f"| {o['model']} {o['m']}x{o['n']}x{o['k']} ({o['split']}) | "
+                       + " | ".join(_pct(t[c]["fma_peak_share"]) for c in cols2)
+                       + f" | {o['best_iree_over_best_peer_model_cycles']:.2f}x ({LABELS[o['best_iree']]} / "
+                       f"{o['best_peer']}) | {t['openblas']['info'].get('corename', '?')} |")
+        out.append("")
+    if data["notes"]:
+        out += ["## Notes", ""] + [f"- {n}" for n in data["notes"]] + [""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m peers.report", description=__doc__.split("\n")[0])
+    p.add_argument("--root", type=Path, default=None,
+                   help="workspace root (default: $BUILD_WORKSPACE_DIRECTORY under bazel run, else .)")
+    args = p.parse_args(argv)
+    root = args.root or Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
+    with OneLineErrors("peers.report", root / MEASURED, (ReportError,)) as cli:
+        data = build(root)
+        write_together({root / OUT_JSON: json.dumps(data, indent=1) + "\n", root / OUT_MD: markdown(data)})
+    if cli.failed:
+        return cli.exit_code
+    print(f"peers.report: {len(data['ops'])} ops -> {OUT_JSON}, {OUT_MD}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

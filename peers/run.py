@@ -1,0 +1,208 @@
+"""Runs one peer's GEMM harness under qemu, checks its numbers, and prices what it executed.
+
+The harnesses (peers/harness/, built by peers/BUILD.bazel for riscv64) read A and B from files,
+run the library's GEMM once untimed and once inside the perf window markers, and write C.
+Here, per (harness, shape):
+
+1. Fixed-seed inputs are drawn (`inputs`), the harness runs under the plugin-capable qemu
+   (//tools/qemu:qemu-riscv64) with `-L` the trixie riscv64 sysroot (@peers_riscv64) and the
+   `insn_classes` plugin with the hardware description's caches (perf/memory_model.py's
+   `plugin_cache_args`), at `vlen=` the description's VLEN, exactly as perf/measure.py runs one
+   IREE dispatch (same guest directory scheme, same `-R`, PATH-only environment).
+2. C is compared with numpy on the host (float64 reference): the largest error must be within
+   `TOLERANCE` of the reference's largest magnitude, else `PeerError` (a wrong harness never
+   yields a figure).
+3. The window's blocks are priced by perf/mca.py on the description's `model_core` and its
+   traffic by perf/memory_model.py: the same code that prices IREE's dispatches.
+
+Nothing is skipped: a harness, qemu, sysroot or library that is missing is a `PeerError`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from analysis.hardware import Hardware
+from common import processes
+from common.targets import named_target
+from perf import counts as cnt
+from perf import mca
+from perf import memory_model as mem
+from perf.measure import GUEST_ADDRESS_SPACE, GUEST_RUN_PREFIX, GUEST_RUN_ROOT
+from peers.shapes import GemmShape
+
+# Largest |C - reference| allowed, as a fraction of the reference's largest magnitude; the
+# riscv dispatch tests allow IREE's code the same (runtime/hal_runner/check_dispatches.py).
+TOLERANCE = 1e-5
+SEED = 50  # issue 50
+# Each library harness's library in the sysroot (its RUNPATH is that directory).
+LIBRARIES = {
+    "openblas": "usr/lib/riscv64-linux-gnu/openblas-serial/libopenblas.so.0",
+    "blis": "usr/lib/riscv64-linux-gnu/blis-serial/libblis.so.4",
+}
+
+
+class PeerError(RuntimeError):
+    """A peer cannot be run, measured or trusted; the message names the culprit."""
+
+
+@dataclass
+class Run:
+    """One harness run: what the library said it chose, the numerics, and the plugin's counts."""
+
+    info: dict[str, str]
+    max_abs_error: float
+    reference_max: float
+    counts: cnt.DispatchCounts | None
+
+
+def inputs(shape: GemmShape) -> tuple[np.ndarray, np.ndarray]:
+    """A[M][K] and B ([K][N], or [N][K] for trans_b), uniform in [-1, 1), from a seed of the shape."""
+    rng = np.random.default_rng([SEED, shape.m, shape.n, shape.k, int(shape.trans_b)])
+    a = rng.uniform(-1.0, 1.0, (shape.m, shape.k)).astype(np.float32)
+    b_shape = (shape.n, shape.k) if shape.trans_b else (shape.k, shape.n)
+    b = rng.uniform(-1.0, 1.0, b_shape).astype(np.float32)
+    return a, b
+
+
+def reference(shape: GemmShape, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    b64 = b.astype(np.float64)
+    return a.astype(np.float64) @ (b64.T if shape.trans_b else b64)
+
+
+def qemu_command(qemu: Path, sysroot: Path, vlen: int) -> list[str]:
+    return [str(Path(qemu).absolute()), "-cpu", f"rv64,v=true,vlen={vlen}", "-R", GUEST_ADDRESS_SPACE,
+            "-L", str(Path(sysroot).absolute())]
+
+
+def check_tools(harness: Path, qemu: Path, sysroot: Path, plugin: Path | None = None) -> None:
+    for path, what in ((harness, "riscv64 harness"), (qemu, "qemu-riscv64 (//tools/qemu:qemu-riscv64)")):
+        if not Path(path).is_file():
+            raise PeerError(f"{path}: {what} not found")
+    if plugin is not None and not Path(plugin).is_file():
+        raise PeerError(f"{plugin}: insn_classes plugin not found")
+    if not (Path(sysroot) / "lib" / "ld-linux-riscv64-lp64d.so.1").is_file():
+        raise PeerError(f"{sysroot}: not a riscv64 sysroot (no lib/ld-linux-riscv64-lp64d.so.1; @peers_riscv64)")
+
+
+def run(harness: Path, shape: GemmShape, *, qemu: Path, sysroot: Path, vlen: int,
+        plugin: Path | None = None, plugin_args: list[str] | None = None) -> Run:
+    """Runs the harness on the shape's inputs; checks C; returns the plugin's counts if a plugin
+    is given. The guest sees the same paths on every machine (perf/measure.py says why)."""
+    check_tools(harness, qemu, sysroot, plugin)
+    a, b = inputs(shape)
+    with tempfile.TemporaryDirectory(prefix=GUEST_RUN_PREFIX, dir=GUEST_RUN_ROOT) as tmp:
+        here = Path(tmp)
+        shutil.copy(harness, here / "harness")
+        a.tofile(here / "a.bin")
+        b.tofile(here / "b.bin")
+        cmd = qemu_command(qemu, sysroot, vlen)
+        counts_path = here / "counts.txt"
+        if plugin is not None:
+            spec = ",".join([str(Path(plugin).absolute()), f"out={counts_path}", *(plugin_args or [])])
+            cmd = [cmd[0], "-plugin", spec, *cmd[1:]]
+        cmd += ["./harness", str(shape.m), str(shape.n), str(shape.k), str(int(shape.trans_b)),
+                "a.bin", "b.bin", "c.bin"]
+        proc = processes.run(cmd, capture_output=True, text=True, cwd=here,
+                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        name = Path(harness).name
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            raise PeerError(f"{name}: failed under qemu on {shape.key} (exit {proc.returncode}): {last}")
+        info = {}
+        for line in proc.stdout.splitlines():
+            if line.startswith("info "):
+                _, key, value = (line.split(" ", 2) + [""])[:3]
+                info[key] = value
+        try:
+            c = np.fromfile(here / "c.bin", dtype=np.float32)
+        except FileNotFoundError:
+            raise PeerError(f"{name}: wrote no output on {shape.key}") from None
+        if c.size != shape.m * shape.n:
+            raise PeerError(f"{name}: wrote {c.size} floats on {shape.key}, expected {shape.m * shape.n}")
+        ref = reference(shape, a, b)
+        err = float(np.max(np.abs(c.reshape(shape.m, shape.n) - ref)))
+        scale = float(np.max(np.abs(ref)))
+        if not np.isfinite(err) or err > TOLERANCE * scale:
+            raise PeerError(f"{name}: wrong result on {shape.key}: max |C - numpy| = {err:.3g}, "
+                            f"allowed {TOLERANCE:g} x {scale:.3g}")
+        counts = None
+        if plugin is not None:
+            try:
+                counts = cnt.read_counts(counts_path)
+            except cnt.CountsError as e:
+                raise PeerError(f"{name}: {shape.key}: {str(e).split(': ', 1)[-1]}") from None
+    return Run(info=info, max_abs_error=err, reference_max=scale, counts=counts)
+
+
+def mattr(hw: Hardware) -> str:
+    """llvm-mc's -mattr for disassembling what ran: the riscv target's features at the VLEN."""
+    return ",".join(named_target("riscv64_rvv").for_vector_bits(hw.compute.vector_bits).cpu_features)
+
+
+def price(counts: cnt.DispatchCounts, hw: Hardware, macs: int) -> dict:
+    """Model cycles, share of the FMA peak and memory-aware figures of one window on `hw`, by
+    the functions that price IREE's dispatches (perf/mca.py, perf/memory_model.py)."""
+    if hw.model_core is None:
+        raise PeerError(f"{hw.name}: no model_core: nothing to price on")
+    regions: dict[mca.Region, None] = {}
+    for block in counts.blocks:
+        for region, _ in mca.regions_of(block):
+            regions.setdefault(region)
+    try:
+        cycles, fenced = region_cycles(sorted(regions, key=lambda r: (r.code, r.slot if r.slot is not None else -1)),
+                                       hw.model_core, mattr(hw))
+    except mca.McaError as err:
+        raise PeerError(f"{hw.name} ({hw.model_core}): {err}") from None
+    model_cycles = round(sum((cycles[r] * n for b in counts.blocks for r, n in mca.regions_of(b)), Fraction(0)))
+    fences = sum(fenced.get(r, 0) * n for b in counts.blocks for r, n in mca.regions_of(b))
+    classes = counts.by_class()
+    vector = sum(v for k, v in classes.items() if k.startswith("vector_") or k == "vset")
+    weighted, unknown = counts.lmul_weighted_x8()
+    memory = mem.memory_aware(hw, counts, model_cycles, macs)
+    return {
+        "instructions": counts.instructions,
+        "classes": classes,
+        "vector_share": round(vector / counts.instructions, 6) if counts.instructions else 0.0,
+        "vector_fma": counts.vector_fma,
+        "vector_lmul_weighted": weighted / 8,
+        "vector_lmul_unknown": unknown,
+        "blocks": len(counts.blocks),
+        "model_cycles": model_cycles,
+        "fma_peak_share": round(macs / (model_cycles * hw.macs_per_cycle), 6) if model_cycles else None,
+        "memory": memory.model_dump(mode="json"),
+        "unpriced_fences": fences,
+    }
+
+
+# llvm-mca 19 has no scheduling class for `fence` on sifive-p670 ("unable to resolve scheduling
+# class for write variant"). IREE's dispatches execute none; OpenBLAS's buffer lock executes a
+# few per call, outside its kernels. They are left out of the priced text and counted
+# (`unpriced_fences` in each result), never guessed.
+UNPRICED = ("fence",)
+
+
+def region_cycles(regions: list[mca.Region], core: str, attrs: str) -> tuple[dict[mca.Region, Fraction], dict]:
+    """perf.mca.region_cycles, except that `UNPRICED` instructions are left out of each region's
+    text: (cycles per execution of each region, {region: instructions left out per execution}).
+    A region without them is priced on exactly the text perf.mca prices."""
+    codes = {r.code: r.insns for r in regions}
+    asm = dict(zip(codes, mca.disassemble(list(codes.items()), attrs)))
+    texts, left_out = [], {}
+    for region in regions:
+        lines = [l for l in asm[region.code] if l.split()[0] not in UNPRICED]
+        if len(lines) != len(asm[region.code]):
+            left_out[region] = len(asm[region.code]) - len(lines)
+        instruments = None
+        if region.slot is not None and region.slot != cnt.SLOT_UNKNOWN:
+            instruments = cnt.slot_instruments(region.slot)
+        texts.append((lines or ["nop"], instruments))  # a block of fences alone: priced as one nop
+    return dict(zip(regions, mca.text_cycles(texts, core))), left_out
+
