@@ -5,19 +5,19 @@ folder's cc_toolchain_suite, so `bazel build //...` and `bazel test //...`
 produce the riscv64 binary next to the host one without any extra flags.
 """
 
-def _riscv64_transition_impl(settings, attr):
-    return {
-        "//command_line_option:cpu": "riscv64",
-        "//command_line_option:crosstool_top": "//tools/riscv:toolchain",
-    }
+# The options that build for riscv64 (also perf/tool_inputs_test.bzl's riscv64 analysis tests).
+RISCV64_SETTINGS = {
+    "//command_line_option:cpu": "riscv64",
+    "//command_line_option:crosstool_top": "//tools/riscv:toolchain",
+}
 
-_riscv64_transition = transition(
+def _riscv64_transition_impl(settings, attr):
+    return RISCV64_SETTINGS
+
+riscv64_transition = transition(
     implementation = _riscv64_transition_impl,
     inputs = [],
-    outputs = [
-        "//command_line_option:cpu",
-        "//command_line_option:crosstool_top",
-    ],
+    outputs = RISCV64_SETTINGS.keys(),
 )
 
 def _riscv64_binary_impl(ctx):
@@ -30,7 +30,7 @@ riscv64_binary = rule(
     implementation = _riscv64_binary_impl,
     doc = "The `binary` target built for riscv64 Linux (run it under @qemu_user_backport//:qemu-riscv64).",
     attrs = {
-        "binary": attr.label(mandatory = True, cfg = _riscv64_transition),
+        "binary": attr.label(mandatory = True, cfg = riscv64_transition),
         "_whitelist_function_transition": attr.label(
             default = "@bazel_tools//tools/whitelists/function_transition_whitelist",
         ),
