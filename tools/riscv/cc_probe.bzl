@@ -5,12 +5,12 @@ configuration: the probe stays there and takes the C toolchain as the riscv64 co
 resolves it, so //tools/riscv's tool input tests see the CppCompile and CppLink actions that
 toolchain makes."""
 
-load(":transition.bzl", "riscv64_transition")
+load(":transition.bzl", "RiscvCcToolchainInfo", "riscv64_transition")
 
 _ProbedToolchainInfo = provider(fields = {"all_files": "the C toolchain's all_files (depset)"})
 
 def _cc_probe_impl(ctx):
-    toolchain = ctx.attr._riscv64_cc_toolchain[0][cc_common.CcToolchainInfo]
+    toolchain = ctx.attr._riscv64_cc_toolchain[0][RiscvCcToolchainInfo].cc
     features = cc_common.configure_features(
         ctx = ctx,
         cc_toolchain = toolchain,
@@ -44,7 +44,7 @@ cc_probe = rule(
         # The C toolchain as the riscv64 configuration resolves it (//tools/riscv's), while
         # this rule and its actions stay in the test's configuration.
         "_riscv64_cc_toolchain": attr.label(
-            default = "@bazel_tools//tools/cpp:current_cc_toolchain",
+            default = "//tools/riscv:resolved_cc_toolchain",
             cfg = riscv64_transition,
         ),
         "_whitelist_function_transition": attr.label(
