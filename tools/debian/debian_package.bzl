@@ -253,6 +253,14 @@ def _extract_tree(rctx, pins, debs):
         )
         files[package] = members
 
+    # An absolute symbolic link would reach the machine's file, not the tree's.
+    absolute = _run(rctx, ["find", "root", "-type", "l", "-lname", "/*"], "find absolute links").splitlines()
+    if absolute:
+        _fail(rctx, "%s: absolute symbolic link(s) in the packages, which would name the machine's files: %s" % (
+            ", ".join([p for p, _, _ in pins]),
+            ", ".join(absolute[:5]),
+        ))
+
     # Symbolic links into packages that are not pinned (e.g. gcc's libcc1.so): left out.
     dangling = _run(rctx, ["find", "root", "-xtype", "l"], "find dangling links").splitlines()
     _run(rctx, ["rm", "-f"] + dangling, "rm")
