@@ -10,6 +10,7 @@
     ours does not simulate, and the difference is exactly its L1I misses.
 
 argv: <libinsn_classes.so> <memory_kernels (riscv64)> <QEMU's libcache.so> <qemu-riscv64>
+<the riscv64 sysroot's lib/ld-linux-riscv64-lp64d.so.1 (//tools/riscv:sysroot_loader)>
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from perf import memory_model as mem
 ROOT = Path(__file__).absolute().parent.parent
 PLUGIN, KERNELS, QEMU_CACHE_PLUGIN, QEMU = (Path(p).resolve() for p in sys.argv[1:5])
 HW = load_hardware(ROOT / "analysis" / "hardware" / "riscv_rvv.yaml")
-SYSROOT = "/usr/riscv64-linux-gnu"
+SYSROOT = str(Path(sys.argv[5]).absolute().parents[1])  # the pinned riscv64 glibc (//tools/riscv:sysroot)
 LINE = 64
 
 

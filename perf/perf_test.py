@@ -3,7 +3,7 @@ the dynamic count, perf.json is deterministic, and missing tools or bad descript
 with one line.
 
 argv: <libinsn_classes.so> <known_kernel (riscv64)> <hal_runner_riscv64> <qemu-riscv64 (//tools/qemu)>
-<llvm-mca (@llvm19: its directory is --llvm-bin)>
+<llvm-mca (@llvm19: its directory is --llvm-bin)> <the riscv64 sysroot's lib/ld-linux-riscv64-lp64d.so.1>
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ HERE = ROOT / "perf"
 PLUGIN, KERNEL, RUNNER, QEMU = (Path(p).resolve() for p in sys.argv[1:5])
 LLVM_BIN = Path(sys.argv[5]).absolute().parent  # @llvm19's wrappers with lib/ beside them: not resolved
 mca.use_llvm_bin(LLVM_BIN)  # for the code model run in this process
-SYSROOT = "/usr/riscv64-linux-gnu"
+# The pinned riscv64 glibc (//tools/riscv:sysroot) for the kernel runs here; perf.measure still
+# passes check_dispatches.RISCV_SYSROOT (the machine's), a measurement-code change of its own.
+SYSROOT = str(Path(sys.argv[6]).absolute().parents[1])
 MATMUL = HERE / "testdata" / "matmul.mlir"
 HW = {
     128: ROOT / "analysis" / "hardware" / "riscv_rvv.yaml",

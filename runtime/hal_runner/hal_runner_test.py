@@ -1,4 +1,7 @@
-"""hal_runner: a real dispatch on a stand-in library, and every bad input."""
+"""hal_runner: a real dispatch on a stand-in library, and every bad input.
+
+argv: <the riscv64 sysroot's lib/ld-linux-riscv64-lp64d.so.1 (//tools/riscv:sysroot_loader)>
+"""
 
 import struct
 import subprocess
@@ -15,7 +18,9 @@ RISCV_RUNNER = HERE / "hal_runner_riscv64"
 DATA = HERE / "testdata"
 # qemu 10 from bookworm-backports, found as the dispatch checker finds it.
 QEMU_BINARY = find_qemu()
-QEMU = [str(QEMU_BINARY), "-cpu", "rv64,v=true,vlen=128", "-L", "/usr/riscv64-linux-gnu"]
+# The pinned riscv64 glibc (@riscv64_gcc, a runfile): the directory whose lib/ holds the loader.
+SYSROOT = Path(sys.argv[1]).absolute().parents[1]
+QEMU = [str(QEMU_BINARY), "-cpu", "rv64,v=true,vlen=128", "-L", str(SYSROOT)]
 
 
 def run(*args, runner=None):
