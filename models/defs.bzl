@@ -385,6 +385,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             code_strategy_choice(
                 name = pipeline_target + "_strategy_measured",
                 compiled = {s: ":" + builds[s] for s in candidates},
+                records_ignored = True,
                 tags = ["manual"],
                 **choice
             )
@@ -466,6 +467,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             "--model-name=" + model_name,
             "--riscv-strategy=" + strategy,
             "--host-strategy=" + host_strategy,
+            "--readelf=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-readelf)",
+            "--objdump=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-objdump)",
         ],
         data = [
             ":" + imported,
@@ -476,6 +479,10 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             ":%s_riscv_analysis" % name,
             ":%s_host_compiled" % name,
             ":%s_riscv_compiled" % name,
+            # The pinned riscv64 readelf/objdump: the wrappers and the files they run and load.
+            "//tools/riscv:binutils",
+            "@riscv64_gcc//:riscv64-linux-gnu-objdump",
+            "@riscv64_gcc//:riscv64-linux-gnu-readelf",
         ],
         tags = tags,
         deps = [

@@ -33,6 +33,11 @@ def _arg(name: str) -> str:
     return os.environ[f"PIPELINE_TEST_{name.upper()}"]
 
 
+def _tool(name: str) -> str:
+    # The pinned riscv64 binutils (@riscv64_gcc's wrapper, a runfile), never one from PATH.
+    return str(Path(_arg(name)).absolute())
+
+
 def _file(suffix: str) -> Path:
     path = Path(_arg("package")) / f"{_arg('name')}_{suffix}"
     assert path.is_file(), f"missing pipeline output {path}"
@@ -94,10 +99,10 @@ def test_riscv_hal_executables_are_rvv_code():
         for name in libraries:
             path = Path(tmp) / Path(name).name
             path.write_bytes(vmfb.read(name))
-            header = subprocess.run(["riscv64-linux-gnu-readelf", "-h", str(path)],
+            header = subprocess.run([_tool("readelf"), "-h", str(path)],
                                     capture_output=True, text=True, check=True).stdout
             assert "RISC-V" in header and "ELF64" in header, f"{name}: not a RISC-V ELF64 object"
-            disassembly = subprocess.run(["riscv64-linux-gnu-objdump", "-d", str(path)],
+            disassembly = subprocess.run([_tool("objdump"), "-d", str(path)],
                                          capture_output=True, text=True, check=True).stdout
             assert "vsetvli" in disassembly or "vsetivli" in disassembly, f"{name}: no RVV code"
 
@@ -162,6 +167,8 @@ if __name__ == "__main__":
     parser.add_argument("--model-name", required=True)
     parser.add_argument("--riscv-strategy", required=True)
     parser.add_argument("--host-strategy", required=True)
+    parser.add_argument("--readelf", required=True, help="riscv64-linux-gnu-readelf (@riscv64_gcc)")
+    parser.add_argument("--objdump", required=True, help="riscv64-linux-gnu-objdump (@riscv64_gcc)")
     args, rest = parser.parse_known_args()
     for key, value in vars(args).items():
         os.environ[f"PIPELINE_TEST_{key.upper()}"] = value

@@ -338,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                    "the tree's (only the chosen build is needed), else every candidate is measured")
     p.add_argument("--record-out", type=Path, help="the record of this choice (what //tools:tune commits)")
     p.add_argument("--refresh-target", help="the label `bazel run //tools:tune -- LABEL` refreshes the record with")
+    p.add_argument("--records-ignored", action="store_true",
+                   help="--record-name without --record on purpose: measuring to make the record")
     mca.add_llvm_bin_argument(p, required=False)  # --by code-cycles
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
@@ -355,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     keyed = [f for f in ("record", "record_out", "refresh_target") if getattr(a, f) is not None]
     if a.record_name is None and keyed:
         p.error(f"--{keyed[0].replace('_', '-')} needs --record-name")
+    if a.records_ignored and (a.record is not None or a.record_name is None):
+        p.error("--records-ignored: with --record-name and without --record")
     if a.record_name is not None and (a.by != "code-cycles" or a.record_out is None or a.refresh_target is None):
         p.error("--record-name: strategy records are of code-cycles choices and need --record-out and "
                 "--refresh-target")
@@ -436,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     if note:
         print(f"perf.choose: {a.record_name}: {note}"
               + ("" if note.startswith("replayed") else f"; `bazel run //tools:tune -- {a.refresh_target}` refreshes it"))
-    elif a.record_name is not None and a.record is None:
+    elif a.record_name is not None and a.record is None and not a.records_ignored:
         print(f"perf.choose: {a.record_name}: no strategy record: every candidate measured; "
               f"`bazel run //tools:tune -- {a.refresh_target}` writes it")
     return 0

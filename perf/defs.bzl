@@ -423,6 +423,8 @@ def _code_strategy_choice_impl(ctx):
         if ctx.file.record:
             args.add("--record", ctx.file.record)
             inputs.append(ctx.file.record)
+        elif ctx.attr.records_ignored:
+            args.add("--records-ignored")
     return _package_choice(
         ctx,
         args,
@@ -451,6 +453,7 @@ _code_strategy_choice = rule(
         "confirm": attr.bool(default = False, doc = "riscv: keep another strategy only if also measured faster than the first (perf.measure on `hardware`)"),
         "record_name": attr.string(doc = "<pipeline>_<target>: key the choice; writes <name>.strategy_record.json"),
         "refresh_target": attr.string(doc = "the label //tools:tune refreshes the record with"),
+        "records_ignored": attr.bool(doc = "no `record` on purpose: the choice that makes the record"),
         "record": attr.label(allow_single_file = [".json"], doc = "the committed strategy record (tuning/strategies/<record_name>.json), replayed when its key matches"),
         "_tool": attr.label(default = "//perf:choose", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
@@ -460,7 +463,7 @@ _code_strategy_choice = rule(
     }, **_LLVM_ATTRS),
 )
 
-def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, record = None, record_name = None, unbuilt_targets = {}, **kwargs):
+def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, record = None, record_name = None, unbuilt_targets = {}, records_ignored = False, **kwargs):
     """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
     strategies, the one with the fewest cycles for one call of the model by the static code
     model (perf/code_cost.py) on `hardware`'s `model_core`; no run of the code. A build the code
@@ -484,6 +487,7 @@ def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, 
         (what `bazel run //tools:tune -- //<package>:<record_name>` commits).
       unbuilt_targets: strategy -> its IREE target, for each candidate not in `compiled`
         (compiled with the target's defaults only when the record is stale).
+      records_ignored: no `record` on purpose (the choice //tools:tune makes a record from).
       **kwargs: forwarded to the rule (tags, visibility, ...).
     """
     if type(compiled) != type({}):
@@ -509,6 +513,7 @@ def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, 
         confirm = confirm,
         record = record,
         record_name = record_name,
+        records_ignored = records_ignored,
         refresh_target = "//%s:%s" % (native.package_name(), record_name) if record_name else None,
         **kwargs
     )

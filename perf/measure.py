@@ -75,7 +75,8 @@ GUEST_ADDRESS_SPACE = "64G"
 
 
 def _qemu_cmd(qemu: str, vlen: int) -> list[str]:
-    return [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-R", GUEST_ADDRESS_SPACE, "-L", chk.RISCV_SYSROOT]
+    # -L: the pinned riscv64 glibc (a runfile); the guest sees its own paths, never this one.
+    return [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-R", GUEST_ADDRESS_SPACE, "-L", str(chk.find_riscv_sysroot())]
 
 
 def _qemu_version(qemu: str) -> str:

@@ -26,8 +26,8 @@ HERE = ROOT / "perf"
 PLUGIN, KERNEL, RUNNER, QEMU = (Path(p).resolve() for p in sys.argv[1:5])
 LLVM_BIN = Path(sys.argv[5]).absolute().parent  # @llvm19's wrappers with lib/ beside them: not resolved
 mca.use_llvm_bin(LLVM_BIN)  # for the code model run in this process
-# The pinned riscv64 glibc (//tools/riscv:sysroot) for the kernel runs here; perf.measure still
-# passes check_dispatches.RISCV_SYSROOT (the machine's), a measurement-code change of its own.
+# The pinned riscv64 glibc (//tools/riscv:sysroot) for the kernel runs here; perf.measure finds
+# the same one in its runfiles (check_dispatches.find_riscv_sysroot).
 SYSROOT = str(Path(sys.argv[6]).absolute().parents[1])
 MATMUL = HERE / "testdata" / "matmul.mlir"
 HW = {

@@ -68,7 +68,6 @@ if TYPE_CHECKING:
     from runtime.hal_runner.activations import Capture
 
 HERE = Path(__file__).parent
-RISCV_SYSROOT = "/usr/riscv64-linux-gnu"
 SEED = 20261123
 # Float outputs: max abs error / max |host output| <= 1e-5, about 80 ulps of the largest value.
 # Host (x86-64-v3, FMA) and riscv (RVV, vfmacc) accumulate each output in the same order in IREE's
@@ -625,6 +624,21 @@ def find_qemu() -> Path:
     return _runfile(QEMU_REPOSITORY, Path("qemu-riscv64"))
 
 
+RISCV_TOOLCHAIN_REPOSITORY = "riscv64_gcc"  # WORKSPACE: the pinned cross toolchain and guest glibc
+_GUEST_LOADER = Path("root/usr/riscv64-linux-gnu/lib/ld-linux-riscv64-lp64d.so.1")
+
+
+def find_riscv_sysroot() -> Path:
+    """The guest sysroot for `qemu-riscv64 -L`: Debian's pinned riscv64 glibc and libgcc_s
+    (//tools/riscv:sysroot, a runfile of this library), never the machine's. SystemExit when
+    absent (a source-tree run without Bazel's outputs)."""
+    loader = _runfile(RISCV_TOOLCHAIN_REPOSITORY, _GUEST_LOADER)
+    if not loader.is_file():
+        raise SystemExit(f"check_dispatches: riscv64 sysroot not found ({loader}): Bazel fetches "
+                         f"@{RISCV_TOOLCHAIN_REPOSITORY}; run through `tools/bazel run|test`")
+    return loader.parent.parent
+
+
 def _library_exports(runner: list[str], library: Path) -> dict[str, int]:
     out = processes.run(runner + [str(library), "--info"], capture_output=True, text=True)
     if out.returncode != 0:
@@ -846,7 +860,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     version = subprocess.run([str(qemu), "--version"], capture_output=True, text=True).stdout.strip()
     version = version.splitlines()[0] if version else str(qemu)
     ref_cmd = [str(host_runner)]
-    dut_cmd = [str(qemu), "-cpu", f"rv64,v=true,vlen={vlen}", "-L", RISCV_SYSROOT, str(riscv_runner)]
+    dut_cmd = [str(qemu), "-cpu", f"rv64,v=true,vlen={vlen}", "-L", str(find_riscv_sysroot()), str(riscv_runner)]
 
     with tempfile.TemporaryDirectory(prefix="check_dispatches_") as tmp:
         work = keep or Path(tmp)
