@@ -278,6 +278,18 @@ def test_directconv_leaves_the_targets_im2col_out(tmp_path):
     assert "matmul_16x256x72" not in names["directconv"] and "conv_16x16x16x8x3x3" in names["directconv"]
 
 
+@pytest.mark.parametrize("target", ["host", "riscv64_rvv"])
+def test_directconv_is_stock_iree(target):
+    """Stock IREE (what a user gets from plain iree-compile: the device, triple, CPU, features and
+    ABI flags, nothing else) is a candidate of every strategy choice because directconv leaves out
+    every global flag the project adds. A new global flag that directconv keeps breaks that: give
+    stock IREE a build of its own then (issue 47, "two baselines")."""
+    from common.targets import load_target
+
+    t = load_target(TARGET[target])
+    assert t.with_strategy("directconv").compile_flags() == t.device_flags()
+
+
 def test_unknown_or_doubled_strategy_is_refused():
     from common.targets import TargetError, load_target
 
