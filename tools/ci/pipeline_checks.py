@@ -255,6 +255,25 @@ def location_needles(scratch: Path, *clones: Clone) -> set[str]:
     return needles
 
 
+_TOKEN_START = re.compile(r"""[\s"'\0,;=:()\[\]]""")
+_RELATIVE_PREFIX = re.compile(r"^(-[A-Za-z]+)?[^/-][^\s]*/")
+
+
+def found_locations(needles: set[str], text: str) -> list[str]:
+    """The needles in `text`. A path needle ("/tmp/", "/<user>/") inside a relative path, as a later
+    component of it, is not a location: @riscv64_gcc's tree has a directory named root/
+    (external/riscv64_gcc/root/usr/...), which is not the root user's home."""
+    found = []
+    for n in sorted(needles):
+        for m in re.finditer(re.escape(n), text):
+            token_start = max((t.end() for t in _TOKEN_START.finditer(text, 0, m.start())), default=0)
+            if n.startswith("/") and _RELATIVE_PREFIX.match(text[token_start:m.start()] + "/"):
+                continue
+            found.append(n)
+            break
+    return found
+
+
 def pipeline_outputs(exec_log: Path, mnemonics) -> set[str]:
     """Execroot-relative paths of every file the pipeline's spawns wrote."""
     return {o["path"] for s in spawns(exec_log) if s.get("mnemonic") in mnemonics
@@ -392,7 +411,7 @@ def run(args, state: dict, results: dict[str, tuple[bool, str]], times: dict[str
         if env.get("PATH", STRICT_PATH) != STRICT_PATH:
             bad.append(f"{s.get('mnemonic')}: PATH={env.get('PATH')!r}")
         text = "\0".join([*s.get("commandArgs", []), *(f"{k}={v}" for k, v in env.items())])
-        found = sorted(n for n in needles if n in text)
+        found = found_locations(needles, text)
         if found:
             bad.append(f"{s.get('mnemonic')} command line/env: {found}")
     written = {o["path"] for log_ in (exec_a, exec_b) for s in spawns(log_) for o in s.get("actualOutputs", [])}
@@ -404,7 +423,7 @@ def run(args, state: dict, results: dict[str, tuple[bool, str]], times: dict[str
                 data = path.read_bytes()
                 for constant in KNOWN_CONSTANTS:
                     data = data.replace(constant, b"")
-                found = sorted(n for n in needles if n.encode() in data)
+                found = found_locations(needles, data.decode("latin-1"))
                 if found:
                     bad.append(f"{clone.name}:{Path(rel).name}: {found}")
     results["no_absolute_paths"] = (
