@@ -120,7 +120,7 @@ def sweep_lines(sweeps: dict[str, dict]) -> list[str]:
 
     lines = ["", "## 4. Sweeps that see memory", "",
              "Each variant of the accelerator (L1, L2 and DRAM bandwidth changed, VLEN 128) gets its own "
-             "analysis and measured tile choice (`hardware_sweep`, bench/defs.bzl); committed from "
+             "analysis and measured tile choice (`hardware_sweep`, models/defs.bzl); committed from "
              "`models/<sweep>.sweep.json`.", ""]
     for name, result in sorted(sweeps.items()):
         body = sweep.markdown(result).replace("# Hardware sweep:", f"### {name}:", 1)

@@ -4,7 +4,7 @@
         --variant NAME HARDWARE.yaml ANALYSIS.json COMPILE_REPORT.json PERF.json ... \\
         --out-md S.sweep.md --out-json S.sweep.json --out-png S.sweep.png
 
-Per variant (`hardware_sweep` in bench/defs.bzl builds each: analysis, compile and RISC-V
+Per variant (`hardware_sweep` in models/defs.bzl builds each: analysis, compile and RISC-V
 measurement against that variant's description): the analysis' predicted cycles and energy of
 the chosen tiles, summed over one call of the model; the measured instructions, model
 cycles, memory-aware cycles and energy of one call (the cycles only where LLVM has a core model

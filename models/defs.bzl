@@ -32,11 +32,11 @@ vs the host's run of it).
 
 load("@rules_python//python:defs.bzl", "py_test")
 load("@pypi//:requirements.bzl", "requirement")
-load("//analysis:defs.bzl", "zigzag_analysis")
+load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_analysis")
 load("//codegen:defs.bzl", "iree_compile")
 load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
 load("//frontend:defs.bzl", "mlir_import")
-load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "perf_index", "riscv_perf", "strategy_choice")
+load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "perf_index", "riscv_perf", "strategy_choice", "sweep_report")
 load("//runtime:defs.bzl", "hal_module")
 load("//tuning/strategies:recorded.bzl", "RECORDED_STRATEGIES")
 
@@ -208,6 +208,24 @@ def _build_suffix(build):
     or one of STRATEGIES): its compile is <name>_<target><suffix>_compiled."""
     return {TUNED: "", DEFAULT_STRATEGY: "_untuned"}.get(build, "_" + build)
 
+def _chosen_tiles(prefix, choice, module, hardware, target, calibration = None, choice_args = {}, **kwargs):
+    """<prefix>_predicted_analysis (the analysis: every dispatch's candidates) and <prefix>_analysis
+    (`choice` among them: measured_choice by memory-aware cycles under qemu, or code_choice by the
+    code model): the tile chain of model_pipeline and hardware_sweep alike."""
+    zigzag_analysis(
+        name = prefix + "_predicted_analysis",
+        module = module,
+        hardware = hardware,
+        calibration = calibration,
+        target = target,
+        **kwargs
+    )
+    choice(
+        name = prefix + "_analysis",
+        analysis = ":%s_predicted_analysis" % prefix,
+        **dict(choice_args, **kwargs)
+    )
+
 def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategy = "auto", host_strategy = "auto", host_tiles = "predicted"):
     """Import, analyse, compile and package `model` for every pipeline target.
 
@@ -297,16 +315,31 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         # --by code-model, HOST_CODE_MARGIN).
         measured = REGISTERED_PIPELINE_TARGETS[suffix].measured
         choice = measured_choice if measured else (code_choice if host_tiles == "code" else None)
-        zigzag_analysis(
-            name = "%s_%s_predicted_analysis" % (name, suffix),
-            module = ":" + imported,
-            hardware = hardware,
-            calibration = calibration,
-            target = target,
-            # What bench evaluates when nothing chooses from it (host_tiles = "predicted").
-            tags = [] if choice else ["manual"],
-        )
-        if not choice:
+        if choice:
+            _chosen_tiles(
+                "%s_%s" % (name, suffix),
+                choice,
+                module = ":" + imported,
+                hardware = hardware,
+                calibration = calibration,
+                target = target,
+                choice_args = {
+                    # Replayed from tuning/records/<name>_<suffix>.json when its key matches.
+                    "records": [TUNING_RECORDS],
+                    "record_name": "%s_%s" % (name, suffix),
+                } if measured else {"code_calibration": HOST_CODE_CALIBRATION},
+            )
+        else:
+            zigzag_analysis(
+                name = "%s_%s_predicted_analysis" % (name, suffix),
+                module = ":" + imported,
+                hardware = hardware,
+                calibration = calibration,
+                target = target,
+                # What bench evaluates when nothing chooses from it (host_tiles = "predicted").
+                tags = ["manual"],
+            )
+
             # The analysis this build applies: uncalibrated, it keeps IREE's defaults, so
             # ZigZag's candidates (the costliest part of the analysis) would decide nothing.
             zigzag_analysis(
@@ -316,16 +349,6 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 calibration = calibration,
                 target = target,
                 zigzag = calibration != None,
-            )
-        if choice:
-            choice(
-                name = analysis,
-                analysis = ":%s_%s_predicted_analysis" % (name, suffix),
-                **({
-                    # Replayed from tuning/records/<name>_<suffix>.json when its key matches.
-                    "records": [TUNING_RECORDS],
-                    "record_name": "%s_%s" % (name, suffix),
-                } if measured else {"code_calibration": HOST_CODE_CALIBRATION})
             )
         if measured:
             # The choice measured whatever the records say: what `bazel run //tools:tune` commits
@@ -521,4 +544,100 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         ] + [STRATEGY_TARGETS[(t, other)] for t in ("riscv", "host") for other in STRATEGIES],
         tags = tags,
         deps = ["//runtime/hal_runner:check_dispatches_lib"],
+    )
+
+def _variant_label(name, variant):
+    return "%s_%s" % (name, variant)
+
+def hardware_sweep(name, module, model_name, base, variants, riscv_target = "//common:riscv64_rvv", require_model_cycles = False, **kwargs):
+    """Builds and measures `module` for each accelerator variant; report <name>.sweep.{md,json,png}
+    (perf:sweep_report).
+
+    Each variant is one line: a name and the `--set KEY=VALUE` changes to `base`
+    (analysis/hardware_variant.py; the register file and the core model follow from the VLEN).
+    Per variant, `<name>_<variant>_hardware` (the description), `_target` (the riscv IREE target
+    derived from it), `_predicted_analysis`, `_analysis` (the measured choice among its candidates
+    on the variant's core model; the predicted choice where no core model has the VLEN),
+    `_compiled` (its report, with every applied config proven
+    landed, feeds the sweep report) and `_perf` (instructions, and model cycles where LLVM has a
+    core model of that VLEN) are their own cached actions, so editing one variant's
+    line reruns only that variant's chain and the report; the import is shared.
+
+        hardware_sweep(
+            name = "resnet_sweep",
+            module = ":resnet18_import",
+            model_name = "resnet18",
+            base = "//analysis:hardware/riscv_rvv.yaml",
+            variants = {
+                "vlen128_l1_32k": [],
+                "vlen256_l1_32k": ["compute.vector_bits=256"],
+            },
+        )
+
+    Args:
+      name: prefix of the generated targets and the report's name.
+      module: the model's mlir_import target.
+      model_name: the model's name (for the report).
+      base: the accelerator description the variants change.
+      variants: {variant name: [KEY=VALUE, ...]}, in report order (the first is the reference
+        for "dispatches with other tiles").
+      riscv_target: the riscv IREE target (ISA, flags) the variants' targets are derived from.
+      require_model_cycles: refuse (in the measurement, with the reason) a variant whose VLEN
+        no LLVM core model has, instead of measuring it in instructions only.
+      **kwargs: forwarded to every generated rule (tags, visibility, ...).
+    """
+    if not variants:
+        fail("hardware_sweep(%s): `variants` is empty" % name)
+    names = list(variants)
+    for variant in names:
+        if not variant or "/" in variant:
+            fail("hardware_sweep(%s): bad variant name %r" % (name, variant))
+        prefix = _variant_label(name, variant)
+        hardware_variant(
+            name = prefix + "_hardware",
+            base = base,
+            set = variants[variant],
+            variant_name = variant,
+            **kwargs
+        )
+        accelerator_target(
+            name = prefix + "_target",
+            base = riscv_target,
+            hardware = ":%s_hardware" % prefix,
+            **kwargs
+        )
+        # Tiles chosen by measured memory-aware cycles on the variant's core, by model_pipeline's
+        # chain; a VLEN without a core model keeps the predicted choice (measured_choice empty).
+        _chosen_tiles(
+            prefix,
+            measured_choice,
+            module = module,
+            hardware = ":%s_hardware.yaml" % prefix,
+            target = ":%s_target" % prefix,
+            choice_args = {"allow_no_core_model": not require_model_cycles},
+            **kwargs
+        )
+        iree_compile(
+            name = prefix + "_compiled",
+            module = module,
+            analysis = ":%s_analysis" % prefix,
+            target = ":%s_target" % prefix,
+            **kwargs
+        )
+        riscv_perf(
+            name = prefix + "_perf",
+            compiled = ":%s_compiled" % prefix,
+            hardware = [":%s_hardware" % prefix],
+            counts_only_ok = not require_model_cycles,
+            **kwargs
+        )
+    sweep_report(
+        name = name,
+        model_name = model_name,
+        variant_names = names,
+        hardware = [":%s_hardware" % _variant_label(name, v) for v in names],
+        analyses = [":%s_analysis" % _variant_label(name, v) for v in names],
+        compiled = [":%s_compiled" % _variant_label(name, v) for v in names],
+        perf = [":%s_perf" % _variant_label(name, v) for v in names],
+        **kwargs
     )

@@ -517,3 +517,49 @@ def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, 
         refresh_target = "//%s:%s" % (native.package_name(), record_name) if record_name else None,
         **kwargs
     )
+
+def _sweep_report_impl(ctx):
+    n = len(ctx.attr.variant_names)
+    analyses = [a[AnalysisInfo].analysis_json for a in ctx.attr.analyses]
+    if len(ctx.files.hardware) != n or len(analyses) != n or len(ctx.attr.perf) != n or len(ctx.attr.compiled) != n:
+        fail("%s: one hardware, analysis, compiled module and perf per variant" % ctx.label)
+    md = ctx.actions.declare_file(ctx.label.name + ".sweep.md")
+    js = ctx.actions.declare_file(ctx.label.name + ".sweep.json")
+    png = ctx.actions.declare_file(ctx.label.name + ".sweep.png")
+    args = ctx.actions.args()
+    args.add("--model", ctx.attr.model_name)
+    inputs = []
+    for name, hw, analysis, compiled, perf_target in zip(ctx.attr.variant_names, ctx.files.hardware, analyses, ctx.attr.compiled, ctx.attr.perf):
+        perf_json = perf_of(ctx.label, perf_target, compiled).perf_json
+        report = compiled[CompiledModuleInfo].report
+        args.add_all("--variant", [name, hw, analysis, report, perf_json])
+        inputs += [hw, analysis, report, perf_json]
+    args.add("--out-md", md)
+    args.add("--out-json", js)
+    args.add("--out-png", png)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = inputs,
+        outputs = [md, js, png],
+        mnemonic = "HardwareSweep",
+        progress_message = "Hardware sweep report %s (%d variants)" % (ctx.label.name, len(ctx.attr.variant_names)),
+    )
+    return [DefaultInfo(files = depset([md, js, png]), runfiles = ctx.runfiles(files = [md, js, png]))]
+
+sweep_report = rule(
+    implementation = _sweep_report_impl,
+    _skylark_testable = True,  # //perf:sweep_perf_info_test reads its actions' inputs
+    attrs = {
+        "model_name": attr.string(mandatory = True),
+        "variant_names": attr.string_list(mandatory = True),
+        "hardware": attr.label_list(mandatory = True, allow_files = [".yaml"]),
+        "analyses": attr.label_list(mandatory = True, providers = [AnalysisInfo]),
+        "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo]),
+        "perf": attr.label_list(mandatory = True, providers = [PerfInfo]),
+        "_tool": attr.label(default = "//bench:sweep", executable = True, cfg = "exec"),
+    },
+    doc = """<name>.sweep.{md,json,png}: one model's builds for N accelerator variants side by side
+(models/defs.bzl `hardware_sweep`): each variant's description, measured tile choice, compile
+report and measurement (PerfInfo).""",
+)
