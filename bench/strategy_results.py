@@ -1,7 +1,9 @@
 """What ships beside stock IREE, by the strategy records: tuning/strategies/*.json in, docs/results_strategies.md out.
 
     bazel run //tools:strategy_results          # writes docs/results_strategies.md
-    bazel run //tools:strategy_results -- --check   # exit 1 if the committed file is not what the records give
+    bazel run //tools:strategy_results -- --check   # exit 1 if the committed file is not what the data give
+    bazel build $(... <p>_riscv_perf <p>_riscv_directconv_perf <p>_riscv per pipeline) && \
+        bazel run //tools:strategy_results -- --collect   # bazel-bin -> docs/data/stock_iree_riscv.json
 
 Every `strategy = "auto"` pipeline target's committed strategy record (the manifest's
 `strategy_choice`, perf.choose) holds the static code model's cycles for one call of the model of
@@ -12,6 +14,12 @@ which is stock IREE (the device flags alone: triple, CPU, features, ABI; codegen
 when the code model preferred another than tuned. This report puts what ships beside tuned and
 beside stock IREE, per model and per split (calibration / held-out, models/BUILD.bazel). The
 figures are the code model's, not time: host time is measured by `//tools:bench`.
+
+With `docs/data/stock_iree_riscv.json` (`--collect`), it also puts the measured memory-aware
+cycles (qemu counts, llvm-mca, the simulated caches; perf.measure) of what each riscv pipeline
+ships beside those of the stock IREE build, each for the exact executables of that build: the
+tuned build's and stock IREE's `riscv_perf`, or, for another shipped build, the measurement its
+strategy choice made of it (the record's `measured`, or a "measured" choice's candidates).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ STOCK = "directconv"  # the device flags alone: what plain iree-compile gets
 TUNED = "tuned"
 OUT = Path("docs/results_strategies.md")
 RECORDS = Path("tuning/strategies")
+MEASURED = Path("docs/data/stock_iree_riscv.json")
 
 
 class ResultsError(RuntimeError):
@@ -66,7 +75,81 @@ def _geomean(xs: list[float]) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
-def render(rows: list[dict]) -> str:
+def _inference_cycles(perf_json: Path) -> tuple[int, str]:
+    report = json.loads(perf_json.read_text())
+    run = report["runs"][0]
+    if run.get("inference_memory_aware_cycles") is None:
+        raise ResultsError(f"{perf_json}: no memory-aware cycles (no core model)")
+    return run["inference_memory_aware_cycles"], f"{run['core']} ({run['hardware']})"
+
+
+def collect(bin_models: Path, infos: list[Path]) -> dict:
+    """Per riscv pipeline: what ships, and the memory-aware cycles of one call of it, of the tuned
+    build and of stock IREE, from the builds' measurements in bazel-bin."""
+    out = {}
+    for path in sorted(infos):
+        pipeline = json.loads(path.read_text())["name"]
+        manifest = json.loads((bin_models / f"{pipeline}_riscv.manifest.json").read_text())
+        choice = manifest.get("strategy_choice") or {}
+        ships = choice.get("chosen", TUNED)
+        perfs = [bin_models / f"{pipeline}_riscv{s}_perf.perf.json" for s in ("", f"_{STOCK}")]
+        missing = [p.name for p in perfs if not p.is_file()]
+        if missing:  # said in the data and the doc, never guessed
+            out[pipeline] = {"ships": ships, "not_measured": f"{missing[0]} not built"}
+            continue
+        tuned, core = _inference_cycles(perfs[0])
+        stock, stock_core = _inference_cycles(perfs[1])
+        if stock_core != core:
+            raise ResultsError(f"{pipeline}: tuned measured on {core}, stock IREE on {stock_core}")
+        if ships == TUNED:
+            shipped, source = tuned, "riscv_perf of the tuned build"
+        elif ships == STOCK:
+            shipped, source = stock, "riscv_perf of the stock IREE build"
+        elif ships in (choice.get("measured") or {}):
+            shipped, source = choice["measured"][ships], "its strategy choice's confirming measurement"
+        elif choice.get("by", "").startswith("one call of the model, memory-aware cycles"):
+            shipped, source = choice["candidates"][ships], "its measured strategy choice"
+        else:
+            raise ResultsError(f"{pipeline}: ships {ships}, and nothing measured it")
+        out[pipeline] = {"ships": ships, "core": core, "ships_memory_aware_cycles": shipped,
+                         "ships_source": source, "tuned_memory_aware_cycles": tuned,
+                         "stock_iree_memory_aware_cycles": stock}
+    return {"what": "memory-aware cycles of one call of the model (perf.measure) on the riscv pipeline's "
+                    "own core model: what ships, the tuned build, stock IREE (directconv)",
+            "collected_by": "bazel run //tools:strategy_results -- --collect", "pipelines": out}
+
+
+def measured_lines(data: dict, splits: dict[str, str]) -> list[str]:
+    rows = data["pipelines"]
+    lines = ["## riscv, measured", "",
+             "Memory-aware cycles of one call of the model (qemu counts priced by llvm-mca plus the",
+             "simulated caches of `riscv_rvv.yaml`; perf.measure), each for the exact executables of that",
+             f"build, from `{MEASURED}` (`--collect`).", "",
+             "| model | split | ships | ships / stock IREE | tuned / stock IREE | what measured the shipped build |",
+             "|---|---|---|---|---|---|"]
+    missing = {p: r["not_measured"] for p, r in rows.items() if "not_measured" in r}
+    rows = {p: r for p, r in rows.items() if p not in missing}
+    for p in sorted(rows, key=lambda p: (splits.get(p, "?"), p)):
+        r = rows[p]
+        stock = r["stock_iree_memory_aware_cycles"]
+        lines.append(f"| {p} | {splits.get(p, '?')} | {r['ships']} | {r['ships_memory_aware_cycles'] / stock:.2f}x | "
+                     f"{r['tuned_memory_aware_cycles'] / stock:.2f}x | {r['ships_source']} |")
+    lines += ["", "| split | models | geomean ships / stock IREE | ships slower than stock IREE | geomean tuned / stock IREE |",
+              "|---|---|---|---|---|"]
+    for split in ("calibration", "held_out"):
+        group = [rows[p] for p in rows if splits.get(p) == split]
+        ships = [r["ships_memory_aware_cycles"] / r["stock_iree_memory_aware_cycles"] for r in group]
+        tuned = [r["tuned_memory_aware_cycles"] / r["stock_iree_memory_aware_cycles"] for r in group]
+        slower = [p for p in rows if splits.get(p) == split
+                  and rows[p]["ships_memory_aware_cycles"] > rows[p]["stock_iree_memory_aware_cycles"]]
+        lines.append(f"| {split} | {len(group)} | {_fmt(_geomean(ships))} | {', '.join(slower) if slower else 'none'} | "
+                     f"{_fmt(_geomean(tuned))} |")
+    if missing:
+        lines += ["", "Not measured: " + "; ".join(f"{p} ({why})" for p, why in sorted(missing.items())) + "."]
+    return lines + [""]
+
+
+def render(rows: list[dict], measured: dict | None = None) -> str:
     lines = [
         "# What ships beside stock IREE (strategy records)",
         "",
@@ -87,9 +170,9 @@ def render(rows: list[dict]) -> str:
         for r in sorted(these, key=lambda r: (r["split"], r["pipeline"])):
             c = r["choice"]
             figures, chosen = c.get("candidates", {}), c["chosen"]
-            measured = c.get("measured")
-            m = ("-" if not measured else
-                 ", ".join(f"{s} {v:,}" for s, v in measured.items()))
+            confirmed = c.get("measured")
+            m = ("-" if not confirmed else
+                 ", ".join(f"{s} {v:,}" for s, v in confirmed.items()))
             lines.append(f"| {r['pipeline']} | {r['split']} | {chosen} | {_fmt(_ratio(figures, chosen, TUNED))} | "
                          f"{_fmt(_ratio(figures, chosen, STOCK))} | {_fmt(_ratio(figures, TUNED, STOCK))} | {m} |")
         lines += ["", "| split | models | geomean ships / stock IREE | ships priced above stock IREE | geomean tuned / stock IREE |",
@@ -103,6 +186,8 @@ def render(rows: list[dict]) -> str:
             lines.append(f"| {split} | {len(group)} | {_fmt(_geomean(ships))} | "
                          f"{', '.join(above) if above else 'none'} | {_fmt(_geomean(tuned))} |")
         lines.append("")
+    if measured is not None:
+        lines += measured_lines(measured, {r["pipeline"]: r["split"] for r in rows} | measured.get("splits", {}))
     lines += [
         "A build the code model priced above stock IREE ships when the choice kept tuned within its",
         "5% margin (`HOST_CODE_MARGIN`) or, on RISC-V, when the measurement confirming the other build",
@@ -119,10 +204,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=None,
                    help="the workspace (default: BUILD_WORKSPACE_DIRECTORY, i.e. where `bazel run` was called)")
     p.add_argument("--check", action="store_true", help="compare with the committed file instead of writing it")
+    p.add_argument("--collect", action="store_true",
+                   help=f"first write {MEASURED} from the riscv measurements in the workspace's bazel-bin")
     a = p.parse_args(argv)
     root = a.root or Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
     try:
-        text = render(load(root / RECORDS, a.infos))
+        if a.collect:
+            data = collect(root / "bazel-bin" / "models", a.infos)
+            data["splits"] = {json.loads(i.read_text())["name"]: json.loads(i.read_text())["split"] for i in a.infos}
+            (root / MEASURED).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+            print(f"strategy_results: {len(data['pipelines'])} pipelines -> {MEASURED}")
+        measured = json.loads((root / MEASURED).read_text()) if (root / MEASURED).is_file() else None
+        text = render(load(root / RECORDS, a.infos), measured)
     except (ResultsError, OSError, ValueError) as err:
         print(f"strategy_results: {str(err).splitlines()[0]}", file=sys.stderr)
         return 1
