@@ -31,7 +31,7 @@ import os
 import sys
 from pathlib import Path
 
-from common.tuning_schema import StrategyRecord
+from perf.records import RecordError, load_strategy_record
 
 STOCK = "directconv"  # the device flags alone: what plain iree-compile gets
 TUNED = "tuned"
@@ -44,15 +44,20 @@ class ResultsError(RuntimeError):
     pass
 
 
-def load(records_dir: Path, infos: list[Path]) -> list[dict]:
-    """One row per strategy record: pipeline, model, target, split and the record's choice."""
-    splits = {}
+def splits_of(infos: list[Path]) -> dict[str, str]:
+    """Pipeline -> its split, from the zoo's <pipeline>_pipeline_info.json files."""
+    out = {}
     for path in infos:
         info = json.loads(path.read_text())
-        splits[info["name"]] = info["split"]
+        out[info["name"]] = info["split"]
+    return out
+
+
+def load(records_dir: Path, splits: dict[str, str]) -> list[dict]:
+    """One row per strategy record: pipeline, target, split and the record's choice."""
     rows = []
     for path in sorted(records_dir.glob("*.json")):
-        record = StrategyRecord.model_validate_json(path.read_text())
+        record = load_strategy_record(path)
         pipeline, _, target = record.pipeline.rpartition("_")
         if pipeline not in splits:
             raise ResultsError(f"{path}: no pipeline info for '{pipeline}' among --infos")
@@ -83,12 +88,11 @@ def _inference_cycles(perf_json: Path) -> tuple[int, str]:
     return run["inference_memory_aware_cycles"], f"{run['core']} ({run['hardware']})"
 
 
-def collect(bin_models: Path, infos: list[Path]) -> dict:
+def collect(bin_models: Path, pipelines: list[str]) -> dict:
     """Per riscv pipeline: what ships, and the memory-aware cycles of one call of it, of the tuned
     build and of stock IREE, from the builds' measurements in bazel-bin."""
     out = {}
-    for path in sorted(infos):
-        pipeline = json.loads(path.read_text())["name"]
+    for pipeline in sorted(pipelines):
         manifest = json.loads((bin_models / f"{pipeline}_riscv.manifest.json").read_text())
         choice = manifest.get("strategy_choice") or {}
         ships = choice.get("chosen", TUNED)
@@ -149,7 +153,7 @@ def measured_lines(data: dict, splits: dict[str, str]) -> list[str]:
     return lines + [""]
 
 
-def render(rows: list[dict], measured: dict | None = None) -> str:
+def render(rows: list[dict], splits: dict[str, str], measured: dict | None = None) -> str:
     lines = [
         "# What ships beside stock IREE (strategy records)",
         "",
@@ -187,7 +191,7 @@ def render(rows: list[dict], measured: dict | None = None) -> str:
                          f"{', '.join(above) if above else 'none'} | {_fmt(_geomean(tuned))} |")
         lines.append("")
     if measured is not None:
-        lines += measured_lines(measured, {r["pipeline"]: r["split"] for r in rows} | measured.get("splits", {}))
+        lines += measured_lines(measured, splits)
     lines += [
         "A build the code model priced above stock IREE ships when the choice kept tuned within its",
         "5% margin (`HOST_CODE_MARGIN`) or, on RISC-V, when the measurement confirming the other build",
@@ -209,14 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     root = a.root or Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
     try:
+        splits = splits_of(a.infos)
         if a.collect:
-            data = collect(root / "bazel-bin" / "models", a.infos)
-            data["splits"] = {json.loads(i.read_text())["name"]: json.loads(i.read_text())["split"] for i in a.infos}
+            data = collect(root / "bazel-bin" / "models", list(splits))
             (root / MEASURED).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
             print(f"strategy_results: {len(data['pipelines'])} pipelines -> {MEASURED}")
         measured = json.loads((root / MEASURED).read_text()) if (root / MEASURED).is_file() else None
-        text = render(load(root / RECORDS, a.infos), measured)
-    except (ResultsError, OSError, ValueError) as err:
+        text = render(load(root / RECORDS, splits), splits, measured)
+    except (ResultsError, RecordError, OSError, ValueError) as err:
         print(f"strategy_results: {str(err).splitlines()[0]}", file=sys.stderr)
         return 1
     out = root / OUT

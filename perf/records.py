@@ -105,18 +105,21 @@ def record_key(analysis: Analysis, target_name: str, target: Path, hardware: Pat
         tools=tools, dispatches={d.name: dispatch_key(d) for d in analysis.dispatches})
 
 
+def _plain_and_tool_differences(a: dict, b: dict, fields, structured: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(the plain `fields` of two dumped keys that differ, the tools that differ), one phrase each;
+    `structured` fields are the caller's to compare."""
+    plain = [f"{f} {a[f]} (recorded) vs {b[f]}" for f in fields
+             if f not in ("tools", *structured) and a[f] != b[f]]
+    tools = [f"tool {t} {a['tools'].get(t)} (recorded) vs {b['tools'].get(t)}"
+             for t in sorted(set(a["tools"]) | set(b["tools"])) if a["tools"].get(t) != b["tools"].get(t)]
+    return plain, tools
+
+
 def key_differences(recorded: RecordKey, tree: RecordKey) -> list[str]:
     """What differs between a record's key and the tree's, one phrase each (empty: equal)."""
-    out = []
     a, b = recorded.model_dump(), tree.model_dump()
-    for field in RecordKey.model_fields:
-        if field in ("tools", "dispatches") or a[field] == b[field]:
-            continue
-        out.append(f"{field} {a[field]} (recorded) vs {b[field]}")
-    for tool in sorted(set(a["tools"]) | set(b["tools"])):
-        x, y = a["tools"].get(tool), b["tools"].get(tool)
-        if x != y:
-            out.append(f"tool {tool} {x} (recorded) vs {y}")
+    plain, tools = _plain_and_tool_differences(a, b, RecordKey.model_fields, ("dispatches",))
+    out = plain + tools
     for name in sorted(set(a["dispatches"]) | set(b["dispatches"])):
         x, y = a["dispatches"].get(name), b["dispatches"].get(name)
         if x is None:
@@ -130,14 +133,18 @@ def key_differences(recorded: RecordKey, tree: RecordKey) -> list[str]:
     return out
 
 
-def load_record(path: Path) -> TuningRecord:
+def _load(path: Path, model, what: str):
     try:
-        return TuningRecord.model_validate_json(path.read_text())
+        return model.model_validate_json(path.read_text())
     except OSError as err:
         raise RecordError(f"{path}: cannot read: {err.strerror}") from None
     except ValueError as err:
         first = str(err).splitlines()
-        raise RecordError(f"{path}: not a tuning record: {' '.join(first[:3])}") from None
+        raise RecordError(f"{path}: not a {what}: {' '.join(first[:3])}") from None
+
+
+def load_record(path: Path) -> TuningRecord:
+    return _load(path, TuningRecord, "tuning record")
 
 
 def dump_record(record: TuningRecord) -> str:
@@ -221,8 +228,7 @@ def strategy_key(pipeline: str, module: Path, hardware: Path, hardware_name: str
 def strategy_key_differences(recorded: StrategyKey, tree: StrategyKey) -> list[str]:
     """What differs between a strategy record's key and the tree's, one phrase each."""
     a, b = recorded.model_dump(), tree.model_dump()
-    out = [f"{f} {a[f]} (recorded) vs {b[f]}" for f in StrategyKey.model_fields
-           if f not in ("tools", "candidates") and a[f] != b[f]]
+    out, tools = _plain_and_tool_differences(a, b, StrategyKey.model_fields, ("candidates",))
     ra, rb = {c["strategy"]: c for c in a["candidates"]}, {c["strategy"]: c for c in b["candidates"]}
     if list(ra) != list(rb):
         out.append(f"candidates {list(ra)} (recorded) vs {list(rb)}")
@@ -230,20 +236,11 @@ def strategy_key_differences(recorded: StrategyKey, tree: StrategyKey) -> list[s
         for f in ("target_sha256", "analysis_sha256"):
             if ra[s][f] != rb[s][f]:
                 out.append(f"{s}'s {f.removesuffix('_sha256')} changed")
-    for tool in sorted(set(a["tools"]) | set(b["tools"])):
-        if a["tools"].get(tool) != b["tools"].get(tool):
-            out.append(f"tool {tool} {a['tools'].get(tool)} (recorded) vs {b['tools'].get(tool)}")
-    return out
+    return out + tools
 
 
 def load_strategy_record(path: Path) -> StrategyRecord:
-    try:
-        return StrategyRecord.model_validate_json(path.read_text())
-    except OSError as err:
-        raise RecordError(f"{path}: cannot read: {err.strerror}") from None
-    except ValueError as err:
-        first = str(err).splitlines()
-        raise RecordError(f"{path}: not a strategy record: {' '.join(first[:3])}") from None
+    return _load(path, StrategyRecord, "strategy record")
 
 
 def dump_strategy_record(record: StrategyRecord) -> str:
