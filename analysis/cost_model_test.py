@@ -122,8 +122,8 @@ def test_busiest_core_carries_the_cost():
     assert three["vector_ops"] == 2 * two["vector_ops"]
 
 
-# The checked-in calibrations (analysis/calibration/<hardware>.json; the .measurements.json and
-# .code_cost.json beside them are reports, not inputs).
+# The checked-in calibrations (analysis/calibration/<hardware>.json; their measurements and
+# evaluations are evidence in docs/data/calibration/).
 CALIBRATIONS = sorted(p for p in (Path(__file__).parent / "calibration").glob("*.json")
                       if "." not in p.stem)
 

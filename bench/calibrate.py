@@ -40,6 +40,8 @@ from common.files import atomic_write, sha256_file
 from perf.tune import forced_analysis, round_assignments
 
 ROUNDS = 6
+# The measurements and evaluation behind a calibration: evidence, not build inputs.
+EVIDENCE = Path("docs/data/calibration")
 # A candidate replaces IREE's default only when predicted at least `margin` cheaper; the margin
 # is the one of these that gives the lowest measured cost over the calibration dispatches,
 # cross-validated by model (choose_margin; ties: the larger margin, the more conservative rule).
@@ -405,6 +407,7 @@ def _bazel_defaults(hardware: str) -> list[str]:
     harvest = [] if hardware == "host" else ["--measured-choices"]
     return harvest + ["--hardware", str(hw), "--target", str(target), "--zoo", str(root),
             "--out-dir", str(workspace / "analysis" / "calibration"),
+            "--evidence-dir", str(workspace / EVIDENCE),
             "--runner", str(root / "runtime" / "hal_runner" / "hal_runner_riscv64"),
             "--plugin", str(root / "perf" / "libinsn_classes.so"),
             "--qemu", str(root / "tools" / "qemu" / "qemu-riscv64"),
@@ -476,7 +479,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hardware", required=True, type=Path)
     p.add_argument("--target", required=True, type=Path, help="IREE target file for that hardware")
     p.add_argument("--zoo", required=True, type=Path, help="directory with models/*_pipeline_info.json and imports")
-    p.add_argument("--out-dir", required=True, type=Path, help="analysis/calibration")
+    p.add_argument("--out-dir", required=True, type=Path,
+                   help="where the coefficients go, a build input (analysis/calibration)")
+    p.add_argument("--evidence-dir", type=Path, default=EVIDENCE,
+                   help=f"where the measurements and the evaluation report go (default {EVIDENCE})")
     p.add_argument("--runner", type=Path, help="riscv64 hal_runner (riscv hardware)")
     p.add_argument("--plugin", type=Path, help="libinsn_classes.so (riscv hardware)")
     p.add_argument("--qemu", type=Path, help="qemu-riscv64 that loads it, //tools/qemu (riscv hardware)")
@@ -495,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         from analysis.hardware import load_hardware
 
         hw_name = load_hardware(a.hardware).name
-        meas_path = a.out_dir / f"{a.hardware.stem}.measurements.json"
+        meas_path = a.evidence_dir / f"{a.hardware.stem}.measurements.json"
         with tempfile.TemporaryDirectory(prefix="calibrate.") as tmp:
             measurer = Measurer(a.hardware, a.target, a.runner, a.plugin, Path(tmp), a.qemu, a.llvm_bin)
             if a.reuse_measurements:
@@ -530,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 **extra}, indent=1, sort_keys=True) + "\n")
 
         a.out_dir.mkdir(parents=True, exist_ok=True)
+        a.evidence_dir.mkdir(parents=True, exist_ok=True)
         if not a.reuse_measurements:
             # Measurements are the slow, irreplaceable part: on disk before anything can fail.
             write_measurements()
@@ -551,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
         write_measurements(evaluation=ev)
         atomic_write(a.out_dir / f"{a.hardware.stem}.json",
                      json.dumps(cal.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
-        atomic_write(a.out_dir / f"{a.hardware.stem}.md", markdown(cal, ev))
+        atomic_write(a.evidence_dir / f"{a.hardware.stem}.md", markdown(cal, ev))
     except (CalibrationError, HardwareError, OSError) as err:
         print(f"calibrate: {err}", file=sys.stderr)
         return 1

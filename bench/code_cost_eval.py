@@ -2,7 +2,7 @@
 
     tools/bazel run //bench:code_cost_eval -- --zoo $(tools/bazel info bazel-bin)
 
-Reads the calibration's measured candidates (analysis/calibration/<hardware>.measurements.json:
+Reads the calibration's measured candidates (docs/data/calibration/<hardware>.measurements.json:
 each candidate config of a zoo dispatch with its model cycles on the accelerator's core),
 compiles every model once per round with each dispatch forced to its round's candidate (as
 perf.tune does), costs the code statically (perf.code_cost: no run) and reports, per split,
@@ -252,12 +252,12 @@ def markdown(results: list[dict], measurements: _Measurements, core: str) -> str
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--zoo", type=Path, required=True, help="bazel-bin of a built zoo (models/*_riscv_analysis...)")
-    p.add_argument("--measurements", type=Path, default=Path("analysis/calibration/riscv_rvv.measurements.json"))
+    p.add_argument("--measurements", type=Path, default=Path("docs/data/calibration/riscv_rvv.measurements.json"))
     p.add_argument("--hardware", type=Path, default=Path("analysis/hardware/riscv_rvv.yaml"))
     p.add_argument("--target", type=Path, help="the riscv target of the zoo's analyses "
                    "(default: <zoo>/analysis/<hardware>.target.yaml)")
-    p.add_argument("--out-md", type=Path, default=Path("analysis/calibration/riscv_rvv.code_cost.md"))
-    p.add_argument("--out-json", type=Path, default=Path("analysis/calibration/riscv_rvv.code_cost.json"),
+    p.add_argument("--out-md", type=Path, default=Path("docs/data/calibration/riscv_rvv.code_cost.md"))
+    p.add_argument("--out-json", type=Path, default=Path("docs/data/calibration/riscv_rvv.code_cost.json"),
                    help="every evaluated dispatch with its candidates' code-model and measured cycles")
     p.add_argument("--models", help="comma-separated: only these models' measurements")
     p.add_argument("--pipeline", default="riscv", choices=["riscv", "host"],

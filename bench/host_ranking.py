@@ -454,10 +454,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--zoo", type=Path, help="bazel-bin of a built zoo (models/*_host_predicted_analysis...); "
                    "not with --timings")
-    p.add_argument("--measurements", type=Path, default=Path("analysis/calibration/host.measurements.json"))
+    p.add_argument("--measurements", type=Path, default=Path("docs/data/calibration/host.measurements.json"))
     p.add_argument("--code-cost", type=Path, action="append",
                    help="a bench.code_cost_eval result, once per core priced (default: "
-                   "analysis/calibration/host.code_cost.json); the first chooses the dispatches")
+                   "docs/data/calibration/host.code_cost.json); the first chooses the dispatches")
     p.add_argument("--timings", type=Path, action="append", help="rank the samples of this earlier host_ranking JSON "
                    "(repeatable: runs of one machine and device pooled) "
                    "instead of building and timing")
@@ -477,8 +477,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="HAL device timed: local-task (the runtime's worker threads, as deployed) or "
                    "local-sync (every workgroup inline on one thread: the summed work the code model "
                    "prices, without the thread pool's wake-ups)")
-    p.add_argument("--out-json", type=Path, default=Path("analysis/calibration/host.ranking.json"))
-    p.add_argument("--out-md", type=Path, default=Path("analysis/calibration/host.ranking.md"))
+    p.add_argument("--out-json", type=Path, default=Path("docs/data/calibration/host.ranking.json"))
+    p.add_argument("--out-md", type=Path, default=Path("docs/data/calibration/host.ranking.md"))
     mca.add_llvm_bin_argument(p, required=False, default=mca.runfiles_llvm_bin())  # llc: the host's LLVM core name
     a = p.parse_args(argv)
     mca.use_llvm_bin(a.llvm_bin)
@@ -490,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--rounds must be at least 2 (the split-half tau needs both halves)")
     # `tools/bazel run` starts in the runfiles tree: the paths are the user's (the defaults the
     # workspace's, when run from its root).
-    code_costs = [out_path(x) for x in a.code_cost or [Path("analysis/calibration/host.code_cost.json")]]
+    code_costs = [out_path(x) for x in a.code_cost or [Path("docs/data/calibration/host.code_cost.json")]]
     a.measurements, a.target, a.out_json, a.out_md = (
         out_path(x) for x in (a.measurements, a.target, a.out_json, a.out_md))
     try:

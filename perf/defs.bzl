@@ -252,7 +252,7 @@ HOST_CODE_RANKED = 4
 # How much cheaper by the code model a host candidate must be to replace IREE's own choice:
 # a tile candidate IREE's default tiles (code_choice), a strategy the tuned build
 # (code_strategy_choice). Tiles: replayed on the calibration models' 30-round per-dispatch
-# timings (analysis/calibration/host.ranking.json, znver3 prices), 5% chose best of
+# timings (docs/data/calibration/host.ranking.json, znver3 prices), 5% chose best of
 # 0/5/10/15/20% (0.737x of IREE's default summed per model, geomean; no model slower).
 # Strategies: the same 5% since 2026-11-26 (before: none), after repricing on znver3 turned
 # near-ties into switches (se_net 0.99x, measured 0.94-1.08x; dilated_grouped_cnn, a held-out

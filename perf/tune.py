@@ -10,7 +10,7 @@
 
 The tile-level cost model ranks candidates but does not predict which one wins on RISC-V well
 enough to switch away from IREE's default (its cross-validated Kendall tau is in
-analysis/calibration/riscv_rvv.md, far below 0.6). Two cheaper-to-trust figures do:
+docs/data/calibration/riscv_rvv.md, far below 0.6). Two cheaper-to-trust figures do:
 
 1. With `--code-ranked K`, IREE's default and the K - 1 best predicted candidates of every
    dispatch are compiled (round j: every dispatch with its j-th) and costed statically by the
