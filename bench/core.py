@@ -1,4 +1,4 @@
-"""The benchmark machinery shared by `//tools:bench` and `//tools:report`.
+"""The benchmark machinery shared by `//tools:bench` and `//tools:model_report`.
 
 Three variants of one model go through the same pipeline and are timed in one process,
 interleaved (each round in a carryover-balanced order, `balanced_orders`), after warm-up:

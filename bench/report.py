@@ -1,6 +1,6 @@
 """Writes a Markdown report with per-dispatch tables and plots for a model's host benchmark.
 
-    bazel run //tools:report -- <model> [--out DIR] [--results bench.json] [bench options]
+    bazel run //tools:model_report -- <model> [--out DIR] [--results bench.json] [bench options]
 
 Runs the bench (or reads a `//tools:bench -- <model> --json FILE` results file) and writes
 report.md, predicted_vs_measured.png, tuned_vs_default.png and results.json into
@@ -157,7 +157,7 @@ def markdown(res: dict, images: list[str]) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="report", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="model_report", description=__doc__.splitlines()[0])
     add_args(p)
     p.add_argument("--out", type=Path, help="output directory (default $BUILD_WORKING_DIRECTORY/reports/<model>)")
     p.add_argument("--results", type=Path, help="use this bench results JSON instead of running the bench")

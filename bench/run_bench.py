@@ -57,7 +57,7 @@ def write_json(path: Path, data: dict) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     add_args(p)
-    p.add_argument("--json", type=Path, help="also write the full results (input of //tools:report --results)")
+    p.add_argument("--json", type=Path, help="also write the full results (input of //tools:model_report --results)")
     a = p.parse_args(argv)
     try:
         names = [i.name for i in zoo(a.artifacts)] if a.model == "all" else [a.model]

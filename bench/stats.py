@@ -118,3 +118,28 @@ def nnls(a, b, iterations: int = 200):
             x = x + alpha * (z - x)
             passive &= x > 1e-12
     return x
+
+
+def median_ci(xs: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median of `xs`: the order statistics
+    x_(k) and x_(n+1-k) with the largest k whose binomial coverage is still >= `level`
+    (no assumption on the distribution, so one slow outlier round cannot move it)."""
+    s = sorted(float(x) for x in xs)
+    n = len(s)
+    if n < 6:
+        raise ValueError(f"{n} samples: too few for a {level:.0%} interval of the median")
+    cdf = 0.0
+    k = 0  # P(Bin(n, 1/2) <= k - 1) summed while the two tails stay below 1 - level
+    for j in range(n):
+        p = math.comb(n, j) / 2 ** n
+        if 2 * (cdf + p) > 1 - level:
+            break
+        cdf += p
+        k = j + 1
+    k = max(k, 1)
+    return s[k - 1], s[n - k]
+
+
+def interval_verdict(low: float, high: float) -> str:
+    """A ratio (this / baseline) is `slower` / `faster` only when its interval excludes 1."""
+    return "slower" if low > 1 else "faster" if high < 1 else "within noise"

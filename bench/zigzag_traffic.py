@@ -12,7 +12,7 @@ per operand. ZigZag writes outputs into a level without reading them; the accele
 write-back caches allocate on a write miss (perf/qemu_plugin/cache_sim.c), so each output line's
 first write makes the level behind fetch it. analysis.zigzag_cost.write_allocate_fills adds
 those bytes, from ZigZag's own per-operand counts and the description's write policies: no
-constant is fitted. bench.memory_results renders the comparison.
+constant is fitted. results.memory renders the comparison.
 """
 
 from __future__ import annotations

@@ -40,6 +40,9 @@ PACKED_STRATEGIES = ("datatiling", "ukernels")
 # IREE's code emission with the analysis' tiles.
 TUNED = "tuned"
 
+# The build plain iree-compile gives (the device flags alone): the stock IREE baseline.
+STOCK_IREE_STRATEGY = "directconv"
+
 # model_pipeline's choices among builds -> their candidates, the baseline first.
 CHOICE_CANDIDATES = {
     "auto": ("tuned", "datatiling", "ukernels", "directconv"),

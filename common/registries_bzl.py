@@ -61,6 +61,8 @@ def render() -> str:
         ("Strategies whose operands are packed (data tiling) in a layout IREE chooses per target.",
          "PACKED_STRATEGIES", _value(targets.PACKED_STRATEGIES)),
         ("IREE's code emission with the analysis' tiles.", "TUNED", _value(targets.TUNED)),
+        ("The build plain iree-compile gives (the device flags alone): the stock IREE baseline.",
+         "STOCK_IREE_STRATEGY", _value(targets.STOCK_IREE_STRATEGY)),
         ("model_pipeline's choices among builds -> their candidates, the baseline first.",
          "CHOICE_CANDIDATES", _dict({k: _value(v) for k, v in targets.CHOICE_CANDIDATES.items()})),
         ("What model_pipeline's `strategy` accepts.", "PIPELINE_STRATEGIES",

@@ -60,6 +60,9 @@ PACKED_STRATEGIES: tuple[str, ...] = tuple(s for s, f in STRATEGY_FLAGS.items()
                                            if "--iree-opt-data-tiling" in f.adds)
 # IREE's code emission with the analysis' tiles: a build of every pipeline, not a target's strategy.
 TUNED = "tuned"
+# The build a user gets from plain iree-compile (the device flags alone): the baseline every
+# comparison reports beside IREE with the project's flags (codegen/compile_test.py checks it).
+STOCK_IREE_STRATEGY = "directconv"
 # model_pipeline's choices among builds (`strategy = "auto"` / "measured"): their candidates,
 # the baseline first (models/defs.bzl; models/pipeline_test.py checks the manifest against them).
 CHOICE_CANDIDATES: dict[str, tuple[str, ...]] = {

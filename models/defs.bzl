@@ -34,7 +34,7 @@ load("@rules_python//python:defs.bzl", "py_test")
 load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_analysis")
 load("//codegen:defs.bzl", "iree_compile")
-load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
+load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STOCK_IREE_STRATEGY", "STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
 load("//frontend:defs.bzl", "mlir_import")
 load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "perf_index", "riscv_perf", "strategy_choice", "sweep_report")
 load("//runtime:defs.bzl", "hal_module")
@@ -82,7 +82,7 @@ STRATEGY_RECORDS = "//tuning/strategies"
 # "held_out" models are measured, never fitted on (bench/report show the two apart).
 SPLITS = ("calibration", "held_out")
 
-# Pipeline outputs //tools:bench and //tools:report read, per model (see model_zoo).
+# Pipeline outputs //tools:bench and //tools:model_report read, per model (see model_zoo).
 BENCH_SUFFIXES = [
     "_host",
     "_host_untuned",
@@ -162,8 +162,19 @@ def model_zoo(name):
         tags = ["manual"],
     )
     native.filegroup(
+        # What ships on the host beside IREE with the project's flags and stock IREE (direct
+        # convolutions: the device flags alone), with the golden inputs: //tools:host_timings.
+        name = name + "_host_modules",
+        srcs = labels + [":%s_import" % r["model_name"] for r in infos] + [
+            ":%s_host%s" % (r["pipeline"], variant)
+            for r in infos
+            for variant in ("", "_untuned", "_" + STOCK_IREE_STRATEGY)
+        ],
+        tags = ["manual"],
+    )
+    native.filegroup(
         # The riscv measured choices: every shortlisted candidate's model cycles and memory-aware
-        # figures, and the predicted analyses they refine (//tools:calibrate, //tools:memory_results).
+        # figures, and the predicted analyses they refine (//tools:calibrate, //tools:report -- --collect memory).
         name = name + "_measured_choices",
         srcs = labels + [
             ":%s_riscv%s" % (r["pipeline"], suffix)

@@ -1,9 +1,8 @@
 """What ships beside stock IREE, by the strategy records: tuning/strategies/*.json in, docs/results_strategies.md out.
 
-    bazel run //tools:strategy_results          # writes docs/results_strategies.md
-    bazel run //tools:strategy_results -- --check   # exit 1 if the committed file is not what the data give
+    bazel run //tools:report                     # writes docs/results_strategies.md (and the rest)
     bazel build $(... <p>_riscv_perf <p>_riscv_directconv_perf <p>_riscv per pipeline) && \
-        bazel run //tools:strategy_results -- --collect   # bazel-bin -> docs/data/stock_iree_riscv.json
+        bazel run //tools:report -- --collect riscv_stock   # bazel-bin -> docs/data/stock_iree_riscv.json
 
 Every `strategy = "auto"` pipeline target's committed strategy record (the manifest's
 `strategy_choice`, perf.choose) holds the static code model's cycles for one call of the model of
@@ -13,31 +12,32 @@ which is stock IREE (the device flags alone: triple, CPU, features, ABI; codegen
 `test_directconv_is_stock_iree`), and on RISC-V the memory-aware cycles of the two builds measured
 when the code model preferred another than tuned. This report puts what ships beside tuned and
 beside stock IREE, per model and per split (calibration / held-out, models/BUILD.bazel). The
-figures are the code model's, not time: host time is measured by `//tools:bench`.
+figures are the code model's, not time.
 
 With `docs/data/stock_iree_riscv.json` (`--collect`), it also puts the measured memory-aware
 cycles (qemu counts, llvm-mca, the simulated caches; perf.measure) of what each riscv pipeline
 ships beside those of the stock IREE build, each for the exact executables of that build: the
 tuned build's and stock IREE's `riscv_perf`, or, for another shipped build, the measurement its
 strategy choice made of it (the record's `measured`, or a "measured" choice's candidates).
+With `docs/data/host_timings.json` (`bazel run //tools:host_timings`), it also puts the host
+time of what ships beside stock IREE, interleaved rounds with their 95% intervals.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
-import sys
 from pathlib import Path
 
+from bench import stats
+from common.targets import STOCK_IREE_STRATEGY, TUNED
 from perf.records import RecordError, load_strategy_record
 
-STOCK = "directconv"  # the device flags alone: what plain iree-compile gets
-TUNED = "tuned"
+STOCK = STOCK_IREE_STRATEGY  # the device flags alone: what plain iree-compile gets
 OUT = Path("docs/results_strategies.md")
 RECORDS = Path("tuning/strategies")
 MEASURED = Path("docs/data/stock_iree_riscv.json")
+HOST_TIMED = Path("docs/data/host_timings.json")  # bench/host_timings.py
 
 
 class ResultsError(RuntimeError):
@@ -120,7 +120,7 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
                          "stock_iree_memory_aware_cycles": stock}
     return {"what": "memory-aware cycles of one call of the model (perf.measure) on the riscv pipeline's "
                     "own core model: what ships, the tuned build, stock IREE (directconv)",
-            "collected_by": "bazel run //tools:strategy_results -- --collect", "pipelines": out}
+            "collected_by": "bazel run //tools:report -- --collect riscv_stock", "pipelines": out}
 
 
 def measured_lines(data: dict, splits: dict[str, str]) -> list[str]:
@@ -153,11 +153,57 @@ def measured_lines(data: dict, splits: dict[str, str]) -> list[str]:
     return lines + [""]
 
 
-def render(rows: list[dict], splits: dict[str, str], measured: dict | None = None) -> str:
+def host_lines(data: dict, splits: dict[str, str]) -> list[str]:
+    """The host timings (bench/host_timings.py): what ships beside stock IREE in seconds."""
+    rows = data["pipelines"]
+    commits = sorted({r["commit"][:12] for r in rows.values()})
+    envs = sorted({f"{r['environment']['cpu']}, {r['environment']['cores']} cores, IREE runtime "
+                   f"{r['environment']['iree_runtime']}" for r in rows.values()})
+    lines = ["## host, measured", "",
+             "Seconds per call of the model on its golden inputs (HAL `local-task`), the three builds",
+             "interleaved in carryover-balanced rounds in one process, from `docs/data/host_timings.json`",
+             f"(`bazel run //tools:host_timings`; commit {', '.join(commits)}; {'; '.join(envs)}). Wall time on",
+             "that machine, which may run other work: the interval is the distribution-free 95% interval of the median of",
+             "the per-round ratios; `slower` / `faster` only when it excludes 1. Project IREE is IREE's own",
+             "tiles with the project's flags (im2col).", "",
+             "| model | split | ships | rounds | ships, median ms (IQR) | project IREE / stock | stock IREE, median ms | ships / stock IREE (95%) | verdict |",
+             "|---|---|---|---:|---|---:|---:|---|---|"]
+    for p in sorted(rows, key=lambda p: (splits.get(p, "?"), p)):
+        r = rows[p]
+        sec = r["seconds"]
+        ratio = r["ships_over_stock"]
+        lo, hi = ratio["ci95"]
+        ms = {v: s["median"] * 1e3 for v, s in sec.items()}
+        iqr = f"{sec['ships']['q1'] * 1e3:.3g}-{sec['ships']['q3'] * 1e3:.3g}"
+        lines.append(f"| {p} | {splits.get(p, '?')} | {r['ships']} | {r['rounds']} | {ms['ships']:.3g} ({iqr}) | "
+                     f"{ms['project_iree'] / ms['stock_iree']:.2f}x | {ms['stock_iree']:.3g} | "
+                     f"{ratio['median']:.2f}x ({lo:.2f}-{hi:.2f}) | {host_verdict(ratio)} |")
+    lines += ["", "| split | models | geomean ships / stock IREE | ships slower than stock IREE | geomean project IREE / stock IREE |",
+              "|---|---|---|---|---|"]
+    for split in ("calibration", "held_out"):
+        group = {p: r for p, r in rows.items() if splits.get(p) == split}
+        ships = [r["ships_over_stock"]["median"] for r in group.values()]
+        project = [r["seconds"]["project_iree"]["median"] / r["seconds"]["stock_iree"]["median"] for r in group.values()]
+        slower = [p for p, r in sorted(group.items()) if host_verdict(r["ships_over_stock"]) == "slower"]
+        lines.append(f"| {split} | {len(group)} | {_fmt(_geomean(ships))} | {', '.join(slower) if slower else 'none'} | "
+                     f"{_fmt(_geomean(project))} |")
+    missing = sorted(p for p in splits if p not in rows)
+    if missing:
+        lines += ["", "Not timed: " + ", ".join(missing) + "."]
+    return lines + [""]
+
+
+def host_verdict(ratio: dict) -> str:
+    """`slower` / `faster` when the 95% interval of the median ships/stock ratio excludes 1."""
+    return stats.interval_verdict(*ratio["ci95"])
+
+
+def render(rows: list[dict], splits: dict[str, str], measured: dict | None = None,
+           host: dict | None = None) -> str:
     lines = [
         "# What ships beside stock IREE (strategy records)",
         "",
-        "Generated by `bazel run //tools:strategy_results` from `tuning/strategies/*.json` (the committed",
+        "Generated by `bazel run //tools:report` from `tuning/strategies/*.json` (the committed",
         "strategy choices, `bazel run //tools:tune` refreshes them); do not edit. Figures are the static",
         "code model's cycles for one call of the model (llvm-mca on the target's core model, weighted by",
         "trip counts): not time, and blind to caches. **Stock IREE** is the `directconv` build: the device",
@@ -192,6 +238,8 @@ def render(rows: list[dict], splits: dict[str, str], measured: dict | None = Non
         lines.append("")
     if measured is not None:
         lines += measured_lines(measured, splits)
+    if host is not None:
+        lines += host_lines(host, splits)
     lines += [
         "A build the code model priced above stock IREE ships when the choice kept tuned within its",
         "5% margin (`HOST_CODE_MARGIN`) or, on RISC-V, when the measurement confirming the other build",
@@ -201,40 +249,14 @@ def render(rows: list[dict], splits: dict[str, str], measured: dict | None = Non
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bazel run //tools:strategy_results --", description=__doc__.split("\n")[0])
-    p.add_argument("--infos", nargs="+", type=Path, required=True,
-                   help="every <pipeline>_pipeline_info.json (//models:zoo): the models' splits")
-    p.add_argument("--root", type=Path, default=None,
-                   help="the workspace (default: BUILD_WORKSPACE_DIRECTORY, i.e. where `bazel run` was called)")
-    p.add_argument("--check", action="store_true", help="compare with the committed file instead of writing it")
-    p.add_argument("--collect", action="store_true",
-                   help=f"first write {MEASURED} from the riscv measurements in the workspace's bazel-bin")
-    a = p.parse_args(argv)
-    root = a.root or Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
-    try:
-        splits = splits_of(a.infos)
-        if a.collect:
-            data = collect(root / "bazel-bin" / "models", list(splits))
-            (root / MEASURED).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-            print(f"strategy_results: {len(data['pipelines'])} pipelines -> {MEASURED}")
-        measured = json.loads((root / MEASURED).read_text()) if (root / MEASURED).is_file() else None
-        text = render(load(root / RECORDS, splits), splits, measured)
-    except (ResultsError, RecordError, OSError, ValueError) as err:
-        print(f"strategy_results: {str(err).splitlines()[0]}", file=sys.stderr)
-        return 1
-    out = root / OUT
-    if a.check:
-        if not out.is_file() or out.read_text() != text:
-            print(f"strategy_results: {OUT} is not what {RECORDS}/*.json give: run `bazel run //tools:strategy_results`",
-                  file=sys.stderr)
-            return 1
-        print(f"strategy_results: {OUT} regenerates byte for byte")
-        return 0
-    out.write_text(text)
-    print(f"strategy_results: {len(text.splitlines())} lines -> {OUT}")
-    return 0
+def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
+    """docs/results_strategies.md from the committed records and data under the workspace `root`."""
+    measured = json.loads((root / MEASURED).read_text()) if (root / MEASURED).is_file() else None
+    host = json.loads((root / HOST_TIMED).read_text()) if (root / HOST_TIMED).is_file() else None
+    return {OUT: render(load(root / RECORDS, splits), splits, measured, host)}
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def collected(bin_root: Path, splits: dict[str, str]) -> dict[Path, str]:
+    """docs/data/stock_iree_riscv.json from the riscv measurements under `bin_root` (bazel-bin)."""
+    data = collect(bin_root / "models", list(splits))
+    return {MEASURED: json.dumps(data, indent=1, sort_keys=True) + "\n"}

@@ -1,0 +1,108 @@
+"""Writes every results document from committed data: the one command behind docs/results*.md.
+
+    bazel run //tools:report                        # docs/results.md, results_memory.md,
+                                                    # results_strategies.md, peers.md (+ peers_ops.json)
+    bazel run //tools:report -- --check             # exit 1 if any committed document differs
+    bazel run //tools:report -- --collect memory    # first refresh docs/data/ from bazel-bin:
+    bazel run //tools:report -- --collect riscv_stock   #   (build what each needs first, see below)
+
+The data come from measurements committed beside them:
+  memory       docs/data/measured_choices.json, *.sweep.json  <- bazel build //models:zoo_measured_choices
+  riscv_stock  docs/data/stock_iree_riscv.json  <- bazel build //models:<p>_riscv_perf, <p>_riscv_directconv_perf
+  host         docs/data/host_timings.json      <- bazel run //tools:host_timings
+  peers        peers/data/*.json                <- bazel run //peers:measure, //peers:iree_gemm
+  strategies   tuning/strategies/*.json         <- bazel run //tools:tune
+All documents are rendered first and written together (or compared, with --check); a failure
+names the file and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from common.files import write_together
+from results import memory, strategies, summary
+
+COLLECT = ("memory", "riscv_stock")
+
+
+class ReportError(RuntimeError):
+    pass
+
+
+def splits_of(infos: list[Path]) -> dict[str, str]:
+    """Pipeline -> its split (calibration / held_out), from //models:zoo's pipeline infos."""
+    return strategies.splits_of(infos)
+
+
+def peers_documents(root: Path) -> dict[Path, str]:
+    from peers import report as peers_report
+
+    try:
+        data = peers_report.build(root)
+    except peers_report.ReportError as err:
+        raise ReportError(f"peers: {err}") from None
+    return {peers_report.OUT_JSON: json.dumps(data, indent=1) + "\n", peers_report.OUT_MD: peers_report.markdown(data)}
+
+
+def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
+    """Every results document (workspace-relative path -> text) from the data under `root`."""
+    out: dict[Path, str] = {}
+    out |= memory.documents(root)
+    out |= strategies.documents(root, splits)
+    out |= peers_documents(root)
+    out |= summary.documents(root, splits, pending=dict(out))
+    return out
+
+
+def collected(what: str, root: Path, splits: dict[str, str]) -> dict[Path, str]:
+    bin_root = root / "bazel-bin"
+    if what == "memory":
+        return memory.collected(bin_root)
+    return strategies.collected(bin_root, splits)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bazel run //tools:report --", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--infos", nargs="+", type=Path, required=True,
+                   help="every <pipeline>_pipeline_info.json (//models:zoo; the binary passes them)")
+    p.add_argument("--root", type=Path, default=None,
+                   help="the workspace (default: BUILD_WORKSPACE_DIRECTORY, i.e. where `bazel run` started)")
+    p.add_argument("--check", action="store_true", help="compare with the committed documents, write nothing")
+    p.add_argument("--collect", choices=COLLECT, action="append", default=[],
+                   help="first refresh this data from the workspace's bazel-bin (repeatable)")
+    a = p.parse_args(argv)
+    root = a.root or Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
+    try:
+        splits = splits_of(a.infos)
+        if a.check and a.collect:
+            raise ReportError("--check compares the committed documents; --collect would change their data")
+        for what in a.collect:
+            data = collected(what, root, splits)
+            write_together({root / path: text for path, text in data.items()})
+            print(f"report: collected {what} -> {', '.join(str(p) for p in data)}")
+        docs = documents(root, splits)
+    except (ReportError, strategies.ResultsError, strategies.RecordError, OSError, ValueError, KeyError) as err:
+        print(f"report: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
+        return 1
+    if a.check:
+        stale = [str(path) for path, text in docs.items()
+                 if not (root / path).is_file() or (root / path).read_text() != text]
+        if stale:
+            print(f"report: {', '.join(stale)} differ from what the committed data give: run "
+                  "`bazel run //tools:report`", file=sys.stderr)
+            return 1
+        print(f"report: {len(docs)} documents regenerate byte for byte")
+        return 0
+    write_together({root / path: text for path, text in docs.items()})
+    print(f"report: {len(docs)} documents -> {', '.join(str(p) for p in docs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

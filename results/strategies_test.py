@@ -1,0 +1,30 @@
+"""results/strategies.py's host table: the verdicts and the models named slower come from the data."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from results.strategies import host_lines
+
+
+def _row(split, ships, stock, lo, hi):
+    summary = lambda m: {"median": m, "q1": m, "q3": m}
+    return {"split": split, "ships": "tuned", "rounds": 30, "commit": "abc", "environment":
+            {"cpu": "x", "cores": 2, "iree_runtime": "1"},
+            "seconds": {"ships": summary(ships), "project_iree": summary(ships), "stock_iree": summary(stock)},
+            "ships_over_stock": {"median": ships / stock, "ci95": [lo, hi]}}
+
+
+def test_host_table_names_slower_models_and_untimed_ones():
+    data = {"pipelines": {"a": _row("calibration", 2e-3, 1e-3, 1.9, 2.1), "b": _row("held_out", 1e-3, 1e-3, 0.9, 1.1)}}
+    text = "\n".join(host_lines(data, {"a": "calibration", "b": "held_out", "c": "held_out"}))
+    assert "| a | calibration | tuned | 30 | 2 (2-2) | 2.00x | 1 | 2.00x (1.90-2.10) | slower |" in text
+    assert "| calibration | 1 | 2.00x | a |" in text
+    assert "| held_out | 1 | 1.00x | none |" in text
+    assert "Not timed: c." in text
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

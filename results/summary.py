@@ -1,0 +1,127 @@
+"""docs/results.md: the project's headline results, each with the committed data it comes from.
+
+Every figure is computed here from the same committed files the detailed documents render
+(results.memory, results.strategies, peers.report), calibration and held-out models apart, and
+each line links the document that shows it per model. The data files are listed with their
+sha256, so the page names exactly what it was generated from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from common.files import sha256_file
+from results import memory, strategies
+
+OUT = Path("docs/results.md")
+PEERS = Path("docs/data/peers_ops.json")  # peers.report's table (bazel run //tools:report)
+SPLITS = ("calibration", "held_out")
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def _names(xs: list[str]) -> str:
+    return ", ".join(xs) if xs else "none"
+
+
+def tile_lines(data: dict) -> list[str]:
+    """The measured tile choice against IREE's default tiles, and which candidate source wins."""
+    geo = memory.geomean_chosen_over_default(data)
+    won = memory.wins(data)
+    lines = ["## Tile choice on RISC-V (memory-aware)", "",
+             "The measured choice over IREE's default tiles, memory-aware cycles of the dispatches with a "
+             "choice (geomean over models), and the dispatches each candidate source wins by memory-aware "
+             "cycles ([results_memory.md](results_memory.md)).", "",
+             "| split | measured choice / IREE default | energy | dispatches | won by ZigZag's mapping (with or without a register change) | won by IREE's default tiles |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for split in SPLITS:
+        counts = won[split]["memory-aware cycles"]
+        total = sum(counts.values())
+        zigzag = counts["ZigZag"] + counts["ZigZag + register/alignment"]
+        g = geo.get(split, {})
+        lines.append(f"| {split} | {_x(g.get('memory_aware_cycles'))} | {_x(g.get('energy_pj'))} | {total} | "
+                     f"{zigzag} | {counts['IREE default']} |")
+    return lines + [""]
+
+
+def stock_lines(root: Path, splits: dict[str, str]) -> list[str]:
+    """What ships beside stock IREE: RISC-V measured, host timed."""
+    lines = ["## What ships beside stock IREE", "",
+             "Stock IREE is `iree-compile` with the device flags alone. Geomean over models of what ships "
+             "over stock IREE, and the models where what ships is slower "
+             "([results_strategies.md](results_strategies.md)).", "",
+             "| target, figure | split | models | ships / stock IREE | ships slower |",
+             "|---|---|---:|---:|---|"]
+    riscv_path, host_path = root / strategies.MEASURED, root / strategies.HOST_TIMED
+    if riscv_path.is_file():
+        rows = {p: r for p, r in json.loads(riscv_path.read_text())["pipelines"].items() if "not_measured" not in r}
+        for split in SPLITS:
+            group = {p: r for p, r in rows.items() if splits.get(p) == split}
+            ratios = [r["ships_memory_aware_cycles"] / r["stock_iree_memory_aware_cycles"] for r in group.values()]
+            slower = sorted(p for p, r in group.items()
+                            if r["ships_memory_aware_cycles"] > r["stock_iree_memory_aware_cycles"])
+            lines.append(f"| riscv, memory-aware cycles | {split} | {len(group)} | "
+                         f"{_x(strategies._geomean(ratios))} | {_names(slower)} |")
+    if host_path.is_file():
+        rows = json.loads(host_path.read_text())["pipelines"]
+        for split in SPLITS:
+            group = {p: r for p, r in rows.items() if splits.get(p) == split}
+            ratios = [r["ships_over_stock"]["median"] for r in group.values()]
+            slower = sorted(p for p, r in group.items() if strategies.host_verdict(r["ships_over_stock"]) == "slower")
+            lines.append(f"| host, seconds (95% interval above 1) | {split} | {len(group)} | "
+                         f"{_x(strategies._geomean(ratios))} | {_names(slower)} |")
+    not_covered = sorted(p for p in splits
+                         if not riscv_path.is_file() or "not_measured" in
+                         json.loads(riscv_path.read_text())["pipelines"].get(p, {"not_measured": 1}))
+    if not_covered:
+        lines += ["", "Not measured on riscv: " + ", ".join(not_covered) + "."]
+    return lines + [""]
+
+
+def peer_lines(peers: dict) -> list[str]:
+    """Per-op peers: where a library beats IREE as shipped on the same GEMM."""
+    lines = ["## Peers per op (RISC-V GEMMs)", "",
+             "IREE's shipped dispatch over the fastest peer library on the same GEMM (below 1: IREE is "
+             "faster), model cycles and memory-aware cycles ([peers.md](peers.md)).", "",
+             "| op | split | best peer | IREE as shipped / best peer, model cycles | memory-aware |",
+             "|---|---|---|---:|---:|"]
+    for o in peers["ops"]:
+        lines.append(f"| {o['model']} {o['m']}x{o['n']}x{o['k']} | {o['split']} | {o['best_peer']} | "
+                     f"{o['iree_shipped_over_best_peer_model_cycles']:.2f}x | "
+                     f"{o['iree_shipped_over_best_peer_memory_aware_cycles']:.2f}x |")
+    return lines + [""]
+
+
+def sources(root: Path) -> list[Path]:
+    """The committed files this page and the documents it links are generated from."""
+    data = sorted((root / "docs" / "data").glob("*.json")) + sorted((root / "peers" / "data").glob("*.json"))
+    return [p.relative_to(root) for p in data]
+
+
+def _sha256(root: Path, path: Path, pending: dict[Path, str]) -> str:
+    if path in pending:  # written by this same run (peers_ops.json): the bytes it will have
+        return hashlib.sha256(pending[path].encode()).hexdigest()
+    return sha256_file(root / path)
+
+
+def documents(root: Path, splits: dict[str, str], pending: dict[Path, str] | None = None) -> dict[Path, str]:
+    """docs/results.md; `pending` are the other documents this run writes (their new text)."""
+    pending = pending or {}
+    lines = ["# Results", "",
+             "Generated by `bazel run //tools:report` from committed data; do not edit. Cycles are model "
+             "cycles (llvm-mca on the accelerator's core model, every load an L1 hit) or memory-aware "
+             "cycles (plus the simulated caches and DRAM of the hardware description): neither is time. "
+             "Host figures are seconds on the machine that timed them. What each figure ignores is said "
+             "in the linked documents and in [design.md](design.md).", ""]
+    lines += tile_lines(json.loads((root / memory.DATA).read_text()))
+    lines += stock_lines(root, splits)
+    peers = pending.get(PEERS) or ((root / PEERS).read_text() if (root / PEERS).is_file() else None)
+    if peers is not None:
+        lines += peer_lines(json.loads(peers))
+    lines += ["## Data", "", "| file | sha256 |", "|---|---|"]
+    lines += [f"| `{p}` | `{_sha256(root, p, pending)[:16]}` |" for p in sources(root)]
+    return {OUT: "\n".join(lines) + "\n"}
