@@ -75,12 +75,16 @@ def collect(bins: list[Path], pipelines: list[str]) -> dict:
             if r.get("inference_model_cycles") is None or r.get("inference_memory_aware_cycles") is None:
                 raise PeerError(f"{perf_path}: no model or memory-aware cycles on {r['hardware']}")
             macs = sum(d["macs"] * d["calls"] for d in r["dispatches"])
+            vector = sum(n * d["calls"] for d in r["dispatches"] for k, n in d["classes"].items()
+                         if k.startswith("vector_") or k == "vset")
             runs[r["hardware"]] = {
                 "core": r["core"], "vlen": r["vlen"], "hardware_sha256": r["hardware_sha256"],
                 "inference_instructions": r["inference_instructions"],
                 "inference_model_cycles": r["inference_model_cycles"],
                 "inference_memory_aware_cycles": r["inference_memory_aware_cycles"],
                 "inference_macs": macs,
+                # peers.run.price's vector share (vector and vset instructions over all), per call
+                "inference_vector_share": round(vector / r["inference_instructions"], 6),
                 "dispatches": sum(1 for d in r["dispatches"] if d["calls"]),
                 "dispatch_calls": sum(d["calls"] for d in r["dispatches"]),
                 "initializer_dispatches": sum(1 for d in r["dispatches"] if d.get("initializer_calls")),

@@ -32,6 +32,8 @@ import collections
 import concurrent.futures
 import json
 import os
+import re
+import struct
 import shutil
 import sys
 import tempfile
@@ -102,6 +104,29 @@ def check_tools(harness: Path, qemu: Path, sysroot: Path, plugin: Path | None = 
     pr.check_tools(harness, qemu, sysroot, plugin)
     if not (Path(sysroot) / LIBRARY).is_file():
         raise pr.PeerError(f"{sysroot}: no {LIBRARY} (@peers_riscv64 without ONNX Runtime)")
+
+
+def riscv_arch(path: Path) -> str:
+    """The Tag_RISCV_arch string of a riscv64 ELF's .riscv.attributes section: the ISA the
+    library was compiled for (no `v`: not one RVV instruction can be in it)."""
+    data = Path(path).read_bytes()
+    if data[:6] != b"\x7fELF\x02\x01":
+        raise pr.PeerError(f"{path}: not a little-endian ELF64 file")
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+
+    def section(i):
+        name, _, _, _, offset, size = struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
+        return name, offset, size
+
+    _, strings, _ = section(shstrndx)
+    for i in range(shnum):
+        name, offset, size = section(i)
+        if data[strings + name:].split(b"\0", 1)[0] == b".riscv.attributes":
+            found = re.search(rb"rv64[a-z0-9_]+", data[offset:offset + size])
+            if found:
+                return found.group().decode()
+    raise pr.PeerError(f"{path}: no Tag_RISCV_arch in .riscv.attributes")
 
 
 def _kernels(profile: Path) -> list[dict]:
@@ -290,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         data = measure(args.harness, args.peers_repo.parent / "sysroot", args.qemu, args.plugin, args.hardware,
                        models, args.jobs)
         data["packages"] = args.peers_repo.read_text().splitlines()
+        data["onnxruntime_arch"] = riscv_arch(args.peers_repo.parent / "sysroot" / LIBRARY)
         write_together({out: json.dumps(data, indent=1) + "\n"})
     if cli.failed:
         return cli.exit_code
