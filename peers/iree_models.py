@@ -88,6 +88,14 @@ def collect(bins: list[Path], pipelines: list[str]) -> dict:
                 "dispatches": sum(1 for d in r["dispatches"] if d["calls"]),
                 "dispatch_calls": sum(d["calls"] for d in r["dispatches"]),
                 "initializer_dispatches": sum(1 for d in r["dispatches"] if d.get("initializer_calls")),
+                # Every dispatch one call runs, costliest first: where ours spends its cycles.
+                "per_dispatch": sorted(({
+                    "name": d["name"], "kind": d["kind"], "calls": d["calls"], "macs": d["macs"],
+                    "model_cycles": d["model_cycles"], "memory_aware_cycles": d["memory"]["cycles"],
+                    "vector_share": round(sum(n for k, n in d["classes"].items()
+                                              if k.startswith("vector_") or k == "vset") / d["instructions"], 6)
+                    if d["instructions"] else 0.0,
+                } for d in r["dispatches"] if d["calls"]), key=lambda d: (-d["model_cycles"] * d["calls"], d["name"])),
             }
         out[p] = {"ships": ships, "strategy": report["strategy"], "variant": report["variant"],
                   "perf_report": perf_path.name, "perf_report_sha256": sha256_file(perf_path),

@@ -10,8 +10,11 @@ ONNX_PIPELINES = [
     "mlp",
     "pointwise_cnn",
     "se_net",
+    "conv1d_audio",
     # held out
     "transformer_encoder",
     "mlp_batch32",
     "recurrent_kws",
+    "dilated_grouped_cnn",
+    "matmul_shapes",
 ]

@@ -271,7 +271,14 @@ def build_models(root: Path) -> dict:
         macs, peak = o["inference_macs"], hw["peak_macs_per_cycle"]
         ours_fig = {"model_cycles": o["inference_model_cycles"], "memory_aware_cycles": o["inference_memory_aware_cycles"],
                     "instructions": o["inference_instructions"], "vector_share": o["inference_vector_share"],
-                    "dispatch_calls": o["dispatch_calls"], "fma_peak_share": round(macs / (o["inference_model_cycles"] * peak), 4),
+                    "dispatch_calls": o["dispatch_calls"],
+                    "costliest_dispatches": [
+                        {"name": d["name"], "kind": d["kind"], "calls": d["calls"],
+                         "share_of_model_cycles": round(d["model_cycles"] * d["calls"] / o["inference_model_cycles"], 4),
+                         "fma_peak_share": round(d["macs"] / (d["model_cycles"] * peak), 4) if d["model_cycles"] else 0.0,
+                         "vector_share": d["vector_share"]}
+                        for d in o["per_dispatch"][:3]],
+                    "fma_peak_share": round(macs / (o["inference_model_cycles"] * peak), 4),
                     "ships": s["ships"], "perf_report": s["perf_report"], "perf_report_sha256": s["perf_report_sha256"]}
         ort_fig = {"model_cycles": r["model_cycles"], "memory_aware_cycles": r["memory"]["cycles"],
                    "instructions": r["instructions"], "vector_share": r["vector_share"],
@@ -307,6 +314,7 @@ def build_models(root: Path) -> dict:
         "sources": {str(ORT_MEASURED): sha256_file(root / ORT_MEASURED), str(OURS_MODELS): sha256_file(root / OURS_MODELS),
                     str(CHOICES): sha256_file(root / CHOICES)},
         "summary": summary, "models": rows,
+        "not_compared": sorted(set(choices["models"]) - {row["model"] for row in rows}),
     }
 
 
@@ -314,6 +322,11 @@ def _mem_note(o: dict, r: dict) -> str:
     return (f"{o['memory_aware_cycles'] / o['model_cycles']:.2f}x its model cycles over {o['dispatch_calls']} "
             f"dispatch calls, each priced from empty caches (ORT's one Run: "
             f"{r['memory_aware_cycles'] / r['model_cycles']:.2f}x)")
+
+
+def _span(xs: list[float]) -> str:
+    lo, hi = _pct(min(xs)), _pct(max(xs))
+    return lo if lo == hi else f"{lo} to {hi}"
 
 
 def _ops(ops: dict) -> str:
@@ -356,7 +369,9 @@ def models_markdown(data: dict) -> list[str]:
                    f"{row['ours_over_ort_memory_aware_cycles']:.2f}x | {_pct(o['fma_peak_share'])} / "
                    f"{_pct(r['fma_peak_share'])} | {r['max_error_of_output_scale']:.1e} |")
     out += ["", "ours / ORT below 1: our shipped build takes fewer cycles for one inference. FMA-peak share: the "
-            "model's MACs (from our perf report) over cycles x the core's peak.", "",
+            "model's MACs (from our perf report) over cycles x the core's peak. Zoo models not compared here "
+            "(peers/onnx_models.bzl lists the exported ones; only torch models are exported): "
+            + (", ".join(data["not_compared"]) or "none") + ".", "",
             "| split | models | geomean ours / ORT, model cycles | geomean ours / ORT, memory-aware cycles |",
             "|---|---:|---:|---:|"]
     for split, s in data["summary"].items():
@@ -377,12 +392,19 @@ def models_markdown(data: dict) -> list[str]:
                    f"vector instructions. In memory-aware cycles ours is {_mem_note(o, r)}. The next target is there.")
     for row in faster:
         o, r = row["ours"], row["onnxruntime"]
+        where = "; ".join(f"`{d['name']}` ({d['kind']}, {_pct(d['share_of_model_cycles'])} of our cycles, "
+                          f"{_pct(d['fma_peak_share'])} of the FMA peak, {_pct(d['vector_share'])} vector)"
+                          for d in o["costliest_dispatches"])
         out.append(f"- {row['model']} ({row['split']}): ours / ORT {row['ours_over_ort_model_cycles']:.2f}x model "
-                   f"cycles, {row['ours_over_ort_memory_aware_cycles']:.2f}x memory-aware; ORT executes "
-                   f"{r['instructions'] / o['instructions']:.2f}x our instructions at "
-                   f"{r['instructions'] / r['model_cycles']:.2f} per model cycle (ours "
-                   f"{o['instructions'] / o['model_cycles']:.2f}; ours is {_pct(o['vector_share'])} vector), bound "
-                   f"{r['bound']}; ours is {_mem_note(o, r)}. This is the next target.")
+                   f"cycles, {row['ours_over_ort_memory_aware_cycles']:.2f}x memory-aware. Where: ours spends its "
+                   f"cycles in {where}; the whole model reaches {_pct(o['fma_peak_share'])} of the peak in ours, "
+                   f"{_pct(r['fma_peak_share'])} in ORT's Run with no vector instruction at all "
+                   f"({_ops(r['ops'])}). Why: ORT's scalar code issues {r['instructions'] / r['model_cycles']:.2f} "
+                   f"instructions per model cycle on this core and needs {r['instructions'] / o['instructions']:.2f}x "
+                   f"our instructions, while our costliest dispatches reach only "
+                   f"{_span([d['fma_peak_share'] for d in o['costliest_dispatches']])} of the peak "
+                   f"({_span([d['vector_share'] for d in o['costliest_dispatches']])} vector). These dispatches "
+                   "are the next target.")
     out += ["", "### What ONNX Runtime ran", "",
             f"`libonnxruntime.so.1.21` is built for `{arch}`: "
             + ("the V extension is in it." if has_v else
