@@ -3,13 +3,15 @@
     tools/bazel build //models:<p>_riscv //models:<p>_riscv<suffix>_perf ...   (per pipeline)
     tools/bazel run //peers:collect_ours [-- --bin DIR [--bin DIR ...]]
 
-For each `--pipeline` (peers/onnx_models.bzl), the riscv pipeline's manifest
+For each `--pipeline NAME=INFO` (peers/onnx_models.bzl; INFO is this workspace's pipeline info,
+beside it the import's `<model_name>.mlirbc`), the riscv pipeline's manifest
 (`<p>_riscv.manifest.json`: its strategy choice says which build ships) and the `riscv_perf`
 report of that build (`<p>_riscv_perf` for tuned, `<p>_riscv_<strategy>_perf` for another, as
 models/defs.bzl names them), read from the first DIR that has that report (default: this
 workspace's bazel-bin/models; another checkout's bazel-bin of the same commit measures the same
 executables). The report must be of the shipped executables (its `executables_sha256` equals the
-manifest's), and the manifest and report must come from the same DIR.
+manifest's) and of this workspace's import of the model (its `module_sha256` equals the
+sha256 of the .mlirbc beside INFO), and the manifest and report must come from the same DIR.
 Per core the report measured, one inference: `inference_model_cycles` and
 `inference_memory_aware_cycles` (perf/measure.py: every dispatch of one call of the model,
 each measured once under qemu and counted as many times as the call runs it; dispatches that
@@ -51,9 +53,21 @@ def _load(path: Path) -> dict:
         raise PeerError(f"{path}: not JSON ({err})") from None
 
 
+def _pipeline(spec: str) -> tuple[str, Path]:
+    """NAME=INFO -> (NAME, this workspace's import of the model, beside the info)."""
+    name, sep, info = spec.partition("=")
+    if not sep or not name or not info:
+        raise PeerError(f"--pipeline {spec}: expected NAME=INFO")
+    data = _load(Path(info))
+    if data.get("name") != name:
+        raise PeerError(f"{info}: the info of {data.get('name')!r}, not of {name}")
+    return name, Path(info).parent / f"{data['model_name']}.mlirbc"
+
+
 def collect(bins: list[Path], pipelines: list[str]) -> dict:
     out = {}
-    for p in pipelines:
+    for spec in pipelines:
+        p, module = _pipeline(spec)
         manifest_path = perf_path = None
         for bin_models in bins:
             candidate = bin_models / f"{p}_riscv.manifest.json"
@@ -70,6 +84,10 @@ def collect(bins: list[Path], pipelines: list[str]) -> dict:
         report = _load(perf_path)
         if report.get("executables_sha256") != manifest.get("executables_sha256"):
             raise PeerError(f"{perf_path}: measured other executables than {manifest_path.name} ships")
+        if not module.is_file():
+            raise PeerError(f"{module}: this workspace's import of {p} not found")
+        if report.get("module_sha256") != sha256_file(module):
+            raise PeerError(f"{perf_path}: measured another import of {p} than this workspace's {module.name}")
         runs = {}
         for r in report["runs"]:
             if r.get("inference_model_cycles") is None or r.get("inference_memory_aware_cycles") is None:
@@ -110,7 +128,7 @@ def collect(bins: list[Path], pipelines: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m peers.iree_models", description=__doc__.split("\n")[0])
-    p.add_argument("--pipeline", action="append", required=True)
+    p.add_argument("--pipeline", action="append", required=True, metavar="NAME=INFO")
     p.add_argument("--bin", type=Path, action="append", default=None,
                    help="bazel-bin/models holding the manifests and perf reports (repeatable; default: the workspace's)")
     p.add_argument("--out", type=Path, default=OUT)

@@ -59,11 +59,14 @@ CASES = {
     "export without a pipeline info": lambda: (["peers.export_onnx", "--info", "none.json", "--out", "k.onnx"],
                                                "none.json", "not a pipeline info"),
     "ours without the shipped perf report": lambda: (
-        ["peers.iree_models", "--pipeline", "mlp", "--bin", "bin", "--out", "ours.json"],
+        ["peers.iree_models", "--pipeline", "mlp=mlp_pipeline_info.json", "--bin", "bin", "--out", "ours.json"],
         "mlp_riscv_ukernels_perf.perf.json", "not built"),
     "ours without a manifest": lambda: (
-        ["peers.iree_models", "--pipeline", "se_net", "--bin", "bin", "--out", "ours.json"],
-        "se_net_riscv.manifest.json", "tools/bazel build //models:se_net_riscv"),
+        ["peers.iree_models", "--pipeline", "keras_cnn=keras_cnn_pipeline_info.json", "--bin", "bin", "--out",
+         "ours.json"], "keras_cnn_riscv.manifest.json", "tools/bazel build //models:keras_cnn_riscv"),
+    "ours with another pipeline's info": lambda: (
+        ["peers.iree_models", "--pipeline", "se_net=mlp_pipeline_info.json", "--out", "ours.json"],
+        "mlp_pipeline_info.json", "the info of 'mlp', not of se_net"),
 }
 
 
