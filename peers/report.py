@@ -14,6 +14,14 @@ Reads
   the packing dispatches a standalone call runs;
 and writes docs/data/peers_ops.json and docs/peers.md (generated; do not edit). Nothing is
 measured here. Share of FMA peak = M*N*K / (cycles x the description's MACs per cycle).
+
+Milestone 2, whole models, from
+- peers/data/onnxrt_measured.json: each exported zoo model through ONNX Runtime under qemu
+  (tools/bazel run //peers:measure_onnxrt): one Run's model and memory-aware cycles, numerics
+  against the golden, the kernels ORT ran;
+- peers/data/iree_models_measured.json: one inference of what each riscv pipeline ships, from
+  that build's perf report (tools/bazel run //peers:collect_ours);
+writes docs/data/peers_models.json and the per-model section of docs/peers.md.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -36,6 +45,10 @@ IREE_ALONE = Path("peers/data/iree_gemm_measured.json")
 CHOICES = Path("docs/data/measured_choices.json")
 RECORDS = Path("tuning/records")
 OUT_JSON = Path("docs/data/peers_ops.json")
+ORT_MEASURED = Path("peers/data/onnxrt_measured.json")
+OURS_MODELS = Path("peers/data/iree_models_measured.json")
+OUT_MODELS_JSON = Path("docs/data/peers_models.json")
+SPLITS = ("calibration", "held_out")
 OUT_MD = Path("docs/peers.md")
 HARDWARE = "riscv_rvv"  # IREE's per-dispatch figures are committed for this description only
 PEERS = ("autovec", "openblas", "blis")
@@ -207,14 +220,229 @@ def build(root: Path) -> dict:
     }
 
 
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def build_models(root: Path) -> dict:
+    """Milestone 2: per zoo model, one inference of our shipped build over one ONNX Runtime Run,
+    on the same description; every figure from the committed measurements, checked to agree."""
+    ort = _load(root / ORT_MEASURED)
+    ours = _load(root / OURS_MODELS)
+    choices = _load(root / CHOICES)
+    hw = ort.get("hardware", {}).get(HARDWARE)
+    if hw is None:
+        raise ReportError(f"{ORT_MEASURED}: no runs on {HARDWARE}")
+    runs = {r["model"]: r for r in ort["results"] if r["hardware"] == HARDWARE}
+    shipped = ours.get("pipelines", {})
+    for name in ort["models"]:
+        if name not in shipped:
+            raise ReportError(f"{OURS_MODELS}: no measurement of what {name} ships (tools/bazel run //peers:collect_ours)")
+    for name in shipped:
+        if name not in ort["models"]:
+            raise ReportError(f"{ORT_MEASURED}: no ONNX Runtime run of {name}, whose shipped build is in {OURS_MODELS}")
+    if not ort["models"]:
+        raise ReportError(f"{ORT_MEASURED}: no models")
+    rows = []
+    for name, m in ort["models"].items():
+        r = runs.get(name)
+        if r is None:
+            raise ReportError(f"{ORT_MEASURED}: no ONNX Runtime run of {name} on {HARDWARE}")
+        model = choices["models"].get(name)
+        if model is None:
+            raise ReportError(f"{CHOICES}: no model {name}")
+        if model["split"] != m["split"]:
+            raise ReportError(f"{ORT_MEASURED}: {name} is {m['split']} there, {model['split']} in {CHOICES}")
+        s = shipped[name]
+        o = s["runs"].get(HARDWARE)
+        if o is None:
+            raise ReportError(f"{OURS_MODELS}: {name}'s shipped build has no run on {HARDWARE}")
+        if o["hardware_sha256"] != hw["sha256"]:
+            raise ReportError(f"{OURS_MODELS}: {name} measured on another {HARDWARE}.yaml than ONNX Runtime "
+                              f"(sha256 {o['hardware_sha256'][:12]} vs {hw['sha256'][:12]})")
+        if o["core"] != hw["core"]:
+            raise ReportError(f"{OURS_MODELS}: {name} priced on {o['core']}, ONNX Runtime on {hw['core']}")
+        worst = 0.0
+        for e in r["outputs"]:
+            if not e["max_abs_error"] <= ort["tolerance"] * e["golden_max"]:
+                raise ReportError(f"{ORT_MEASURED}: {name} output_{e['output']} is off the golden beyond the "
+                                  f"tolerance: no figure of a wrong result")
+            worst = max(worst, e["max_abs_error"] / e["golden_max"])
+        macs, peak = o["inference_macs"], hw["peak_macs_per_cycle"]
+        ours_fig = {"model_cycles": o["inference_model_cycles"], "memory_aware_cycles": o["inference_memory_aware_cycles"],
+                    "instructions": o["inference_instructions"], "vector_share": o["inference_vector_share"],
+                    "dispatch_calls": o["dispatch_calls"],
+                    "costliest_dispatches": [
+                        {"name": d["name"], "kind": d["kind"], "calls": d["calls"],
+                         "share_of_model_cycles": round(d["model_cycles"] * d["calls"] / o["inference_model_cycles"], 4),
+                         "fma_peak_share": round(d["macs"] / (d["model_cycles"] * peak), 4) if d["model_cycles"] else 0.0,
+                         "vector_share": d["vector_share"]}
+                        for d in o["per_dispatch"][:3]],
+                    "fma_peak_share": round(macs / (o["inference_model_cycles"] * peak), 4),
+                    "ships": s["ships"], "perf_report": s["perf_report"], "perf_report_sha256": s["perf_report_sha256"]}
+        ort_fig = {"model_cycles": r["model_cycles"], "memory_aware_cycles": r["memory"]["cycles"],
+                   "instructions": r["instructions"], "vector_share": r["vector_share"],
+                   "fma_peak_share": round(macs / (r["model_cycles"] * peak), 4), "bound": r["memory"]["bound"],
+                   "unpriced_fences": r["unpriced_fences"], "max_error_of_output_scale": float(f"{worst:.3g}"),
+                   "ops": m["ops"], "providers": m["providers"]}
+        rows.append({"model": name, "split": m["split"], "macs": macs, "ours": ours_fig, "onnxruntime": ort_fig,
+                     "ours_over_ort_model_cycles": round(ours_fig["model_cycles"] / ort_fig["model_cycles"], 3),
+                     "ours_over_ort_memory_aware_cycles": round(
+                         ours_fig["memory_aware_cycles"] / ort_fig["memory_aware_cycles"], 3)})
+    rows.sort(key=lambda row: (SPLITS.index(row["split"]), row["model"]))
+    summary = {}
+    for split in SPLITS:
+        group = [row for row in rows if row["split"] == split]
+        if group:
+            summary[split] = {
+                "models": len(group),
+                "geomean_ours_over_ort_model_cycles": round(_geomean([g["ours_over_ort_model_cycles"] for g in group]), 3),
+                "geomean_ours_over_ort_memory_aware_cycles": round(
+                    _geomean([g["ours_over_ort_memory_aware_cycles"] for g in group]), 3)}
+    versions = {r["info"].get("version") for r in runs.values()}
+    if len(versions) != 1:
+        raise ReportError(f"{ORT_MEASURED}: ONNX Runtime versions {sorted(map(str, versions))} in one measurement")
+    return {
+        "what": "whole zoo models: one inference of our shipped RISC-V build over one ONNX Runtime Run, on the same "
+                "core model and memory model (peers/report.py)",
+        "produced_by": "tools/bazel run //peers:report",
+        "hardware": HARDWARE, "core": hw["core"], "vlen": hw["vlen"], "peak_macs_per_cycle": hw["peak_macs_per_cycle"],
+        "model_ignores": ort["model_ignores"], "memory_model_ignores": ort["memory_model_ignores"],
+        "tolerance": ort["tolerance"],
+        "onnxruntime": {"version": versions.pop(), "arch": ort["onnxruntime_arch"],
+                        "packages": [p for p in ort["packages"] if "onnx" in p]},
+        "sources": {str(ORT_MEASURED): sha256_file(root / ORT_MEASURED), str(OURS_MODELS): sha256_file(root / OURS_MODELS),
+                    str(CHOICES): sha256_file(root / CHOICES)},
+        "summary": summary, "models": rows,
+        "not_compared": sorted(set(choices["models"]) - {row["model"] for row in rows}),
+    }
+
+
+def _mem_note(o: dict, r: dict) -> str:
+    return (f"{o['memory_aware_cycles'] / o['model_cycles']:.2f}x its model cycles over {o['dispatch_calls']} "
+            f"dispatch calls, each priced from empty caches (ORT's one Run: "
+            f"{r['memory_aware_cycles'] / r['model_cycles']:.2f}x)")
+
+
+def _span(xs: list[float]) -> str:
+    lo, hi = _pct(min(xs)), _pct(max(xs))
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _ops(ops: dict) -> str:
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in ops.items())
+
+
+def _cycles(n: int) -> str:
+    return f"{n / 1e6:.2f} M" if n >= 1e6 else f"{n / 1e3:.1f} k"
+
+
+def models_markdown(data: dict) -> list[str]:
+    arch = data["onnxruntime"]["arch"]
+    has_v = any(re.fullmatch(r"v\d+p\d+", part) for part in arch.split("_"))  # e.g. ..._c2p0_v1p0_...
+    out = ["## Whole models against ONNX Runtime (milestone 2)", "",
+           f"Each zoo model below is exported to ONNX from the same PyTorch definition and seeds its pipeline imports "
+           f"(peers/export_onnx.py, torch's TorchScript exporter, a build action) and run through ONNX Runtime "
+           f"{data['onnxruntime']['version']} (Debian trixie riscv64: "
+           + ", ".join(f"`{p}`" for p in data["onnxruntime"]["packages"])
+           + ") by a C harness on its C API (peers/harness/onnxrt_model.c): one intra-op and one inter-op thread, "
+           "sequential execution, ORT's default graph optimizations and CPU execution provider, one untimed Run "
+           "(arena allocation, weight prepacking), then one Run between the window markers, under the plugin qemu at "
+           f"VLEN {data['vlen']}. Its outputs are checked against the framework golden of the pipeline's import "
+           f"(largest error at most {data['tolerance']:g} of the output's largest magnitude). Ours is one inference "
+           "of the build each riscv pipeline ships (its manifest's strategy choice), from that build's perf report: "
+           "every dispatch of one call measured under the same plugin and counted as many times as the call runs it; "
+           "dispatches that only run at initialisation (packing constant weights) are left out, as ORT's prepacking "
+           "is. Both are priced by the same code (perf/mca.py, perf/memory_model.py) on "
+           f"`{data['hardware']}` (llvm-mca's `{data['core']}`, {data['peak_macs_per_cycle']} f32 MACs per cycle).", "",
+           "Not alike: ours counts the dispatches only (not IREE's VM and HAL runtime around them), each dispatch "
+           "starting with empty caches; ORT's window is its whole `Run` (graph executor, per-node dispatch and "
+           "allocation planning included), with empty caches at the start of the Run only. Alike, and worth "
+           "knowing: llvm-mca prices every executed block as a steady-state loop of itself, every load an L1 hit "
+           "and no branch mispredicted; priced so, ORT's scalar code runs at up to "
+           f"{max(row['onnxruntime']['instructions'] / row['onnxruntime']['model_cycles'] for row in data['models']):.2f}"
+           " instructions per model cycle on this wide core (ours: up to "
+           f"{max(row['ours']['instructions'] / row['ours']['model_cycles'] for row in data['models']):.2f}).", "",
+           "| model | split | ours ships | ours model cycles | ORT model cycles | ours / ORT | ours memory-aware | "
+           "ORT memory-aware | ours / ORT | FMA-peak share ours / ORT | ORT max error (of output scale) |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for row in data["models"]:
+        o, r = row["ours"], row["onnxruntime"]
+        out.append(f"| {row['model']} | {row['split']} | {o['ships']} | {_cycles(o['model_cycles'])} | "
+                   f"{_cycles(r['model_cycles'])} | {row['ours_over_ort_model_cycles']:.2f}x | "
+                   f"{_cycles(o['memory_aware_cycles'])} | {_cycles(r['memory_aware_cycles'])} | "
+                   f"{row['ours_over_ort_memory_aware_cycles']:.2f}x | {_pct(o['fma_peak_share'])} / "
+                   f"{_pct(r['fma_peak_share'])} | {r['max_error_of_output_scale']:.1e} |")
+    out += ["", "ours / ORT below 1: our shipped build takes fewer cycles for one inference. FMA-peak share: the "
+            "model's MACs (from our perf report) over cycles x the core's peak. Zoo models not compared here "
+            "(peers/onnx_models.bzl lists the exported ones; only torch models are exported): "
+            + (", ".join(data["not_compared"]) or "none") + ".", "",
+            "| split | models | geomean ours / ORT, model cycles | geomean ours / ORT, memory-aware cycles |",
+            "|---|---:|---:|---:|"]
+    for split, s in data["summary"].items():
+        out.append(f"| {split} | {s['models']} | {s['geomean_ours_over_ort_model_cycles']:.2f}x | "
+                   f"{s['geomean_ours_over_ort_memory_aware_cycles']:.2f}x |")
+    faster = [row for row in data["models"]
+              if row["ours_over_ort_model_cycles"] > 1 or row["ours_over_ort_memory_aware_cycles"] > 1]
+    out += ["", "### Where ONNX Runtime is faster", ""]
+    if not faster:
+        closest = max(data["models"], key=lambda row: row["ours_over_ort_memory_aware_cycles"])
+        o, r = closest["ours"], closest["onnxruntime"]
+        out.append(f"Nowhere, in model cycles or memory-aware cycles. Closest: {closest['model']} "
+                   f"({closest['ours_over_ort_memory_aware_cycles']:.2f}x memory-aware, "
+                   f"{closest['ours_over_ort_model_cycles']:.2f}x model cycles): ORT's scalar code executes "
+                   f"{r['instructions'] / o['instructions']:.1f}x our instructions at "
+                   f"{r['instructions'] / r['model_cycles']:.2f} per model cycle (ours "
+                   f"{o['instructions'] / o['model_cycles']:.2f}), and only {_pct(o['vector_share'])} of ours are "
+                   f"vector instructions. In memory-aware cycles ours is {_mem_note(o, r)}. The next target is there.")
+    for row in faster:
+        o, r = row["ours"], row["onnxruntime"]
+        where = "; ".join(f"`{d['name']}` ({d['kind']}, {_pct(d['share_of_model_cycles'])} of our cycles, "
+                          f"{_pct(d['fma_peak_share'])} of the FMA peak, {_pct(d['vector_share'])} vector)"
+                          for d in o["costliest_dispatches"])
+        out.append(f"- {row['model']} ({row['split']}): ours / ORT {row['ours_over_ort_model_cycles']:.2f}x model "
+                   f"cycles, {row['ours_over_ort_memory_aware_cycles']:.2f}x memory-aware. Where: ours spends its "
+                   f"cycles in {where}; the whole model reaches {_pct(o['fma_peak_share'])} of the peak in ours, "
+                   f"{_pct(r['fma_peak_share'])} in ORT's Run with no vector instruction at all "
+                   f"({_ops(r['ops'])}). Why: ORT's scalar code issues {r['instructions'] / r['model_cycles']:.2f} "
+                   f"instructions per model cycle on this core and needs {r['instructions'] / o['instructions']:.2f}x "
+                   f"our instructions, while our costliest dispatches reach only "
+                   f"{_span([d['fma_peak_share'] for d in o['costliest_dispatches']])} of the peak "
+                   f"({_span([d['vector_share'] for d in o['costliest_dispatches']])} vector). These dispatches "
+                   "are the next target.")
+    out += ["", "### What ONNX Runtime ran", "",
+            f"`libonnxruntime.so.1.21` is built for `{arch}`: "
+            + ("the V extension is in it." if has_v else
+               "no V extension, so not one RVV instruction is in the library: every kernel ORT runs on riscv64, "
+               "MLAS's GEMM and convolution included, is scalar code (the measured vector share of each Run below).")
+            + " Ops per model are the nodes of ORT's optimized graph (after its fusions: FusedConv, QuickGelu, "
+            "FusedMatMul, ...), from a separate profiled run; every node ran on the CPU execution provider unless "
+            "the column says otherwise.", "",
+            "| model | ORT vector share | ours vector share | ORT / ours instructions | ORT bound | ORT unpriced fences "
+            "| ORT's nodes (op x count) |", "|---|---:|---:|---:|---|---:|---|"]
+    for row in data["models"]:
+        o, r = row["ours"], row["onnxruntime"]
+        providers = "" if r["providers"] == ["CPUExecutionProvider"] else f" ({', '.join(r['providers'])})"
+        out.append(f"| {row['model']} | {_pct(r['vector_share'])} | {_pct(o['vector_share'])} | "
+                   f"{r['instructions'] / o['instructions']:.1f}x | {r['bound']} | {r['unpriced_fences']} | "
+                   f"{_ops(r['ops'])}{providers} |")
+    out += ["", "Unpriced fences: `fence` / `fence.tso` executed in ORT's Run (its and its libraries' "
+            "synchronisation), which llvm-mca 19 cannot schedule on this core, left out of the price and counted "
+            "(peers/run.py).", ""]
+    return out
+
+
 def _pct(x: float) -> str:
     return f"{x:.1%}"
 
 
-def markdown(data: dict) -> str:
+def markdown(data: dict, models: dict) -> str:
     cols = PEERS + IREE + ALONE
     out = ["<!-- Generated by `tools/bazel run //peers:report` from committed data; do not edit. -->",
-           "# Peers on the same RISC-V yardstick: per-op GEMM (issue 50, milestone 1)", "",
+           "# Peers on the same RISC-V yardstick (issue 50)", "",
+           "Per-op GEMM against OpenBLAS, BLIS and the autovectorizer (milestone 1, first), then whole models "
+           "against ONNX Runtime (milestone 2, [below](#whole-models-against-onnx-runtime-milestone-2)).", "",
+           "## Per-op GEMM (milestone 1)", "",
            f"Each f32 GEMM below is one matmul dispatch of a zoo model. The peers run it in a small C harness "
            f"(peers/harness/) under the plugin qemu at VLEN {data['vlen']}; IREE's figures are the committed "
            f"tuning records of the same dispatches (tuning/records/), with the model's fused consumers, and "
@@ -225,7 +453,7 @@ def markdown(data: dict) -> str:
            f"A cell is M*N*K / (cycles x peak). Model cycles ignore {data['model_ignores']}; memory-aware "
            f"cycles add a simulation of the description's caches and ignore {data['memory_model_ignores']}.", "",
            "Peers: " + "; ".join(f"`{p}`" for p in data["packages"]) + ".", "",
-           "## Share of the FMA peak, model cycles", "",
+           "### Share of the FMA peak, model cycles", "",
            "| op (model, split) | M x N x K | B layout | IREE also fuses | " + " | ".join(LABELS[c] for c in cols)
            + " | shipped / best peer |",
            "|---|---|---|---|" + "---:|" * len(cols) + "---:|"]
@@ -240,7 +468,7 @@ def markdown(data: dict) -> str:
             "the GEMM-alone builds do not. The data-tiled columns are the mmt4d dispatch alone, on operands "
             "already packed (in a model the weights are packed once, ahead of time; the activations are not); "
             "the libraries pack inside their sgemm call.", "",
-            "## Data tiling with the packing a standalone call runs, model cycles", "",
+            "### Data tiling with the packing a standalone call runs, model cycles", "",
             "| op | OpenBLAS sgemm | " + " | ".join(LABELS[c] for c in PACKED) + " |",
             "|---|---:|" + "---:|" * len(PACKED)]
     for o in data["ops"]:
@@ -249,7 +477,7 @@ def markdown(data: dict) -> str:
                    + " | ".join(_pct(t[c]["fma_peak_share"]) for c in PACKED) + " |")
     out += ["", "The mmt4d dispatch plus the dispatches that pack A and B, every dispatch IREE compiles the "
             "standalone GEMM to (listed per op in docs/data/peers_ops.json).", "",
-            "## Share of the FMA peak, memory-aware cycles", "",
+            "### Share of the FMA peak, memory-aware cycles", "",
             "| op | " + " | ".join(LABELS[c] for c in cols) + " | bound (peers) | shipped / best peer |",
             "|---|" + "---:|" * len(cols) + "---|---:|"]
     for o in data["ops"]:
@@ -261,7 +489,7 @@ def markdown(data: dict) -> str:
     out += ["", "IREE codegen, GEMM alone over the zoo dispatch with the same (default) tiles, model cycles: "
             + "; ".join(f"{o['model']} {o['iree_alone_over_zoo_default_model_cycles']:.3f}"
                         + (f" (zoo fuses {o['iree_fused']})" if o["iree_fused"] else "") for o in data["ops"]) + "."]
-    out += ["", "## Where a peer is faster than IREE as shipped (model cycles)", ""]
+    out += ["", "### Where a peer is faster than IREE as shipped (model cycles)", ""]
     slower = [o for o in data["ops"] if o["iree_shipped_over_best_peer_model_cycles"] > 1]
     if not slower:
         out.append("Nowhere: on every op IREE as shipped takes no more model cycles than the fastest peer.")
@@ -274,12 +502,12 @@ def markdown(data: dict) -> str:
                    f"takes {1 / o['iree_shipped_over_best_peer_model_cycles']:.0%} of the shipped dispatch's cycles; "
                    + (f"IREE's GEMM alone beats it with: {', '.join(beat)}." if beat
                       else "none of IREE's GEMM-alone builds beats it."))
-    out += ["", "## Geometric mean of the share (model cycles), by split", "",
+    out += ["", "### Geometric mean of the share (model cycles), by split", "",
             "| split | " + " | ".join(LABELS[c] for c in cols) + " |", "|---|" + "---:|" * len(cols)]
     for split, row in data["summary_geomean_fma_peak_share"].items():
         if row:
             out.append(f"| {split} | " + " | ".join(_pct(row[c]) for c in cols) + " |")
-    out += ["", "## What each library ran", "",
+    out += ["", "### What each library ran", "",
             "| op | " + " | ".join(f"{LABELS[p]}: vector share" for p in PEERS) + " | OpenBLAS core | BLIS config | "
             "unpriced fences (OpenBLAS) |", "|---|" + "---:|" * len(PEERS) + "---|---|---:|"]
     for o in data["ops"]:
@@ -293,7 +521,7 @@ def markdown(data: dict) -> str:
             "the price (peers/run.py).", ""]
     for name, core in data["other_cores"].items():
         cols2 = PEERS + ALONE + PACKED
-        out += [f"## On `{name}` ({core['core']}, VLEN {core['vlen']}, {core['peak_macs_per_cycle']} f32 MACs per "
+        out += [f"### On `{name}` ({core['core']}, VLEN {core['vlen']}, {core['peak_macs_per_cycle']} f32 MACs per "
                 "cycle): the peers and IREE's GEMM alone, model cycles", "",
                 "No zoo dispatch of this description is committed per dispatch; IREE's columns are the GEMM "
                 f"built alone for VLEN {core['vlen']} (peers/iree_gemm.py). The autovectorized harness is the "
@@ -308,8 +536,18 @@ def markdown(data: dict) -> str:
                        f"{o['best_peer']}) | {t['openblas']['info'].get('corename', '?')} |")
         out.append("")
     if data["notes"]:
-        out += ["## Notes", ""] + [f"- {n}" for n in data["notes"]] + [""]
+        out += ["### Notes", ""] + [f"- {n}" for n in data["notes"]] + [""]
+    out += models_markdown(models)
     return "\n".join(out)
+
+
+def documents(root: Path) -> dict[Path, str]:
+    """The per-op and per-model tables and docs/peers.md (workspace-relative path -> text) from
+    the committed data under `root`; also rendered by `bazel run //tools:report`."""
+    data = build(root)
+    models = build_models(root)
+    return {OUT_JSON: json.dumps(data, indent=1) + "\n", OUT_MODELS_JSON: json.dumps(models, indent=1) + "\n",
+            OUT_MD: markdown(data, models)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,11 +557,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     root = args.root or Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
     with OneLineErrors("peers.report", root / MEASURED, (ReportError,)) as cli:
-        data = build(root)
-        write_together({root / OUT_JSON: json.dumps(data, indent=1) + "\n", root / OUT_MD: markdown(data)})
+        docs = documents(root)
+        write_together({root / path: text for path, text in docs.items()})
     if cli.failed:
         return cli.exit_code
-    print(f"peers.report: {len(data['ops'])} ops -> {OUT_JSON}, {OUT_MD}")
+    print(f"peers.report: {', '.join(str(p) for p in docs)}")
     return 0
 
 

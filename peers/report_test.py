@@ -1,5 +1,6 @@
-"""peers/report.py: the committed table regenerates byte for byte from committed data, and
-missing or inconsistent data fails instead of leaving a gap."""
+"""peers/report.py: the committed tables regenerate byte for byte from committed data, and
+missing or inconsistent data fails instead of leaving a gap (per op, milestone 1; per model
+against ONNX Runtime, milestone 2)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ ROOT = Path(__file__).absolute().parent.parent
 
 def test_the_committed_table_and_doc_regenerate_byte_for_byte():
     data = report.build(ROOT)
+    models = report.build_models(ROOT)
     assert (ROOT / report.OUT_JSON).read_text() == json.dumps(data, indent=1) + "\n"
-    assert (ROOT / report.OUT_MD).read_text() == report.markdown(data)
+    assert (ROOT / report.OUT_MODELS_JSON).read_text() == json.dumps(models, indent=1) + "\n"
+    assert (ROOT / report.OUT_MD).read_text() == report.markdown(data, models)
 
 
 def test_every_shape_has_every_peer_and_both_iree_figures():
@@ -33,7 +36,7 @@ def test_every_shape_has_every_peer_and_both_iree_figures():
 
 
 def _copy(tmp_path: Path) -> Path:
-    for rel in (report.MEASURED, report.IREE_ALONE, report.CHOICES):
+    for rel in (report.MEASURED, report.IREE_ALONE, report.CHOICES, report.ORT_MEASURED, report.OURS_MODELS):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     shutil.copytree(ROOT / report.RECORDS, tmp_path / report.RECORDS)
@@ -86,6 +89,61 @@ def test_a_record_of_another_hardware_description_is_an_error(tmp_path):
     path.write_text(json.dumps(record))
     with pytest.raises(report.ReportError, match="another riscv_rvv.yaml"):
         report.build(root)
+
+
+def test_at_least_five_models_of_both_splits_against_onnxruntime_with_numerics_checked():
+    models = report.build_models(ROOT)
+    assert len(models["models"]) >= 5
+    assert {m["split"] for m in models["models"]} == set(report.SPLITS)
+    for m in models["models"]:
+        assert m["onnxruntime"]["max_error_of_output_scale"] <= models["tolerance"]
+        assert m["ours_over_ort_model_cycles"] == round(m["ours"]["model_cycles"] / m["onnxruntime"]["model_cycles"], 3)
+
+
+def _edit(root: Path, rel: Path, change) -> None:
+    data = json.loads((root / rel).read_text())
+    change(data)
+    (root / rel).write_text(json.dumps(data))
+
+
+def test_a_model_without_our_shipped_measurement_is_an_error(tmp_path):
+    root = _copy(tmp_path)
+    _edit(root, report.OURS_MODELS, lambda d: d["pipelines"].pop("se_net"))
+    with pytest.raises(report.ReportError, match="no measurement of what se_net ships"):
+        report.build_models(root)
+
+
+def test_a_shipped_build_without_an_onnxruntime_run_is_an_error(tmp_path):
+    root = _copy(tmp_path)
+    _edit(root, report.ORT_MEASURED, lambda d: d["models"].pop("mlp"))
+    with pytest.raises(report.ReportError, match="no ONNX Runtime run of mlp"):
+        report.build_models(root)
+
+
+def test_an_onnxruntime_result_off_the_golden_is_an_error(tmp_path):
+    root = _copy(tmp_path)
+
+    def off(d):
+        r = next(r for r in d["results"] if r["model"] == "transformer_encoder")
+        r["outputs"][0]["max_abs_error"] = r["outputs"][0]["golden_max"] * d["tolerance"] * 2
+    _edit(root, report.ORT_MEASURED, off)
+    with pytest.raises(report.ReportError, match="transformer_encoder output_0 is off the golden"):
+        report.build_models(root)
+
+
+def test_ours_on_another_hardware_description_is_an_error(tmp_path):
+    root = _copy(tmp_path)
+    _edit(root, report.OURS_MODELS,
+          lambda d: d["pipelines"]["mlp_batch32"]["runs"][report.HARDWARE].update(hardware_sha256="0" * 64))
+    with pytest.raises(report.ReportError, match=f"mlp_batch32 measured on another {report.HARDWARE}.yaml"):
+        report.build_models(root)
+
+
+def test_a_model_split_that_disagrees_with_the_zoo_is_an_error(tmp_path):
+    root = _copy(tmp_path)
+    _edit(root, report.ORT_MEASURED, lambda d: d["models"]["recurrent_kws"].update(split="calibration"))
+    with pytest.raises(report.ReportError, match="recurrent_kws is calibration there, held_out in"):
+        report.build_models(root)
 
 
 if __name__ == "__main__":

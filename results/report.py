@@ -43,10 +43,9 @@ def peers_documents(root: Path) -> dict[Path, str]:
     from peers import report as peers_report
 
     try:
-        data = peers_report.build(root)
+        return peers_report.documents(root)
     except peers_report.ReportError as err:
         raise ReportError(f"peers: {err}") from None
-    return {peers_report.OUT_JSON: json.dumps(data, indent=1) + "\n", peers_report.OUT_MD: peers_report.markdown(data)}
 
 
 def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:

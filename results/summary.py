@@ -16,7 +16,8 @@ from common.files import sha256_file
 from results import memory, strategies
 
 OUT = Path("docs/results.md")
-PEERS = Path("docs/data/peers_ops.json")  # peers.report's table (bazel run //tools:report)
+PEERS = Path("docs/data/peers_ops.json")  # peers.report's tables (bazel run //tools:report)
+PEER_MODELS = Path("docs/data/peers_models.json")
 SPLITS = ("calibration", "held_out")
 
 
@@ -96,6 +97,22 @@ def peer_lines(peers: dict) -> list[str]:
     return lines + [""]
 
 
+def peer_model_lines(models: dict) -> list[str]:
+    """Whole models: our shipped RISC-V build against ONNX Runtime, one inference."""
+    lines = ["## Whole models against ONNX Runtime (RISC-V)", "",
+             "Our shipped build over ONNX Runtime 1.21 (Debian's riscv64 build) for one inference, "
+             "both checked against the framework's output ([peers.md](peers.md)).", "",
+             "| split | models | ours / ORT, model cycles (geomean) | memory-aware | ORT faster on |",
+             "|---|---:|---:|---:|---|"]
+    for split in SPLITS:
+        group = [m for m in models["models"] if m["split"] == split]
+        summ = models["summary"].get(split, {})
+        faster = sorted(m["model"] for m in group if m["ours_over_ort_model_cycles"] > 1)
+        lines.append(f"| {split} | {len(group)} | {_x(summ.get('geomean_ours_over_ort_model_cycles'))} | "
+                     f"{_x(summ.get('geomean_ours_over_ort_memory_aware_cycles'))} | {_names(faster)} |")
+    return lines + [""]
+
+
 def sources(root: Path) -> list[Path]:
     """The committed files this page and the documents it links are generated from."""
     data = sorted((root / "docs" / "data").glob("*.json")) + sorted((root / "peers" / "data").glob("*.json"))
@@ -122,6 +139,9 @@ def documents(root: Path, splits: dict[str, str], pending: dict[Path, str] | Non
     peers = pending.get(PEERS) or ((root / PEERS).read_text() if (root / PEERS).is_file() else None)
     if peers is not None:
         lines += peer_lines(json.loads(peers))
+    peer_models = pending.get(PEER_MODELS) or ((root / PEER_MODELS).read_text() if (root / PEER_MODELS).is_file() else None)
+    if peer_models is not None:
+        lines += peer_model_lines(json.loads(peer_models))
     lines += ["## Data", "", "| file | sha256 |", "|---|---|"]
     lines += [f"| `{p}` | `{_sha256(root, p, pending)[:16]}` |" for p in sources(root)]
     return {OUT: "\n".join(lines) + "\n"}
