@@ -1,7 +1,8 @@
 """Writes every results document from committed data: the one command behind docs/results*.md.
 
     bazel run //tools:report                        # docs/results.md, results_memory.md,
-                                                    # results_strategies.md, peers.md (+ peers_ops.json)
+                                                    # results_strategies.md, peers.md (+ its
+                                                    # tables' JSON and peers.svg)
     bazel run //tools:report -- --check             # exit 1 if any committed document differs
     bazel run //tools:report -- --collect memory    # first refresh docs/data/ from bazel-bin:
     bazel run //tools:report -- --collect riscv_stock   #   (build what each needs first, see below)
@@ -25,7 +26,7 @@ import sys
 from pathlib import Path
 
 from common.files import write_together
-from results import memory, strategies, summary
+from results import memory, plots, strategies, summary
 
 COLLECT = ("memory", "riscv_stock")
 
@@ -54,6 +55,7 @@ def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     out |= memory.documents(root)
     out |= strategies.documents(root, splits)
     out |= peers_documents(root)
+    out[plots.PEERS_SVG] = plots.peers_figure(json.loads(out[summary.PEERS]), json.loads(out[summary.PEER_MODELS]))
     out |= summary.documents(root, splits, pending=dict(out))
     return out
 
