@@ -162,6 +162,17 @@ def model_zoo(name):
         tags = ["manual"],
     )
     native.filegroup(
+        # What each riscv pipeline ships (its manifest says which build) and the measurements of
+        # its tuned and stock IREE builds, by their PerfInfo: `//tools:report -- --collect riscv_stock`.
+        name = name + "_stock_perf",
+        srcs = labels + [
+            ":%s_riscv%s" % (r["pipeline"], suffix)
+            for r in infos
+            for suffix in ("", "_stock_perf_index")
+        ],
+        tags = ["manual"],
+    )
+    native.filegroup(
         # What ships on the host beside IREE with the project's flags and stock IREE (direct
         # convolutions: the device flags alone), with the golden inputs: //tools:host_timings.
         name = name + "_host_modules",
@@ -470,6 +481,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             for index, builds_measured, index_tags in (
                 ("perf_index", [TUNED, DEFAULT_STRATEGY], perf_tags),
                 ("strategy_perf_index", [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES), ["manual"]),
+                # tuned beside stock IREE (//tools:report -- --collect riscv_stock)
+                ("stock_perf_index", [TUNED, STOCK_IREE_STRATEGY], ["manual"]),
             ):
                 perf_index(
                     name = "%s_%s_%s" % (name, suffix, index),
