@@ -62,13 +62,13 @@ class Artifacts:
 
 
 def perf_index(index: Path, base: Path) -> dict[str, Path]:
-    """build -> its perf.json, from a perf_index's JSON (perf/defs.bzl) under output root `base`:
-    riscv_perf's files are found through their PerfInfo, not by name."""
+    """build -> its perf.json through a perf_index (common.perf_schema.load_perf_index)."""
+    from common.perf_schema import PerfIndexError, load_perf_index
+
     try:
-        entries = json.loads(index.read_text())
-        return {build: base / entry["perf_json"] for build, entry in entries.items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-        raise ArtifactError(f"{index}: not a perf index ({type(e).__name__}: {e})") from None
+        return load_perf_index(index, base)
+    except PerfIndexError as e:
+        raise ArtifactError(str(e)) from None
 
 
 def workspace_roots() -> list[Path]:

@@ -7,6 +7,7 @@ under qemu (a TCG plugin); `model_cycles` are llvm-mca cycles on `core`, never t
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -134,3 +135,19 @@ class PerfReport(_Strict):
             if run.core == core:
                 return run
         raise KeyError(f"{self.model} ({self.variant}) was not measured on {core}")
+
+
+class PerfIndexError(ValueError):
+    pass
+
+
+def load_perf_index(index: Path, base: Path) -> dict[str, Path]:
+    """build -> its perf.json, from a perf_index's JSON (perf/defs.bzl) under output root `base`:
+    riscv_perf's files are found through their PerfInfo, not by their names."""
+    import json
+
+    try:
+        entries = json.loads(index.read_text())
+        return {build: base / entry["perf_json"] for build, entry in entries.items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        raise PerfIndexError(f"{index}: not a perf index ({type(e).__name__}: {e})") from None

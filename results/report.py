@@ -9,7 +9,7 @@
 
 The data come from measurements committed beside them:
   memory       docs/data/measured_choices.json, *.sweep.json  <- bazel build //models:zoo_measured_choices
-  riscv_stock  docs/data/stock_iree_riscv.json  <- bazel build //models:<p>_riscv_perf, <p>_riscv_directconv_perf
+  riscv_stock  docs/data/stock_iree_riscv.json  <- bazel build //models:zoo_stock_perf
   host         docs/data/host_timings.json      <- bazel run //tools:host_timings
   peers        peers/data/*.json                <- bazel run //peers:measure, //peers:iree_gemm
   strategies   tuning/strategies/*.json         <- bazel run //tools:tune

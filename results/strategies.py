@@ -1,7 +1,7 @@
 """What ships beside stock IREE, by the strategy records: tuning/strategies/*.json in, docs/results_strategies.md out.
 
     bazel run //tools:report                     # writes docs/results_strategies.md (and the rest)
-    bazel build $(... <p>_riscv_perf <p>_riscv_directconv_perf <p>_riscv per pipeline) && \
+    bazel build //models:zoo_stock_perf && \
         bazel run //tools:report -- --collect riscv_stock   # bazel-bin -> docs/data/stock_iree_riscv.json
 
 Every `strategy = "auto"` pipeline target's committed strategy record (the manifest's
@@ -30,6 +30,7 @@ import math
 from pathlib import Path
 
 from bench import stats
+from common.perf_schema import PerfIndexError, load_perf_index
 from common.targets import STOCK_IREE_STRATEGY, TUNED
 from perf.records import RecordError, load_strategy_record
 
@@ -96,11 +97,17 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
         manifest = json.loads((bin_models / f"{pipeline}_riscv.manifest.json").read_text())
         choice = manifest.get("strategy_choice") or {}
         ships = choice.get("chosen", TUNED)
-        perfs = [bin_models / f"{pipeline}_riscv{s}_perf.perf.json" for s in ("", f"_{STOCK}")]
-        missing = [p.name for p in perfs if not p.is_file()]
-        if missing:  # said in the data and the doc, never guessed
-            out[pipeline] = {"ships": ships, "not_measured": f"{missing[0]} not built"}
+        index = bin_models / f"{pipeline}_riscv_stock_perf_index.json"
+        if not index.is_file():  # said in the data and the doc, never guessed
+            out[pipeline] = {"ships": ships, "not_measured": f"{index.name} not built"}
             continue
+        try:  # riscv_perf's outputs through their PerfInfo (perf_index), not by name
+            by_build = load_perf_index(index, bin_models.parent)
+        except PerfIndexError as err:
+            raise ResultsError(str(err)) from None
+        perfs = [by_build.get(TUNED), by_build.get(STOCK)]
+        if any(p is None or not p.is_file() for p in perfs):
+            raise ResultsError(f"{index}: no measurement of the tuned or the stock IREE build")
         tuned, core = _inference_cycles(perfs[0])
         stock, stock_core = _inference_cycles(perfs[1])
         if stock_core != core:

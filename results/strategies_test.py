@@ -28,3 +28,32 @@ def test_host_table_names_slower_models_and_untimed_ones():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+def _perf(path, cycles, core="sifive-p670"):
+    import json
+
+    path.write_text(json.dumps({"runs": [{"core": core, "hardware": "riscv_rvv",
+                                          "inference_memory_aware_cycles": cycles}]}))
+
+
+def test_collect_reads_the_measurements_through_their_perf_index(tmp_path):
+    import json
+
+    from results.strategies import ResultsError, collect
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "a_riscv.manifest.json").write_text(json.dumps({"strategy_choice": {"chosen": "tuned"}}))
+    (models / "b_riscv.manifest.json").write_text(json.dumps({}))
+    # named unlike the rule's outputs on purpose: only the index says which file is which build
+    _perf(models / "x.json", 50)
+    _perf(models / "y.json", 100)
+    (models / "a_riscv_stock_perf_index.json").write_text(json.dumps(
+        {"tuned": {"perf_json": "models/x.json"}, "directconv": {"perf_json": "models/y.json"}}))
+    data = collect(models, ["a", "b"])["pipelines"]
+    assert data["a"]["ships_memory_aware_cycles"] == 50 and data["a"]["stock_iree_memory_aware_cycles"] == 100
+    assert data["b"] == {"ships": "tuned", "not_measured": "b_riscv_stock_perf_index.json not built"}
+    (models / "a_riscv_stock_perf_index.json").write_text(json.dumps({"tuned": {"perf_json": "models/x.json"}}))
+    with pytest.raises(ResultsError, match="no measurement of the tuned or the stock IREE build"):
+        collect(models, ["a"])
