@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             data["pipelines"][name] = result | {"commit": head, "environment": environment()}
             r = result["ships_over_stock"]
             print(f"host_timings: {name}: ships {result['ships']}, ships / stock IREE {r['median']:.3f}x "
-                  f"(95% {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f}, {verdict(r)})")
+                  f"(95% {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f}, {stats.interval_verdict(*r['ci95'])})")
         data["what"] = ("seconds per call on the golden inputs, HAL local-task, interleaved rounds "
                         "(bench/host_timings.py): what ships, IREE with the project's flags, stock IREE")
         data["collected_by"] = "bazel run //tools:host_timings"
