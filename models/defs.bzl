@@ -225,6 +225,15 @@ def model_zoo(name):
         tags = ["manual"],
     )
 
+def _shippable_builds(strategy, recorded):
+    """The builds <name>_riscv can package: a fixed strategy's, an "auto" choice's recorded one
+    (beside tuned, what a stale record falls back to measuring against), else every build."""
+    if strategy == "auto" and recorded:
+        return [TUNED] + ([recorded] if recorded != TUNED else [])
+    if strategy in ("auto", "measured"):
+        return [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES)
+    return [strategy]
+
 def _build_suffix(build):
     """What follows <name>_<target> in the names of a pipeline's `build` (TUNED, DEFAULT_STRATEGY
     or one of STRATEGIES): its compile is <name>_<target><suffix>_compiled."""
@@ -483,6 +492,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 ("strategy_perf_index", [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES), ["manual"]),
                 # tuned beside stock IREE (//tools:report -- --collect riscv_stock)
                 ("stock_perf_index", [TUNED, STOCK_IREE_STRATEGY], ["manual"]),
+                # every build <name>_riscv may ship (//peers:collect_ours)
+                ("shipped_perf_index", _shippable_builds(strategy, RECORDED_STRATEGIES.get("%s_%s" % (name, suffix))), ["manual"]),
             ):
                 perf_index(
                     name = "%s_%s_%s" % (name, suffix, index),

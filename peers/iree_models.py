@@ -1,13 +1,14 @@
 """Our side of the whole-model comparison: one inference of what each riscv pipeline ships.
 
-    tools/bazel build //models:<p>_riscv //models:<p>_riscv<suffix>_perf ...   (per pipeline)
+    tools/bazel build //models:<p>_riscv //models:<p>_riscv_shipped_perf_index ...   (per pipeline)
     tools/bazel run //peers:collect_ours [-- --bin DIR [--bin DIR ...]]
 
 For each `--pipeline NAME=INFO` (peers/onnx_models.bzl; INFO is this workspace's pipeline info,
 beside it the import's `<model_name>.mlirbc`), the riscv pipeline's manifest
 (`<p>_riscv.manifest.json`: its strategy choice says which build ships) and the `riscv_perf`
-report of that build (`<p>_riscv_perf` for tuned, `<p>_riscv_<strategy>_perf` for another, as
-models/defs.bzl names them), read from the first DIR that has that report (default: this
+report of that build, found through `<p>_riscv_shipped_perf_index` (models/defs.bzl: the
+measurements of every build the pipeline may ship, by their PerfInfo), read from the first DIR
+that has that report (default: this
 workspace's bazel-bin/models; another checkout's bazel-bin of the same commit measures the same
 executables). The report must be of the shipped executables (its `executables_sha256` equals the
 manifest's) and of this workspace's import of the model (its `module_sha256` equals the
@@ -31,17 +32,28 @@ from pathlib import Path
 
 from common.errors import OneLineErrors
 from common.files import sha256_file, write_together
-from common.targets import DEFAULT_STRATEGY, TUNED
+from common.perf_schema import PerfIndexError, load_perf_index
+from common.targets import TUNED
 from peers.run import PeerError
 
 OUT = Path("peers/data/iree_models_measured.json")
 FORMAT = 1
 
 
-def perf_name(pipeline: str, build: str) -> str:
-    """models/defs.bzl's name of a riscv build's perf report (its `_build_suffix`)."""
-    suffix = {TUNED: "", DEFAULT_STRATEGY: "_untuned"}.get(build, "_" + build)
-    return f"{pipeline}_riscv{suffix}_perf.perf.json"
+def shipped_perf(bin_models: Path, pipeline: str, build: str) -> Path | None:
+    """The perf report of `pipeline`'s riscv `build`, through the pipeline's shipped_perf_index
+    (models/defs.bzl: riscv_perf's outputs by their PerfInfo, not by file name); None if the
+    index is not built there."""
+    index = bin_models / f"{pipeline}_riscv_shipped_perf_index.json"
+    if not index.is_file():
+        return None
+    try:
+        by_build = load_perf_index(index, bin_models.parent)
+    except PerfIndexError as err:
+        raise PeerError(str(err)) from None
+    if build not in by_build:
+        raise PeerError(f"{index}: no measurement of the {build} build {pipeline}_riscv ships")
+    return by_build[build]
 
 
 def _load(path: Path) -> dict:
@@ -76,11 +88,14 @@ def collect(bins: list[Path], pipelines: list[str]) -> dict:
             manifest_path = candidate
             manifest = _load(manifest_path)
             ships = (manifest.get("strategy_choice") or {}).get("chosen", TUNED)
-            perf_path = bin_models / perf_name(p, ships)
-            if perf_path.is_file():
+            perf_path = shipped_perf(bin_models, p, ships)
+            if perf_path is not None and perf_path.is_file():
                 break
         if manifest_path is None:
             raise PeerError(f"{bins[0]}: no {p}_riscv.manifest.json in any --bin (tools/bazel build //models:{p}_riscv)")
+        if perf_path is None:
+            index = bins[-1] / f"{p}_riscv_shipped_perf_index.json"
+            raise PeerError(f"{index}: not built (tools/bazel build //models:{p}_riscv_shipped_perf_index)")
         report = _load(perf_path)
         if report.get("executables_sha256") != manifest.get("executables_sha256"):
             raise PeerError(f"{perf_path}: measured other executables than {manifest_path.name} ships")

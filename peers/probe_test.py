@@ -60,7 +60,7 @@ CASES = {
                                                "none.json", "not a pipeline info"),
     "ours without the shipped perf report": lambda: (
         ["peers.iree_models", "--pipeline", "mlp=mlp_pipeline_info.json", "--bin", "bin", "--out", "ours.json"],
-        "mlp_riscv_ukernels_perf.perf.json", "not built"),
+        "mlp_riscv_shipped_perf_index.json", "not built"),
     "ours without a manifest": lambda: (
         ["peers.iree_models", "--pipeline", "keras_cnn=keras_cnn_pipeline_info.json", "--bin", "bin", "--out",
          "ours.json"], "keras_cnn_riscv.manifest.json", "tools/bazel build //models:keras_cnn_riscv"),
