@@ -1,7 +1,7 @@
 """Each peer harness computes the GEMM numpy computes, under qemu with the trixie sysroot, and
 nothing is skipped: a library missing from the sysroot is a failure with its name.
 
-argv: --harness=NAME=PATH (autovec, openblas, blis) --peers-repo=<@peers_riscv64 VERSION>
+argv: --harness=NAME=PATH (autovec, openblas, blis, xnnpack, eigen) --peers-repo=<@peers_riscv64 VERSION>
       --qemu=<//tools/qemu:qemu-riscv64>
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -38,12 +39,12 @@ SMALL = [
 
 
 def test_every_library_is_here():
-    assert sorted(HARNESSES) == ["autovec", "blis", "openblas"]
+    assert sorted(HARNESSES) == ["autovec", "blis", "eigen", "openblas", "xnnpack"]
     for name, path in HARNESSES.items():
         pr.check_tools(path, ARGS.qemu, SYSROOT)  # raises: never skipped
 
 
-@pytest.mark.parametrize("name", ["autovec", "openblas", "blis"])
+@pytest.mark.parametrize("name", ["autovec", "openblas", "blis", "xnnpack", "eigen"])
 @pytest.mark.parametrize("shape", SMALL, ids=[s.dispatch for s in SMALL])
 def test_harness_matches_numpy(name, shape):
     r = pr.run(HARNESSES[name], shape, qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN)  # PeerError if wrong
@@ -61,6 +62,12 @@ def test_the_libraries_say_what_they_chose():
     assert openblas["corename"] and "0.3.29" in openblas["config"]
     blis = pr.run(HARNESSES["blis"], SMALL[0], qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN).info
     assert blis["version"] == "1.1" and blis["arch"]
+    # XNNPACK: its RVV kernels are enabled by AT_HWCAP's V bit; one operator per B layout.
+    for s, operator in ((SMALL[0], "batch_matrix_multiply_nc_f32"), (SMALL[1], "fully_connected_nc_f32")):
+        xnnpack = pr.run(HARNESSES["xnnpack"], s, qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN).info
+        assert xnnpack["hwcap_v"] == "1" and xnnpack["operator"].split(" ")[0] == operator
+    # Eigen 3.4 has no RISC-V packet math: it says so.
+    assert pr.run(HARNESSES["eigen"], SMALL[0], qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN).info["simd"] == "None"
 
 
 def test_a_wrong_result_is_an_error(monkeypatch):
@@ -84,11 +91,12 @@ def _sysroot_without(tmp_path: Path, missing: str) -> Path:
     return root
 
 
-@pytest.mark.parametrize("name", ["openblas", "blis"])
+@pytest.mark.parametrize("name", ["openblas", "blis", "xnnpack", "eigen", "xnnpack-dependency"])
 def test_a_missing_library_fails_not_skips(tmp_path, name):
-    library = pr.LIBRARIES[name]
+    library = pr.DEPENDENCIES["xnnpack"] if name == "xnnpack-dependency" else pr.LIBRARIES[name]
+    name = name.split("-")[0]
     sysroot = _sysroot_without(tmp_path, library)
-    with pytest.raises(pr.PeerError, match=Path(library).name.replace(".", r"\.")):
+    with pytest.raises(pr.PeerError, match=re.escape(Path(library).name)):
         pr.run(HARNESSES[name], SMALL[0], qemu=ARGS.qemu, sysroot=sysroot, vlen=VLEN)
 
 

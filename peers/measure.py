@@ -104,7 +104,7 @@ def measure(harnesses: dict[str, Path], sysroot: Path, qemu: Path, plugin: Path,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m peers.measure", description=__doc__.split("\n")[0])
     p.add_argument("--harness", action="append", required=True, metavar="NAME=PATH",
-                   help="riscv64 harness binary (repeatable: autovec, openblas, blis)")
+                   help="riscv64 harness binary (repeatable: autovec, openblas, blis, xnnpack, eigen)")
     p.add_argument("--peers-repo", required=True, type=Path, metavar="VERSION",
                    help="@peers_riscv64's VERSION file (its package pins; the sysroot is beside it)")
     p.add_argument("--qemu", required=True, type=Path)

@@ -46,7 +46,11 @@ SEED = 50  # issue 50
 LIBRARIES = {
     "openblas": "usr/lib/riscv64-linux-gnu/openblas-serial/libopenblas.so.0",
     "blis": "usr/lib/riscv64-linux-gnu/blis-serial/libblis.so.4",
+    "xnnpack": "usr/lib/riscv64-linux-gnu/libXNNPACK.so.0.20241108",
+    "eigen": "usr/lib/riscv64-linux-gnu/libstdc++.so.6",  # Eigen is headers; its C++ runtime is not
 }
+# Libraries the harnesses' libraries load in turn (NEEDED), beyond glibc and libgcc_s.
+DEPENDENCIES = {"xnnpack": "usr/lib/riscv64-linux-gnu/libpthreadpool.so.0"}
 
 
 class PeerError(RuntimeError):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 PEERS_SVG = Path("docs/peers.svg")
 # The per-op columns plotted, in order: the peers, then IREE as it ships and its best strategy.
-OP_TOOLS = {"autovec": "naive C, clang-19 autovec", "openblas": "OpenBLAS", "blis": "BLIS",
+OP_TOOLS = {"autovec": "naive C, clang-19 autovec", "openblas": "OpenBLAS", "blis": "BLIS", "xnnpack": "XNNPACK",
             "iree-chosen": "IREE as shipped (our tiles)", "iree-ukernels": "IREE mmt4d ukernels"}
 
 
