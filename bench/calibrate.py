@@ -13,7 +13,7 @@ Only `calibration` models are fitted (non-negative least squares on relative err
 once on all their measurements, and once per op kind with at least MIN_ROWS_PER_KIND of them
 (that kind's coefficients); the choice margin is picked by leave-one-model-out
 cross-validation on them; `held_out` models are measured and reported, never fitted. For riscv
-hardware the candidates the build's measured choice already ran (perf/tune.py, every zoo
+hardware the candidates the build's measured choice already ran (choice/tune.py, every zoo
 model) are added (`--measured-choices`). Writes
 analysis/calibration/<hardware>.json (coefficients, read by the analysis) and
 <hardware>.measurements.json (every measured candidate with its features, the fit's and the
@@ -37,7 +37,7 @@ from analysis.hardware import HardwareError
 from bench.artifacts import PipelineInfo, zoo
 from common.calibration_schema import Calibration, FitQuality, coefficients_for
 from common.files import atomic_write, sha256_file
-from perf.tune import forced_analysis, round_assignments
+from choice.tune import forced_analysis, round_assignments
 
 ROUNDS = 6
 # The measurements and evaluation behind a calibration: evidence, not build inputs.
@@ -165,7 +165,7 @@ def measure_model(info: PipelineInfo, mlirbc: Path, measurer: Measurer, rounds: 
 
 def measured_choice_rows(infos: list[PipelineInfo], zoo_root: Path, hw_name: str, core: str
                          ) -> list[dict]:
-    """The candidates the build's measured choice already ran (perf/tune.py records each
+    """The candidates the build's measured choice already ran (choice/tune.py records each
     shortlisted candidate's model cycles in models/<pipeline>_riscv_analysis.analysis.json):
     rows like measure_model's, without measuring again. Only analyses measured on this
     hardware and core are read; a missing one is an error naming it."""

@@ -138,7 +138,7 @@ if __name__ == "__main__":
 
 
 def _measured_choice_analysis(hardware: str, core: str) -> str:
-    """A riscv analysis as perf.tune writes it: two candidates of one dispatch measured, a
+    """A riscv analysis as choice.tune writes it: two candidates of one dispatch measured, a
     third shortlisted one failed (no cycles)."""
     from common.analysis_schema import Analysis
 

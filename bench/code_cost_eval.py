@@ -5,7 +5,7 @@
 Reads the calibration's measured candidates (docs/data/calibration/<hardware>.measurements.json:
 each candidate config of a zoo dispatch with its model cycles on the accelerator's core),
 compiles every model once per round with each dispatch forced to its round's candidate (as
-perf.tune does), costs the code statically (perf.code_cost: no run) and reports, per split,
+choice.tune does), costs the code statically (perf.code_cost: no run) and reports, per split,
 the Kendall tau between static and measured cycles within each dispatch, next to the tau of
 the tile-level prediction stored with the measurement, and what choosing the statically
 cheapest candidate would have measured against IREE's default. Nothing is fitted: the code

@@ -19,7 +19,7 @@ round's forced analysis), times them interleaved (a carryover-balanced order per
 Nothing is fitted, unless asked: `--fit FEATURE` chooses the weight of one tile-model feature
 added to the code model's cycles on the calibration split's paired ratios alone, reports both
 splits' tau at it, and `--out-calibration` writes it as the code-model calibration the host's
-code-model tile choice reads (perf.tune --code-calibration).
+code-model tile choice reads (choice.tune --code-calibration).
 
 `--device local-sync` times every workgroup inline on one thread: the summed work of all
 workgroups, which is what the code model prices (it has no term for the 2 worker threads of
@@ -349,7 +349,7 @@ def fit_feature(results: list[dict], features: dict[tuple[str, str, str], dict[s
 
 
 def calibration_json(fitted: dict[str, dict], hardware: str, rounds: int, device: str, machine: _Machine) -> str:
-    """The fit as a CodeModelCalibration (what perf.tune --code-calibration reads)."""
+    """The fit as a CodeModelCalibration (what choice.tune --code-calibration reads)."""
     [feature] = {f["feature"] for f in fitted.values()}
     cal = CodeModelCalibration(
         hardware=hardware, feature=feature,
@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
                    "split's paired ratios, and both splits' tau at it")
     p.add_argument("--out-calibration", type=Path, help="with --fit: write the fitted weights as a "
                    "code-model calibration (analysis/calibration/<hardware>.code_model.json, read by "
-                   "perf.tune --code-calibration)")
+                   "choice.tune --code-calibration)")
     p.add_argument("--target", type=Path, default=Path("common/targets/host.yaml"))
     p.add_argument("--split", choices=("calibration", "held_out"), help="only this split's models")
     p.add_argument("--models", help="comma-separated: only these models")

@@ -67,7 +67,7 @@ class Candidate(_Strict):
     features: dict[str, float]
     predicted_cycles: float
     reason: str
-    # Set by a measured choice (perf/tune.py) for the shortlisted candidates: model cycles of
+    # Set by a measured choice (choice/tune.py) for the shortlisted candidates: model cycles of
     # the dispatch compiled with these tiles on the accelerator's core model, or why not.
     measured_model_cycles: int | None = Field(default=None, ge=0)
     # ... and the same run's memory-aware cycles and energy (perf/memory_model.py: what the
@@ -189,13 +189,13 @@ class CodePriceTerm(_Strict):
 
 
 class MeasuredChoice(_Strict):
-    """How perf/tune.py chose among the candidates: by model cycles, not by prediction."""
+    """How choice/tune.py chose among the candidates: by model cycles, not by prediction."""
     hardware: str  # the accelerator description measured on
     core: str  # its llvm-mca core model
     # "memory-aware-cycles": each shortlisted candidate run under qemu with the description's
     # caches simulated, costed by llvm-mca plus its memory traffic (riscv, perf/memory_model.py);
     # "model-cycles": the same without the memory hierarchy (schema 5 and before);
-    # "code-model": the code model's static cycles alone, nothing run (host: perf/tune.py
+    # "code-model": the code model's static cycles alone, nothing run (host: choice/tune.py
     # choose_tiles_by_code), a candidate taken only when `margin` cheaper than IREE's default.
     by: Literal["memory-aware-cycles", "model-cycles", "code-model"] = "memory-aware-cycles"
     margin: float = Field(default=0.0, ge=0, lt=1)

@@ -71,7 +71,7 @@ class CodeModelCalibration(_Strict):
     (perf/code_cost.py) misses, as one tile-model feature's weight added to its cycles:
     price = code-model cycles + cycles_per_unit[core] x features[feature]. Written by
     `bench.host_ranking --fit FEATURE --out-calibration` from per-dispatch timings of the
-    calibration split alone; read by perf.tune --by code-model --code-calibration."""
+    calibration split alone; read by choice.tune --by code-model --code-calibration."""
     hardware: str  # the hardware description's name
     feature: str  # one of analysis/cost_model.FEATURES
     cycles_per_unit: dict[str, float]  # core priced -> weight (>= 0)

@@ -1,7 +1,7 @@
 """`<build>.report.json`: what `codegen.compile` did to one build, and whether IREE built it.
 
 Written by the codegen stage (validated against this schema before it is written), read by
-runtime.manifest (packages the build), perf.choose (leaves a refused build out) and bench.
+runtime.manifest (packages the build), choice.choose (leaves a refused build out) and bench.
 A build IREE refused under `codegen.compile --record-failure` is a `failed` report: the reason,
 the target and the input digests, no dispatches; its vmfb is empty.
 """

@@ -3,7 +3,7 @@
 A codegen report records the sha256 of the module, target file, analysis and hardware it was
 built from; a perf report records the module's and the analysis' sha256, the target, the
 strategy and whether the build was tuned. A stage given a report and the files it is about
-(runtime.manifest, perf.measure --compiled-report, perf.choose's candidates) calls these first:
+(runtime.manifest, perf.measure --compiled-report, choice.choose's candidates) calls these first:
 evidence from another build is refused with one line naming the file that does not belong,
 never used.
 """

@@ -2,11 +2,11 @@
 
 Modelled on TVM's tuning logs (per workload and config: the measured costs or the error, plus
 the versions that produced them) and IREE's tuning specs (a reviewable file the compiler reads
-instead of searching): a record holds, per dispatch and shortlisted candidate, what perf/tune.py
+instead of searching): a record holds, per dispatch and shortlisted candidate, what choice/tune.py
 measured (memory-aware and model cycles, energy, traffic) and what the code model costed, or the
 one-line error, together with the `key` of everything that decided those figures. A build whose
 own key equals a record's replays the record's figures through the same decision code instead
-of measuring (perf/records.py), so its analysis is byte-identical to a measured one; any key
+of measuring (choice/records.py), so its analysis is byte-identical to a measured one; any key
 difference means the record is stale and the build measures.
 
 The analysis' own fields (candidates, predictions, reasons) are not stored: they come from the
@@ -56,7 +56,7 @@ class RecordKey(_Strict):
 
 
 class Measurement(_Strict):
-    """One candidate's run under qemu (perf/tune.py's Measured)."""
+    """One candidate's run under qemu (choice/tune.py's Measured)."""
 
     model_cycles: int = Field(ge=0)
     memory_aware_cycles: int = Field(ge=0)
@@ -107,7 +107,7 @@ class StrategyCandidateKey(_Strict):
 
 
 class StrategyKey(_Strict):
-    """Everything that decides a strategy choice (perf.choose --by code-cycles); equal keys,
+    """Everything that decides a strategy choice (choice.choose --by code-cycles); equal keys,
     equal choice."""
 
     pipeline: str  # <pipeline>_<target>, e.g. resnet_riscv
@@ -133,7 +133,7 @@ class StrategyRecord(_Strict):
     pipeline: str
     refresh: str  # the command that rewrites this file
     key: StrategyKey
-    choice: dict  # perf.choose's record: by, candidates' figures, chosen, reason[, measured, excluded]
+    choice: dict  # choice.choose's record: by, candidates' figures, chosen, reason[, measured, excluded]
 
     @model_validator(mode="after")
     def _chosen_is_a_candidate(self) -> "StrategyRecord":

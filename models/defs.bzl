@@ -10,9 +10,9 @@
 
 gives, for each pipeline target T (common/pipeline_targets.py: riscv, host):
     <name>_T_analysis   zigzag_analysis against the T hardware description; for riscv the
-                        measured choice (perf/tune.py, model cycles under qemu) among the
+                        measured choice (choice/tune.py, model cycles under qemu) among the
                         candidates of <name>_riscv_predicted_analysis; for the host with
-                        `host_tiles = "code"` the static code model's (perf:code_choice),
+                        `host_tiles = "code"` the static code model's (choice:code_choice),
                         else, uncalibrated, IREE's defaults without running ZigZag
                         (<name>_host_predicted_analysis, `manual`, has its candidates for bench)
     <name>_T_compiled   iree_compile with the analysis' tiles
@@ -36,7 +36,8 @@ load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_an
 load("//codegen:defs.bzl", "iree_compile")
 load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STOCK_IREE_STRATEGY", "STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
 load("//frontend:defs.bzl", "mlir_import")
-load("//perf:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "perf_index", "riscv_perf", "strategy_choice", "sweep_report")
+load("//choice:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "strategy_choice")
+load("//perf:defs.bzl", "perf_index", "riscv_perf", "sweep_report")
 load("//runtime:defs.bzl", "hal_module")
 load("//tuning/strategies:recorded.bzl", "RECORDED_STRATEGIES")
 
@@ -58,10 +59,10 @@ STRATEGY_TARGETS = {
 # What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy` and
 # `host_strategy`): one strategy, or a choice among builds of the module under each:
 # "auto", of tuned and STRATEGIES the fewest cycles per call by the static code model on the
-# pipeline target's core model (perf:code_strategy_choice; on riscv another build than tuned is
+# pipeline target's core model (choice:code_strategy_choice; on riscv another build than tuned is
 # kept only if also measured faster than tuned); "measured" (riscv only), of tuned,
 # codegen and STRATEGIES the fewest RISC-V model cycles per call, measured under qemu
-# (perf:strategy_choice; every candidate runs whole under qemu, so it costs several builds'
+# (choice:strategy_choice; every candidate runs whole under qemu, so it costs several builds'
 # measurements). PIPELINE_STRATEGIES and CHOICE_CANDIDATES come from common/targets.py.
 
 # How the host's tiles are chosen (model_pipeline's `host_tiles`).
@@ -284,7 +285,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         tiles), "codegen" (IREE's defaults), one of STRATEGIES ("datatiling", "ukernels",
         "directconv"), "auto" (the default: of tuned and STRATEGIES the build with the
         fewest cycles per call by the static code model on the accelerator description's
-        core model, perf:code_strategy_choice, kept only if also measured faster than tuned
+        core model, choice:code_strategy_choice, kept only if also measured faster than tuned
         under qemu) or "measured" (of tuned, codegen and STRATEGIES the build with the fewest
         model cycles per call, all measured under qemu). The manifest records the choice and
         every candidate's figure.
@@ -294,7 +295,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         "auto": the tuned build already keeps them wherever nothing is predicted to beat them.
       host_tiles: how <name>_host_analysis chooses the host's tiles: "predicted" (the default:
         the analysis' choice, IREE's defaults while the host has no calibration) or "code"
-        (perf:code_choice: the candidate the static code model prices cheapest on host.yaml's
+        (choice:code_choice: the candidate the static code model prices cheapest on host.yaml's
         core, its cycles plus HOST_CODE_CALIBRATION's term, when HOST_CODE_MARGIN cheaper than
         IREE's default). "code" is opt-in: on the zoo it ran the calibration models at
         0.74-0.81x of IREE's codegen (geomean) but held-out models at up to 1.06-1.10x
@@ -340,9 +341,9 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         # On the accelerator the candidates are measured (model cycles) rather than trusted to
         # the prediction: <name>_riscv_predicted_analysis ranks them, and <name>_riscv_analysis
         # keeps the measured fastest of IREE's default and the best predicted others
-        # (perf/tune.py, MEASURED_CANDIDATES in perf/defs.bzl).
+        # (choice/tune.py, MEASURED_CANDIDATES in choice/defs.bzl).
         # On the host, whose time a build cannot measure reproducibly, the code model's static
-        # cycles on host.yaml's core choose when asked (host_tiles = "code"; perf/tune.py
+        # cycles on host.yaml's core choose when asked (host_tiles = "code"; choice/tune.py
         # --by code-model, HOST_CODE_MARGIN).
         measured = REGISTERED_PIPELINE_TARGETS[suffix].measured
         choice = measured_choice if measured else (code_choice if host_tiles == "code" else None)

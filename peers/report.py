@@ -5,9 +5,9 @@
 Reads
 - peers/data/gemm_measured.json: the peers' measurements (tools/bazel run //peers:measure);
 - tuning/records/<model>_riscv.json: IREE's measured candidates per dispatch, committed and
-  keyed to the tree (perf/tune.py measured them: the same plugin, llvm-mca core and memory model
+  keyed to the tree (choice/tune.py measured them: the same plugin, llvm-mca core and memory model
   on analysis/hardware/riscv_rvv.yaml); `iree-default` is IREE's own tiles, the chosen candidate
-  (fewest memory-aware cycles, ties to IREE's default: perf.tune.decide) is what ships;
+  (fewest memory-aware cycles, ties to IREE's default: choice.tune.decide) is what ships;
 - docs/data/measured_choices.json: which candidate each measured choice kept, and each model's split;
 - peers/data/iree_gemm_measured.json: IREE's build of each shape as a GEMM alone, per strategy
   (tools/bazel run //peers:iree_gemm): codegen, data tiling, mmt4d microkernels, with and without
@@ -82,7 +82,7 @@ def _load(path: Path) -> dict:
 
 
 def _chosen_by_record(results: dict) -> str:
-    """perf.tune.decide's rule on a tuning record: fewest memory-aware cycles among the measured
+    """choice.tune.decide's rule on a tuning record: fewest memory-aware cycles among the measured
     candidates, ties to IREE's default (then record order)."""
     names = [n for n, c in results.items() if c.get("measured")]
     names.sort(key=lambda n: (n != "iree-default"))

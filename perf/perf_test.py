@@ -237,7 +237,7 @@ def test_impossible_measurements_are_refused(tmp_path, target_vlen, hardware, wo
 
 def test_a_build_iree_refused_is_reported_not_measured(tmp_path):
     # strategy_choice's candidates are compiled with record_failure: a refused one gets a report
-    # saying why (nothing to run), which perf.choose leaves out; a compiled one is measured.
+    # saying why (nothing to run), which choice.choose leaves out; a compiled one is measured.
     from common.files import sha256_file
 
     report = tmp_path / "m.report.json"
@@ -258,7 +258,7 @@ def test_a_build_iree_refused_is_reported_not_measured(tmp_path):
 
 
 def test_a_failed_run_names_its_dispatch(tmp_path):
-    # perf.tune sets the named dispatch apart instead of halving its round.
+    # choice.tune sets the named dispatch apart instead of halving its round.
     d = chk.Dispatch("main_dispatch_7_softmax", workgroup_count=(1, 1, 1))
     (tmp_path / "runner").write_bytes(b"")
     (tmp_path / "lib.so").write_bytes(b"")
@@ -302,7 +302,7 @@ def test_the_guest_sees_nothing_of_where_the_build_lives(tmp_path, monkeypatch, 
 
 
 def test_inputs_are_drawn_once_per_directory_and_match_a_fresh_draw(tmp_path, monkeypatch):
-    """perf.tune measures one module each round with other tiles: its dispatches' inputs are
+    """choice.tune measures one module each round with other tiles: its dispatches' inputs are
     drawn once and reused, and are the bytes a fresh draw gives; other bindings draw again."""
     from types import SimpleNamespace
 

@@ -1,4 +1,4 @@
-"""Bad input to the perf CLIs (perf.measure, perf.tune, perf.choose): each refused with one line
+"""Bad input to the perf CLIs (perf.measure, choice.tune, choice.choose): each refused with one line
 naming the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
 Issue 51's cases: outputs aliasing inputs, evidence from another build (a perf report of another
 candidate or module, a compile report of another module or target), --keep-temps not the
@@ -178,7 +178,7 @@ def _measure_runner_not_executable(p):
 
 def tune(*extra, analysis="a_riscv_rvv256.json", hardware="riscv_rvv256.yaml", out="o.json", out_md="o.md",
          target="riscv64_rvv.yaml"):
-    return ("perf.tune", "--module", "m.mlir", "--target", target, "--analysis", analysis, "--hardware", hardware,
+    return ("choice.tune", "--module", "m.mlir", "--target", target, "--analysis", analysis, "--hardware", hardware,
             "--runner", "runner", "--plugin", "plugin.so", "--qemu", "qemu", "--llvm-bin", LLVM_BIN,
             "--model-name", "m", "--candidates", "2", *extra,
             "--out", out, "--out-md", out_md)
@@ -206,7 +206,7 @@ def _tune_hardware_not_the_analysis(p):
 
 
 def choose(*candidates, module="m.mlir", out_vmfb="c.vmfb", out_manifest="c.manifest.json", by=()):
-    args = ["perf.choose", "--module", module, *by, "--llvm-bin", LLVM_BIN]
+    args = ["choice.choose", "--module", module, *by, "--llvm-bin", LLVM_BIN]
     for c in candidates:
         args += ["--candidate", *c]
     return (*args, "--out-vmfb", out_vmfb, "--out-manifest", out_manifest)
@@ -293,7 +293,7 @@ CASES = [_measure_json_is_module, _measure_json_is_md, _measure_md_is_compiled_r
          _choose_perf_says_refused_but_it_compiled, _choose_perf_not_a_report, _choose_target_not_the_reports,
          _choose_module_not_the_candidates, _choose_manifest_is_a_report, _choose_vmfb_is_manifest,
          _choose_manifest_under_a_file, _choose_code_analysis_not_the_builds, _choose_code_tuned_build_given_as_untuned]
-PROGS = {"perf.measure": "perf", "perf.tune": "perf.tune", "perf.choose": "perf.choose"}
+PROGS = {"perf.measure": "perf", "choice.tune": "choice.tune", "choice.choose": "choice.choose"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.strip("_"))

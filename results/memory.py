@@ -94,7 +94,7 @@ def collect(root: Path) -> dict:
                                 "traffic_bytes": c.measured_traffic_bytes} for c in cands]})
         models[info.name] = {"split": info.split, "hardware": measured.hardware,
                              "core": measured.measured_choice.core, "dispatches": dispatches}
-    return {"what": "per riscv measured choice of the zoo, the candidates measured (perf/tune.py)",
+    return {"what": "per riscv measured choice of the zoo, the candidates measured (choice/tune.py)",
             "produced_by": "bazel run //tools:report -- --collect memory", "models": models}
 
 

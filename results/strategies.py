@@ -5,7 +5,7 @@
         bazel run //tools:report -- --collect riscv_stock   # bazel-bin -> docs/data/stock_iree_riscv.json
 
 Every `strategy = "auto"` pipeline target's committed strategy record (the manifest's
-`strategy_choice`, perf.choose) holds the static code model's cycles for one call of the model of
+`strategy_choice`, choice.choose) holds the static code model's cycles for one call of the model of
 each candidate build: tuned (IREE's code emission with the project's target flags and the chosen
 tiles; on the host, uncalibrated, IREE's own tiles), data tiling, microkernels and directconv,
 which is stock IREE (the device flags alone: triple, CPU, features, ABI; codegen/compile_test.py
@@ -32,7 +32,7 @@ from pathlib import Path
 from bench import stats
 from common.perf_schema import PerfIndexError, load_perf_index
 from common.targets import STOCK_IREE_STRATEGY, TUNED
-from perf.records import RecordError, load_strategy_record
+from choice.records import RecordError, load_strategy_record
 
 STOCK = STOCK_IREE_STRATEGY  # the device flags alone: what plain iree-compile gets
 OUT = Path("docs/results_strategies.md")

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from common.tuning_schema import TuningRecord
-from perf.records import (RecordError, dump_record, dump_strategy_record, key_differences, load_record,
+from choice.records import (RecordError, dump_record, dump_strategy_record, key_differences, load_record,
                           load_strategy_record, strategy_key_differences)
 from tuning.strategy_records import recorded_bzl
 
@@ -67,7 +67,7 @@ def check_keys(committed: list[Path], built: list[Path]) -> list[str]:
     return problems
 
 
-STRATEGY_SUFFIX = ".strategy_record.json"  # <pipeline>_<target>.strategy_record.json: perf:code_strategy_choice
+STRATEGY_SUFFIX = ".strategy_record.json"  # <pipeline>_<target>.strategy_record.json: choice:code_strategy_choice
 
 
 def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> list[str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from common.errors import OneLineErrors
 from common.files import atomic_write
-from perf.records import RecordError, dump_record, dump_strategy_record, load_record, load_strategy_record
+from choice.records import RecordError, dump_record, dump_strategy_record, load_record, load_strategy_record
 from tuning.strategy_records import recorded_bzl
 
 RECORDS_DIR = Path("tuning/records")

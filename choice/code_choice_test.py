@@ -1,4 +1,4 @@
-"""The host's code-model tile choice on a real model (perf:code_choice over matmul_shapes' host
+"""The host's code-model tile choice on a real model (choice:code_choice over matmul_shapes' host
 analysis): every dispatch with candidates was costed on host.yaml's core and priced with the
 calibrated term, a candidate was taken only when the margin cheaper than IREE's default by that
 price, and what was chosen landed in the compile."""
@@ -10,7 +10,7 @@ import pytest
 
 from common.analysis_schema import Analysis
 from common.codegen_report import CodegenReport
-from perf.tune import DEFAULT
+from choice.tune import DEFAULT
 
 FILES = [Path(p) for p in sys.argv[1:]]
 

@@ -15,7 +15,7 @@ import yaml
 
 from common.perf_schema import CLASS_NAMES, CoreRun, DispatchPerf, PerfReport
 from perf import code_cost, mca
-from perf.choose import ChoiceError, choose, choose_by_code, confirm_by_measurement
+from choice.choose import ChoiceError, choose, choose_by_code, confirm_by_measurement
 
 # Runfiles (args of the Bazel test): the host description, the host target and its
 # microkernel variant, a riscv target, the matmul module, @llvm19's llvm-mca (its directory is
@@ -262,7 +262,7 @@ if __name__ == "__main__":
 
 
 def _choose_cli(tmp_path, out, *candidates, extra=()):
-    from perf.choose import main
+    from choice.choose import main
     argv = ["--by", "code-cycles", "--hardware", str(HOST_HW), "--module", str(MATMUL),
             "--llvm-bin", str(LLVM_MCA.absolute().parent), "--margin", "0.05",
             "--record-name", "matmul_host", "--refresh-target", "//models:matmul_host",

@@ -1,6 +1,6 @@
 """Tuning records (common/tuning_schema.py): a measured choice's key, and its figures replayed.
 
-perf/tune.py computes the key of what it is asked to choose (`record_key`), and when a committed
+choice/tune.py computes the key of what it is asked to choose (`record_key`), and when a committed
 record has that key it hands the record's figures (`code_results`, `measurements`) to the same
 decision code a measurement feeds, instead of compiling and running candidates; otherwise it
 measures and writes the record a refresh commits (`make_record`).
@@ -21,7 +21,7 @@ from common.tuning_schema import (CandidateResult, DispatchKey, Measurement, Rec
 
 # The Python code that compiles a candidate, runs it under qemu and prices it (model cycles,
 # memory model, code model): a change to any of them may change a figure, so it is in the key.
-# perf/tune.py's own decision code is not: it replays the figures, and a record lacking one it
+# choice/tune.py's own decision code is not: it replays the figures, and a record lacking one it
 # needs is a miss (`missing_figure`).
 MEASUREMENT_MODULES = (
     "codegen.compile",
@@ -40,7 +40,7 @@ IREE_DISTRIBUTION = "iree-base-compiler"
 
 # What a strategy choice adds to MEASUREMENT_MODULES: its replayed outcome is the decision
 # itself (not figures fed to decision code), so the deciding code is in its key too.
-CHOICE_MODULES = ("perf.choose",)
+CHOICE_MODULES = ("choice.choose",)
 
 
 class RecordError(RuntimeError):
@@ -154,7 +154,7 @@ def dump_record(record: TuningRecord) -> str:
 
 
 def code_results(record: TuningRecord) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], str]]:
-    """The record's code-model figures as perf.tune.code_rank keeps them: (cycles, errors)."""
+    """The record's code-model figures as choice.tune.code_rank keeps them: (cycles, errors)."""
     cycles, errors = {}, {}
     for d, cands in record.results.items():
         for c, r in cands.items():
@@ -166,7 +166,7 @@ def code_results(record: TuningRecord) -> tuple[dict[tuple[str, str], float], di
 
 
 def measurements(record: TuningRecord) -> tuple[dict[tuple[str, str], Measurement], dict[tuple[str, str], str]]:
-    """The record's measurements as perf.tune.tune keeps them: (measured, failed)."""
+    """The record's measurements as choice.tune.tune keeps them: (measured, failed)."""
     measured, failed = {}, {}
     for d, cands in record.results.items():
         for c, r in cands.items():

@@ -1,10 +1,10 @@
 """Chooses each dispatch's tiles by measurement on the accelerator's core model.
 
-    python -m perf.tune --module M.mlirbc --target T.target.yaml --analysis M.analysis.json \\
+    python -m choice.tune --module M.mlirbc --target T.target.yaml --analysis M.analysis.json \\
         --hardware riscv_rvv.yaml --runner hal_runner_riscv64 --plugin libinsn_classes.so \\
         --qemu qemu-riscv64 --model-name M --candidates 3 --code-ranked 6 \\
         --out M_measured.analysis.json --out-md M_measured.md
-    python -m perf.tune --by code-model --margin 0.05 --code-ranked 4 --module M.mlirbc \
+    python -m choice.tune --by code-model --margin 0.05 --code-ranked 4 --module M.mlirbc \
         --target host.yaml --analysis M.analysis.json --hardware host.yaml --model-name M \
         --out M_chosen.analysis.json --out-md M_chosen.md
 
@@ -31,7 +31,7 @@ For the host, whose time is not model cycles, `--by code-model --margin F` stops
 each dispatch takes its cheapest code-costed candidate when that is below (1 - F) x IREE's
 default's code-model cycles, else keeps IREE's default (choose_tiles_by_code; nothing runs, so the
 choice is as deterministic as the compile). The margin is chosen on the calibration models'
-timings (HOST_CODE_MARGIN in perf/defs.bzl says how). With `--code-calibration C` (a
+timings (HOST_CODE_MARGIN in choice/defs.bzl says how). With `--code-calibration C` (a
 CodeModelCalibration, analysis/calibration/<hardware>.code_model.json) the price compared is the
 code-model cycles plus C's weight for the core x one tile-model feature of the candidate: what
 llvm-mca's L1-hit pricing misses, fitted on the calibration split's timings.
@@ -62,10 +62,10 @@ from common.files import check_outputs, sha256_file, write_together
 from common.perf_schema import DispatchPerf
 from common.tuning_schema import TuningRecord
 from common.targets import TargetError, load_target
-from perf.choose import clears_margin
+from choice.choose import clears_margin
 from perf import mca
 from perf.code_cost import CodeCostError, module_call_cycles
-from perf import records
+from choice import records
 from perf.measure import MEASURE_ERRORS, measure
 
 DEFAULT = "iree-default"
@@ -601,7 +601,7 @@ def to_markdown(analysis: Analysis) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m perf.tune", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m choice.tune", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
     p.add_argument("--target", required=True, type=Path, help="riscv target derived from --hardware")
     p.add_argument("--analysis", required=True, type=Path, help="analysis.json with candidates")
@@ -645,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-md", required=True, type=Path)
     a = p.parse_args(argv)
     mca.use_llvm_bin(a.llvm_bin)
-    with OneLineErrors("perf.tune", a.module, (TuneError, HardwareError, TargetError, mca.McaError,
+    with OneLineErrors("choice.tune", a.module, (TuneError, HardwareError, TargetError, mca.McaError,
                                                records.RecordError)) as cli:
         check_outputs({"--out": a.out, "--out-md": a.out_md, "--record-out": a.record_out},
                       {"--module": a.module, "--target": a.target, "--analysis": a.analysis,
@@ -697,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
                             a.out_md: f"# {analysis.model} on {hw.name}: predicted choice kept\n\n"
                                       f"No LLVM core model has VLEN {hw.compute.vector_bits}: "
                                       "nothing to measure model cycles on.\n"})
-            print(f"perf.tune {analysis.model}: {hw.name} has no core model: the predicted choice is kept")
+            print(f"choice.tune {analysis.model}: {hw.name} has no core model: the predicted choice is kept")
             return 0
         if load_target(a.target).name != analysis.target:
             raise TuneError(f"{a.target}: not the target {a.analysis} was made for ('{analysis.target}')")
@@ -713,11 +713,11 @@ def main(argv: list[str] | None = None) -> int:
             result, why = _from_record(a, analysis, key, hw.name, hw.model_core)
             refresh = f"bazel run //tools:tune -- {a.refresh_target}"
             if result is None and a.records_ignored:
-                print(f"perf.tune {analysis.model}: measuring for tuning/records/{a.record_name}.json "
+                print(f"choice.tune {analysis.model}: measuring for tuning/records/{a.record_name}.json "
                       "(records not consulted)")
             elif result is None:
                 # The one line a build prints about records: which is stale and how to refresh it.
-                print(f"perf.tune {analysis.model}: no tuning record matches ({why}): measuring; "
+                print(f"choice.tune {analysis.model}: no tuning record matches ({why}): measuring; "
                       f"`{refresh}` refreshes tuning/records/{a.record_name}.json")
         if result is not None:
             log.append(f"replayed tuning record {a.record}: nothing compiled or run")
@@ -739,12 +739,12 @@ def main(argv: list[str] | None = None) -> int:
     if cli.failed:
         return cli.exit_code
     for line in log:
-        print(f"perf.tune: {line}", file=sys.stderr)
+        print(f"choice.tune: {line}", file=sys.stderr)
     switched = sum(d.chosen not in (None, DEFAULT) for d in result.dispatches)
     mc = result.measured_choice
     how = ("costed by the code model" if a.by == "code-model" else
            f"replayed from {a.record}" if log and log[0].startswith("replayed") else "measured")
-    print(f"perf.tune {analysis.model}: {mc.measured} candidates of {mc.dispatches} dispatches "
+    print(f"choice.tune {analysis.model}: {mc.measured} candidates of {mc.dispatches} dispatches "
           f"{how} on {hw.model_core}, {mc.failed} failed; "
           f"{switched} dispatches switched from IREE's default")
     return 0

@@ -1,4 +1,4 @@
-"""perf.tune's measured choice on synthetic measurements: the fewest model cycles wins, ties and
+"""choice.tune's measured choice on synthetic measurements: the fewest model cycles wins, ties and
 failures keep IREE's default, a failing round is split so one bad candidate costs no other its
 measurement, and a default that cannot be measured is an error."""
 
@@ -14,8 +14,8 @@ from common.analysis_schema import Analysis
 from perf.measure import PerfError
 from codegen.compile import CompileError
 from perf.code_cost import CallCycles, CodeCostError
-from perf import records
-from perf.tune import (DEFAULT, Measured, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
+from choice import records
+from choice.tune import (DEFAULT, Measured, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
                        replay, round_assignments, shortlist, to_markdown, tune)
 
 LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound": 16, "kind": "parallel"},
@@ -341,7 +341,7 @@ def _with_loads(analysis: Analysis, loads: dict[tuple[str, str], float]) -> Anal
 
 
 def test_a_calibrated_term_reprices_the_code_model_choice(tmp_path):
-    from perf.tune import load_code_calibration
+    from choice.tune import load_code_calibration
 
     # "a" is 20% cheaper by code-model cycles but loads 300 more vectors: at 0.1 cycle a load
     # it is 10% dearer than IREE's default, so the default is kept; without the term, "a" wins.
@@ -404,7 +404,7 @@ def test_code_model_choice_is_never_predicted_slower_than_default(cycles, margin
 def _cli(tmp_path, hardware: Path, *extra: str) -> tuple[int, Path]:
     from analysis.hardware import load_hardware
     from common.files import sha256_file
-    from perf.tune import main
+    from choice.tune import main
 
     a = _analysis({"x": [DEFAULT, "a"]}).model_copy(update={
         "hardware": load_hardware(hardware).name, "hardware_sha256": sha256_file(hardware)})
@@ -419,7 +419,7 @@ def _cli(tmp_path, hardware: Path, *extra: str) -> tuple[int, Path]:
 
 
 def test_no_core_model_is_refused_with_the_reason_unless_the_predicted_choice_is_asked_for(tmp_path, capsys):
-    rvv256 = Path(__file__).parent / "testdata" / "riscv_rvv256.yaml"
+    rvv256 = Path(__file__).parents[1] / "perf" / "testdata" / "riscv_rvv256.yaml"
     code, out = _cli(tmp_path, rvv256)
     err = capsys.readouterr().err
     assert code == 1 and not out.exists()
@@ -437,9 +437,9 @@ def test_a_code_ranking_of_one_candidate_is_refused(tmp_path, capsys):
 
 
 def test_an_analysis_of_other_hardware_is_refused(tmp_path, capsys):
-    from perf.tune import main
+    from choice.tune import main
 
-    rvv256 = Path(__file__).parent / "testdata" / "riscv_rvv256.yaml"
+    rvv256 = Path(__file__).parents[1] / "perf" / "testdata" / "riscv_rvv256.yaml"
     src = tmp_path / "in.analysis.json"
     src.write_text(_analysis({"x": [DEFAULT, "a"]}).model_dump_json())  # hardware riscv_rvv
     code = main(["--module", "m", "--target", "t", "--analysis", str(src), "--hardware", str(rvv256),

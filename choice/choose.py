@@ -1,11 +1,11 @@
 """Packages, of several builds of one module, the one predicted or measured fastest.
 
-    python -m perf.choose --module M.mlirbc \\
+    python -m choice.choose --module M.mlirbc \\
         --candidate tuned M_tuned.vmfb M_tuned.report.json T.target.yaml M_tuned.perf.json \\
         --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml M_uk.perf.json \\
         --out-vmfb M.vmfb --out-manifest M.manifest.json
 
-    python -m perf.choose --by code-cycles --hardware H.yaml --module M.mlirbc \\
+    python -m choice.choose --by code-cycles --hardware H.yaml --module M.mlirbc \\
         --candidate tuned M_tuned.vmfb M_tuned.report.json T.target.yaml M.analysis.json \\
         --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml none ... \\
         [--code tuned M_tuned.code --code ukernels M_uk.code ...]
@@ -44,7 +44,7 @@ from common.files import atomic_write, check_outputs, sha256_file
 from common.perf_schema import PerfReport
 from common.tuning_schema import StrategyRecord
 from perf import mca
-from perf.records import RecordError, dump_strategy_record
+from choice.records import RecordError, dump_strategy_record
 from runtime.manifest import ManifestError, build
 
 
@@ -55,7 +55,7 @@ class ChoiceError(RuntimeError):
 def clears_margin(cost: float, baseline: float, margin: float) -> bool:
     """Whether a candidate costing `cost` replaces the baseline: only below (1 - margin) x its
     cost (a near-tie is no evidence: the code model's error exceeds it). The one rule of the
-    host's tile (perf.tune --by code-model) and strategy choices."""
+    host's tile (choice.tune --by code-model) and strategy choices."""
     return cost < (1 - margin) * baseline
 
 
@@ -296,7 +296,7 @@ def _compile_missing(module: Path, by_strategy: dict[str, list[Path | None]], wo
 
 def _replay(record_path: Path, key, by_strategy: dict[str, list[Path | None]]) -> tuple[dict | None, str]:
     """(the committed record's choice, "") when its key is the tree's, else (None, why not)."""
-    from perf.records import load_strategy_record, strategy_key_differences
+    from choice.records import load_strategy_record, strategy_key_differences
 
     committed = load_strategy_record(record_path)
     if committed.pipeline != key.pipeline:
@@ -313,7 +313,7 @@ def _replay(record_path: Path, key, by_strategy: dict[str, list[Path | None]]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m perf.choose", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m choice.choose", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
     p.add_argument("--by", choices=("memory-aware-cycles", "code-cycles"), default="memory-aware-cycles")
     p.add_argument("--hardware", type=Path, help="code-cycles: the description naming the core model")
@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--record-name: strategy records are of code-cycles choices and need --record-out and "
                 "--refresh-target")
     mca.use_llvm_bin(a.llvm_bin)
-    with OneLineErrors("perf.choose", a.module, (ChoiceError, ManifestError, mca.McaError, RecordError)) as cli:
+    with OneLineErrors("choice.choose", a.module, (ChoiceError, ManifestError, mca.McaError, RecordError)) as cli:
         by_strategy = {c[0]: [None if x == "none" else Path(x) for x in c[1:3]] + [Path(c[3])]
                        + [None if c[4] == "none" else Path(c[4])] for c in a.candidate}
         if len(by_strategy) != len(a.candidate):
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                 key = record = None
                 if a.record_name is not None:
                     from analysis.hardware import HardwareError, load_hardware
-                    from perf.records import strategy_key
+                    from choice.records import strategy_key
                     try:
                         hw_name = load_hardware(a.hardware).name
                     except HardwareError as err:
@@ -436,12 +436,12 @@ def main(argv: list[str] | None = None) -> int:
                 StrategyRecord(pipeline=a.record_name, refresh=refresh, key=key, choice=record)))
     if cli.failed:
         return cli.exit_code
-    print(f"perf.choose: {a.out_vmfb.name}: {record['reason']}")
+    print(f"choice.choose: {a.out_vmfb.name}: {record['reason']}")
     if note:
-        print(f"perf.choose: {a.record_name}: {note}"
+        print(f"choice.choose: {a.record_name}: {note}"
               + ("" if note.startswith("replayed") else f"; `bazel run //tools:tune -- {a.refresh_target}` refreshes it"))
     elif a.record_name is not None and a.record is None and not a.records_ignored:
-        print(f"perf.choose: {a.record_name}: no strategy record: every candidate measured; "
+        print(f"choice.choose: {a.record_name}: no strategy record: every candidate measured; "
               f"`bazel run //tools:tune -- {a.refresh_target}` writes it")
     return 0
 
