@@ -91,16 +91,10 @@ def time_pipeline(info: PipelineInfo, root: Path | None, rounds: int, warmup: in
 
 
 def environment() -> dict:
-    import iree.runtime
+    from bench.core import cpu_model
 
-    cpu = None
-    try:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                    if ln.startswith("model name")), None)
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "iree_runtime": getattr(iree.runtime, "__version__", None) or _dist_version("iree-base-runtime")}
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
+            "iree_runtime": _dist_version("iree-base-runtime")}
 
 
 def _dist_version(dist: str) -> str | None:

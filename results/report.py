@@ -35,11 +35,6 @@ class ReportError(RuntimeError):
     pass
 
 
-def splits_of(infos: list[Path]) -> dict[str, str]:
-    """Pipeline -> its split (calibration / held_out), from //models:zoo's pipeline infos."""
-    return strategies.splits_of(infos)
-
-
 def peers_documents(root: Path) -> dict[Path, str]:
     from peers import report as peers_report
 
@@ -80,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     root = a.root or Path(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."))
     try:
-        splits = splits_of(a.infos)
+        splits = strategies.splits_of(a.infos)
         if a.check and a.collect:
             raise ReportError("--check compares the committed documents; --collect would change their data")
         for what in a.collect:

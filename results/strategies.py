@@ -130,6 +130,38 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
             "collected_by": "bazel run //tools:report -- --collect riscv_stock", "pipelines": out}
 
 
+SPLITS = ("calibration", "held_out")
+
+
+def riscv_by_split(data: dict, splits: dict[str, str]) -> dict[str, dict]:
+    """split -> its measured riscv pipelines' count, geomean ships / stock IREE and tuned / stock
+    IREE (memory-aware cycles), and the pipelines whose shipped build is slower than stock."""
+    rows = {p: r for p, r in sorted(data["pipelines"].items()) if "not_measured" not in r}
+    out = {}
+    for split in SPLITS:
+        group = {p: r for p, r in rows.items() if splits.get(p) == split}
+        stock = {p: r["stock_iree_memory_aware_cycles"] for p, r in group.items()}
+        out[split] = {"models": len(group),
+                      "ships": _geomean([r["ships_memory_aware_cycles"] / stock[p] for p, r in group.items()]),
+                      "tuned": _geomean([r["tuned_memory_aware_cycles"] / stock[p] for p, r in group.items()]),
+                      "slower": [p for p, r in group.items() if r["ships_memory_aware_cycles"] > stock[p]]}
+    return out
+
+
+def host_by_split(data: dict, splits: dict[str, str]) -> dict[str, dict]:
+    """split -> its timed pipelines' count, geomean ships / stock IREE and project IREE / stock IREE
+    (median seconds), and the pipelines whose shipped build is slower (`host_verdict`)."""
+    out = {}
+    for split in SPLITS:
+        group = {p: r for p, r in sorted(data["pipelines"].items()) if splits.get(p) == split}
+        sec = {p: r["seconds"] for p, r in group.items()}
+        out[split] = {"models": len(group),
+                      "ships": _geomean([r["ships_over_stock"]["median"] for r in group.values()]),
+                      "project": _geomean([s["project_iree"]["median"] / s["stock_iree"]["median"] for s in sec.values()]),
+                      "slower": [p for p, r in group.items() if host_verdict(r["ships_over_stock"]) == "slower"]}
+    return out
+
+
 def measured_lines(data: dict, splits: dict[str, str]) -> list[str]:
     rows = data["pipelines"]
     lines = ["## riscv, measured", "",
@@ -147,14 +179,9 @@ def measured_lines(data: dict, splits: dict[str, str]) -> list[str]:
                      f"{r['tuned_memory_aware_cycles'] / stock:.2f}x | {r['ships_source']} |")
     lines += ["", "| split | models | geomean ships / stock IREE | ships slower than stock IREE | geomean tuned / stock IREE |",
               "|---|---|---|---|---|"]
-    for split in ("calibration", "held_out"):
-        group = [rows[p] for p in rows if splits.get(p) == split]
-        ships = [r["ships_memory_aware_cycles"] / r["stock_iree_memory_aware_cycles"] for r in group]
-        tuned = [r["tuned_memory_aware_cycles"] / r["stock_iree_memory_aware_cycles"] for r in group]
-        slower = [p for p in rows if splits.get(p) == split
-                  and rows[p]["ships_memory_aware_cycles"] > rows[p]["stock_iree_memory_aware_cycles"]]
-        lines.append(f"| {split} | {len(group)} | {_fmt(_geomean(ships))} | {', '.join(slower) if slower else 'none'} | "
-                     f"{_fmt(_geomean(tuned))} |")
+    for split, g in riscv_by_split(data, splits).items():
+        lines.append(f"| {split} | {g['models']} | {_fmt(g['ships'])} | {', '.join(g['slower']) or 'none'} | "
+                     f"{_fmt(g['tuned'])} |")
     if missing:
         lines += ["", "Not measured: " + "; ".join(f"{p} ({why})" for p, why in sorted(missing.items())) + "."]
     return lines + [""]
@@ -187,13 +214,9 @@ def host_lines(data: dict, splits: dict[str, str]) -> list[str]:
                      f"{ratio['median']:.2f}x ({lo:.2f}-{hi:.2f}) | {host_verdict(ratio)} |")
     lines += ["", "| split | models | geomean ships / stock IREE | ships slower than stock IREE | geomean project IREE / stock IREE |",
               "|---|---|---|---|---|"]
-    for split in ("calibration", "held_out"):
-        group = {p: r for p, r in rows.items() if splits.get(p) == split}
-        ships = [r["ships_over_stock"]["median"] for r in group.values()]
-        project = [r["seconds"]["project_iree"]["median"] / r["seconds"]["stock_iree"]["median"] for r in group.values()]
-        slower = [p for p, r in sorted(group.items()) if host_verdict(r["ships_over_stock"]) == "slower"]
-        lines.append(f"| {split} | {len(group)} | {_fmt(_geomean(ships))} | {', '.join(slower) if slower else 'none'} | "
-                     f"{_fmt(_geomean(project))} |")
+    for split, g in host_by_split(data, splits).items():
+        lines.append(f"| {split} | {g['models']} | {_fmt(g['ships'])} | {', '.join(g['slower']) or 'none'} | "
+                     f"{_fmt(g['project'])} |")
     missing = sorted(p for p in splits if p not in rows)
     if missing:
         lines += ["", "Not timed: " + ", ".join(missing) + "."]

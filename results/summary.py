@@ -18,7 +18,7 @@ from results import memory, strategies
 OUT = Path("docs/results.md")
 PEERS = Path("docs/data/peers_ops.json")  # peers.report's tables (bazel run //tools:report)
 PEER_MODELS = Path("docs/data/peers_models.json")
-SPLITS = ("calibration", "held_out")
+SPLITS = strategies.SPLITS
 
 
 def _x(v: float | None) -> str:
@@ -58,26 +58,16 @@ def stock_lines(root: Path, splits: dict[str, str]) -> list[str]:
              "| target, figure | split | models | ships / stock IREE | ships slower |",
              "|---|---|---:|---:|---|"]
     riscv_path, host_path = root / strategies.MEASURED, root / strategies.HOST_TIMED
+    riscv = json.loads(riscv_path.read_text()) if riscv_path.is_file() else {"pipelines": {}}
     if riscv_path.is_file():
-        rows = {p: r for p, r in json.loads(riscv_path.read_text())["pipelines"].items() if "not_measured" not in r}
-        for split in SPLITS:
-            group = {p: r for p, r in rows.items() if splits.get(p) == split}
-            ratios = [r["ships_memory_aware_cycles"] / r["stock_iree_memory_aware_cycles"] for r in group.values()]
-            slower = sorted(p for p, r in group.items()
-                            if r["ships_memory_aware_cycles"] > r["stock_iree_memory_aware_cycles"])
-            lines.append(f"| riscv, memory-aware cycles | {split} | {len(group)} | "
-                         f"{_x(strategies._geomean(ratios))} | {_names(slower)} |")
+        for split, g in strategies.riscv_by_split(riscv, splits).items():
+            lines.append(f"| riscv, memory-aware cycles | {split} | {g['models']} | {_x(g['ships'])} | "
+                         f"{_names(g['slower'])} |")
     if host_path.is_file():
-        rows = json.loads(host_path.read_text())["pipelines"]
-        for split in SPLITS:
-            group = {p: r for p, r in rows.items() if splits.get(p) == split}
-            ratios = [r["ships_over_stock"]["median"] for r in group.values()]
-            slower = sorted(p for p, r in group.items() if strategies.host_verdict(r["ships_over_stock"]) == "slower")
-            lines.append(f"| host, seconds (95% interval above 1) | {split} | {len(group)} | "
-                         f"{_x(strategies._geomean(ratios))} | {_names(slower)} |")
-    not_covered = sorted(p for p in splits
-                         if not riscv_path.is_file() or "not_measured" in
-                         json.loads(riscv_path.read_text())["pipelines"].get(p, {"not_measured": 1}))
+        for split, g in strategies.host_by_split(json.loads(host_path.read_text()), splits).items():
+            lines.append(f"| host, seconds (95% interval above 1) | {split} | {g['models']} | {_x(g['ships'])} | "
+                         f"{_names(g['slower'])} |")
+    not_covered = sorted(p for p in splits if "not_measured" in riscv["pipelines"].get(p, {"not_measured": None}))
     if not_covered:
         lines += ["", "Not measured on riscv: " + ", ".join(not_covered) + "."]
     return lines + [""]
@@ -137,12 +127,10 @@ def documents(root: Path, splits: dict[str, str], pending: dict[Path, str] | Non
              "in the linked documents and in [design.md](design.md).", ""]
     lines += tile_lines(json.loads((root / memory.DATA).read_text()))
     lines += stock_lines(root, splits)
-    peers = pending.get(PEERS) or ((root / PEERS).read_text() if (root / PEERS).is_file() else None)
-    if peers is not None:
-        lines += peer_lines(json.loads(peers))
-    peer_models = pending.get(PEER_MODELS) or ((root / PEER_MODELS).read_text() if (root / PEER_MODELS).is_file() else None)
-    if peer_models is not None:
-        lines += peer_model_lines(json.loads(peer_models))
+    for path, render in ((PEERS, peer_lines), (PEER_MODELS, peer_model_lines)):
+        text = pending.get(path) or ((root / path).read_text() if (root / path).is_file() else None)
+        if text is not None:  # this run's new text, else the committed file
+            lines += render(json.loads(text))
     lines += ["## Data", "", "| file | sha256 |", "|---|---|"]
     lines += [f"| `{p}` | `{_sha256(root, p, pending)[:16]}` |" for p in sources(root)]
     return {OUT: "\n".join(lines) + "\n"}
