@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from common.errors import OneLineErrors
 from common.files import sha256_file, write_together
 from common.targets import DEFAULT_STRATEGY, PACKED_STRATEGIES, named_target
 from analysis.hardware import load_hardware
+from peers.run import workspace_path
 from peers.shapes import SHAPES, GemmShape
 
 # IREE's own code emission and the strategies that pack operands (data tiling, mmt4d ukernels).
@@ -148,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--llvm-bin", required=True, type=Path)
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args(argv)
-    ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
-    out = args.out if args.out.is_absolute() or not ws else Path(ws) / args.out
+    out = workspace_path(args.out)
     llvm_bin = args.llvm_bin.parent if args.llvm_bin.is_file() else args.llvm_bin
     with OneLineErrors("peers.iree_gemm", args.out, (RuntimeError,)) as cli:
         data = measure([h.absolute() for h in args.hardware], args.runner.absolute(), args.plugin.absolute(),

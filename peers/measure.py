@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -33,11 +32,6 @@ from peers import run as pr
 from peers.shapes import SHAPES, shape
 
 FORMAT = 1
-
-
-def _workspace_path(path: Path) -> Path:
-    ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
-    return path if path.is_absolute() or not ws else Path(ws) / path
 
 
 def _harnesses(specs: list[str]) -> dict[str, Path]:
@@ -105,19 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m peers.measure", description=__doc__.split("\n")[0])
     p.add_argument("--harness", action="append", required=True, metavar="NAME=PATH",
                    help="riscv64 harness binary (repeatable: autovec, openblas, blis, xnnpack, eigen)")
-    p.add_argument("--peers-repo", required=True, type=Path, metavar="VERSION",
-                   help="@peers_riscv64's VERSION file (its package pins; the sysroot is beside it)")
-    p.add_argument("--qemu", required=True, type=Path)
-    p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
-    p.add_argument("--hardware", required=True, type=Path, action="append")
-    mca.add_llvm_bin_argument(p)
+    pr.add_run_arguments(p)
     p.add_argument("--shapes", default="", help="comma-separated shape keys (default: all of peers/shapes.py)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args(argv)
     llvm_bin = args.llvm_bin.parent if args.llvm_bin.is_file() else args.llvm_bin
     mca.use_llvm_bin(llvm_bin)
-    out = _workspace_path(args.out)
+    out = pr.workspace_path(args.out)
     with OneLineErrors("peers", args.out, (pr.PeerError, HardwareError, mca.McaError, KeyError)) as cli:
         check_outputs({"--out": out}, {"--harness": [Path(h.partition("=")[2]) for h in args.harness],
                                        "--peers-repo": args.peers_repo, "--qemu": args.qemu,

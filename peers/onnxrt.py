@@ -277,28 +277,18 @@ def measure(harness: Path, sysroot: Path, qemu: Path, plugin: Path, hardware: li
     }
 
 
-def _workspace_path(path: Path) -> Path:
-    ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
-    return path if path.is_absolute() or not ws else Path(ws) / path
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m peers.onnxrt", description=__doc__.split("\n")[0])
     p.add_argument("--harness", required=True, type=Path, help="onnxrt_model_riscv64")
     p.add_argument("--model", action="append", required=True, metavar="NAME=ONNX,INFO")
-    p.add_argument("--peers-repo", required=True, type=Path, metavar="VERSION",
-                   help="@peers_riscv64's VERSION file (its package pins; the sysroot is beside it)")
-    p.add_argument("--qemu", required=True, type=Path)
-    p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
-    p.add_argument("--hardware", required=True, type=Path, action="append")
-    mca.add_llvm_bin_argument(p)
+    pr.add_run_arguments(p)
     p.add_argument("--models", default="", help="comma-separated subset of the --model names (default: all)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     llvm_bin = args.llvm_bin.parent if args.llvm_bin.is_file() else args.llvm_bin
     mca.use_llvm_bin(llvm_bin)
-    out = _workspace_path(args.out)
+    out = pr.workspace_path(args.out)
     with OneLineErrors("onnxrt", args.out, (pr.PeerError, HardwareError, mca.McaError)) as cli:
         models = [parse_model(s) for s in args.model]
         check_outputs({"--out": out}, {"--harness": args.harness, "--peers-repo": args.peers_repo,

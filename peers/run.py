@@ -53,6 +53,23 @@ LIBRARIES = {
 DEPENDENCIES = {"xnnpack": "usr/lib/riscv64-linux-gnu/libpthreadpool.so.0"}
 
 
+def workspace_path(path: Path) -> Path:
+    """`path` relative to the workspace under `bazel run` (BUILD_WORKSPACE_DIRECTORY), else as given."""
+    ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
+    return path if path.is_absolute() or not ws else Path(ws) / path
+
+
+def add_run_arguments(p) -> None:
+    """The options of a CLI that runs harnesses under the plugin qemu and prices them
+    (peers.measure, peers.onnxrt): the sysroot's VERSION, qemu, the plugin, the hardware, LLVM."""
+    p.add_argument("--peers-repo", required=True, type=Path, metavar="VERSION",
+                   help="@peers_riscv64's VERSION file (its package pins; the sysroot is beside it)")
+    p.add_argument("--qemu", required=True, type=Path)
+    p.add_argument("--plugin", required=True, type=Path, help="libinsn_classes.so")
+    p.add_argument("--hardware", required=True, type=Path, action="append")
+    mca.add_llvm_bin_argument(p)
+
+
 class PeerError(RuntimeError):
     """A peer cannot be run, measured or trusted; the message names the culprit."""
 
