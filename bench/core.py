@@ -426,9 +426,9 @@ def cpu_model() -> str | None:
 
 def llvm_host_cpu() -> str | None:
     """This machine's CPU as LLVM names its scheduling model (`llc --version`'s "Host CPU", e.g.
-    znver3), the core perf.code_cost would price it on; None without llc (--llvm-bin) or an answer."""
+    znver3), the core perf.code_model would price it on; None without llc (--llvm-bin) or an answer."""
     from perf import mca
-    from perf.code_cost import LLC
+    from perf.code_model.llvm_tools import LLC
 
     try:
         out = subprocess.run([mca.tool(LLC), "--version"], capture_output=True, text=True, check=True).stdout

@@ -18,7 +18,7 @@ one call of the model (each dispatch's cycles times its calls), ties to the earl
 - `--by memory-aware-cycles` (riscv): the perf stage's measurement (the last field of a candidate
   is its perf.json), memory-aware cycles (core model cycles plus the simulated caches' traffic,
   perf/memory_model.py) on the first core measured (the module's own accelerator);
-- `--by code-cycles` (host and riscv "auto"): the static code model (perf/code_cost.py) on the hardware
+- `--by code-cycles` (host and riscv "auto"): the static code model (perf/code_model/) on the hardware
   description's `model_core` (the last field is the analysis the build applied, or `none`).
   A candidate the code model cannot cost whole (a loop whose count is a run-time value, IR
   LLVM 19 cannot read) or IREE could not compile is left out, never compared on a partial
@@ -124,7 +124,9 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
     from codegen.compile import TARGETS_IR, CompileError
     from common.core_models import CoreModelError, core_model
     from common.targets import TargetError, load_target
-    from perf.code_cost import CodeCostError, MissingCode, code_call_cycles, isa_of, module_call_cycles
+    from perf.code_model.cost import code_call_cycles, module_call_cycles
+    from perf.code_model.errors import CodeCostError, MissingCode
+    from perf.code_model.machine import isa_of
 
     try:
         hw = load_hardware(hardware)

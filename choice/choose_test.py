@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from common.perf_schema import CLASS_NAMES, CoreRun, DispatchPerf, PerfReport
-from perf import code_cost, mca
+from perf import mca
+from perf.code_model import cost, errors
 from choice.choose import ChoiceError, choose, choose_by_code, confirm_by_measurement
 
 # Runfiles (args of the Bazel test): the host description, the host target and its
@@ -112,9 +113,9 @@ def _fake_costs(monkeypatch, per_strategy: dict):
     def fake(module, analysis, target, core, work):
         figure = per_strategy[work.name]
         if isinstance(figure, str):
-            return code_cost.CallCycles({}, set(), errors={"main_dispatch_1": figure})
-        return code_cost.CallCycles({"main_dispatch_0": figure / 2}, set(), calls={"main_dispatch_0": 2})
-    monkeypatch.setattr(code_cost, "module_call_cycles", fake)
+            return cost.CallCycles({}, set(), errors={"main_dispatch_1": figure})
+        return cost.CallCycles({"main_dispatch_0": figure / 2}, set(), calls={"main_dispatch_0": 2})
+    monkeypatch.setattr(cost, "module_call_cycles", fake)
 
 
 def test_code_choice_leaves_out_what_it_cannot_cost(monkeypatch, tmp_path):
@@ -149,9 +150,9 @@ def test_code_choice_leaves_out_a_build_iree_could_not_compile(monkeypatch, tmp_
 def test_code_choice_leaves_out_a_module_the_code_model_cannot_read(monkeypatch, tmp_path):
     def unreadable(module, analysis, target, core, work):
         if work.name == "tuned":
-            raise code_cost.CodeCostError("opt cannot read IREE's IR: expected value token")
-        return code_cost.CallCycles({"main_dispatch_0": 5.0}, set(), calls={"main_dispatch_0": 1})
-    monkeypatch.setattr(code_cost, "module_call_cycles", unreadable)
+            raise errors.CodeCostError("opt cannot read IREE's IR: expected value token")
+        return cost.CallCycles({"main_dispatch_0": 5.0}, set(), calls={"main_dispatch_0": 1})
+    monkeypatch.setattr(cost, "module_call_cycles", unreadable)
     chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("ukernels", HOST_TARGET, None)],
                                     MATMUL, HOST_HW, tmp_path)
     assert chosen == "tuned" and "expected value token" in record["excluded"]["tuned"]

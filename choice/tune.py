@@ -14,7 +14,7 @@ docs/data/calibration/riscv_rvv.md, far below 0.6). Two cheaper-to-trust figures
 
 1. With `--code-ranked K`, IREE's default and the K - 1 best predicted candidates of every
    dispatch are compiled (round j: every dispatch with its j-th) and costed statically by the
-   code model (perf/code_cost.py: IREE's generated code, trip counts from its LLVM IR,
+   code model (perf/code_model/: IREE's generated code, trip counts from its LLVM IR,
    llvm-mca per block; nothing runs). Their `code_model_cycles` rank the shortlist.
 2. The shortlist is IREE's default plus the `--candidates - 1` cheapest others (by the code
    model, else by prediction); in round j every dispatch is compiled with its j-th
@@ -64,7 +64,8 @@ from common.tuning_schema import TuningRecord
 from common.targets import TargetError, load_target
 from choice.choose import clears_margin
 from perf import mca
-from perf.code_cost import CodeCostError, module_call_cycles
+from perf.code_model.cost import module_call_cycles
+from perf.code_model.errors import CodeCostError
 from choice import records
 from perf.measure import MEASURE_ERRORS, measure
 
@@ -160,7 +161,7 @@ def _bisected(group: dict[str, str], run, failures: tuple[type[Exception], ...])
 def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, list[str]]:
     """(the analysis with `code_model_cycles` or `code_error` set on each dispatch's IREE default
     and `ranked - 1` best predicted others, per-round log lines). `cost_round(analysis_dict,
-    dispatches, tag)` returns a perf.code_cost.CallCycles or raises on a config IREE rejects;
+    dispatches, tag)` returns a perf.code_model.cost.CallCycles or raises on a config IREE rejects;
     a failing round is split in two until the culprit is alone, as in `tune`. Round 0 is IREE's
     default everywhere: when the code model cannot cost that module, no candidate is to blame
     and none is costed (each gets the error; the shortlist is then the predicted order)."""
@@ -537,7 +538,7 @@ def code_choice_markdown(analysis: Analysis) -> str:
     term = mc.code_calibration
     lines = [f"# Code-model tile choice: {analysis.model} on {mc.hardware} (static cycles on {mc.core})",
              "", f"IREE's default and the {mc.code_ranked - 1} best predicted other candidates per "
-             "dispatch, each compiled and costed by the code model (perf/code_cost.py: llvm-mca per "
+             "dispatch, each compiled and costed by the code model (perf/code_model/: llvm-mca per "
              "block, trip counts from IREE's LLVM IR; nothing runs). A candidate replaces IREE's "
              f"default only below {1 - mc.margin:.2f}x its price. Code-model cycles ignore caches, "
              "memory latency and branch misses: they are not time."
@@ -565,7 +566,7 @@ def to_markdown(analysis: Analysis) -> str:
     mc = analysis.measured_choice
     lines = [f"# Measured tile choice: {analysis.model} on {mc.hardware} (memory-aware cycles on {mc.core})",
              "", f"Shortlist per dispatch: IREE's default and the {mc.candidates_per_dispatch - 1} "
-             + (f"other candidates with the fewest code-model cycles (perf/code_cost.py, static) among "
+             + (f"other candidates with the fewest code-model cycles (perf/code_model/, static) among "
                 f"the {mc.code_ranked - 1} best predicted; " if mc.code_ranked else
                 "best predicted other candidates; ")
              + "each run whole under qemu with the description's caches simulated, costed by llvm-mca "
@@ -626,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="--by memory-aware-cycles: shortlist size per dispatch, IREE's default included (>= 2)")
     p.add_argument("--code-ranked", type=int, default=0,
                    help="cost IREE's default and the N-1 best predicted candidates per dispatch with "
-                   "the code model (perf/code_cost.py) and shortlist the cheapest; 0: shortlist by "
+                   "the code model (perf/code_model/) and shortlist the cheapest; 0: shortlist by "
                    "the analysis' prediction")
     p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
     p.add_argument("--allow-no-core-model", action="store_true",

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from common.analysis_schema import Analysis
 from perf.measure import PerfError
 from codegen.compile import CompileError
-from perf.code_cost import CallCycles, CodeCostError
+from perf.code_model.cost import CallCycles
+from perf.code_model.errors import CodeCostError
 from choice import records
 from choice.tune import (DEFAULT, Measured, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
                        replay, round_assignments, shortlist, to_markdown, tune)

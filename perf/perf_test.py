@@ -158,10 +158,10 @@ def test_the_measured_executables_are_the_builds(tmp_path):
 
 
 def test_the_code_model_predicts_the_measured_model_cycles(tmp_path):
-    """perf.code_cost, which runs nothing, against perf.measure on the same compiled matmul:
+    """perf.code_model, which runs nothing, against perf.measure on the same compiled matmul:
     the same core model, so only the static trip counts and the vtype guess may differ."""
     from common.targets import load_target
-    from perf.code_cost import module_call_cycles
+    from perf.code_model.cost import module_call_cycles
 
     target = _target(tmp_path, 128)
     proc = _measure(tmp_path, target, [HW[128]], "m")

@@ -1,4 +1,4 @@
-"""perf.code_cost: trip counts, LLVM-IR downgrade and static cycles on hand-written IR.
+"""perf.code_model: trip counts, LLVM-IR downgrade and static cycles on hand-written IR.
 
 argv: <llvm-mca (@llvm19: its directory has LLVM 19's opt, llc, llvm-mc and llvm-mca)>"""
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from perf import code_cost as cc
+from perf import mca
+from perf.code_model import cost, errors, ir_text, ir_values, llvm_tools, loops, machine, scev
 
-cc.mca.use_llvm_bin(Path(sys.argv[1]).absolute().parent)  # Bazel's @llvm19 (not PATH)
+mca.use_llvm_bin(Path(sys.argv[1]).absolute().parent)  # Bazel's @llvm19 (not PATH)
 
 FEATURES = ["+m", "+a", "+f", "+d", "+c", "+v", "+zvl128b"]
 CORE = "sifive-p670"
@@ -103,37 +104,37 @@ declare void @llvm.masked.scatter.v4f32.v4p0(<4 x float>, <4 x ptr>, <4 x i1>)
 def _opt_reads(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
     path = tmp_path / "t.ll"
     path.write_text(text)
-    return subprocess.run([cc.mca.tool(cc.OPT), "-disable-output", str(path)],
+    return subprocess.run([mca.tool(llvm_tools.OPT), "-disable-output", str(path)],
                           capture_output=True, text=True)
 
 
 def test_trip_counts_are_evaluated_per_iteration_of_the_enclosing_loop():
-    rec = cc.parse_scev("(-1 + (8 umin {12,+,-8}<nsw><%outer>))<nsw>")
+    rec = scev.parse_scev("(-1 + (8 umin {12,+,-8}<nsw><%outer>))<nsw>")
     assert rec.loops() == {"%outer"}
     assert [rec.value({"%outer": i}) for i in (0, 1)] == [7, 3]
-    assert cc.parse_scev("i64 7").value({}) == 7
-    with pytest.raises(cc.UnknownTripCount):
-        cc.parse_scev("((-4 + (4 * (%2 /u 4))<nuw>) /u 4)")
+    assert scev.parse_scev("i64 7").value({}) == 7
+    with pytest.raises(scev.UnknownTripCount):
+        scev.parse_scev("((-4 + (4 * (%2 /u 4))<nuw>) /u 4)")
 
 
 def test_a_ragged_inner_loop_runs_its_real_number_of_times(tmp_path):
     path = tmp_path / "ragged.ll"
     path.write_text(_RAGGED)
-    [outer] = cc.loop_forests(path)["m_dispatch_0"]
-    counts = cc.header_counts([outer])
+    [outer] = loops.loop_forests(path)["m_dispatch_0"]
+    counts = loops.header_counts([outer])
     [inner] = outer.children
     assert counts[outer] == 2
     assert counts[inner] == 12  # 8 + 4, not 2 x 8
 
 
-def _cycles(tmp_path: Path, ir: str, asm: str | None = None) -> cc.CallCycles:
-    return cc.call_cycles(ir, asm, CORE, FEATURES, tmp_path / "work")
+def _cycles(tmp_path: Path, ir: str, asm: str | None = None) -> cost.CallCycles:
+    return cost.call_cycles(ir, asm, CORE, FEATURES, tmp_path / "work")
 
 
 def _plain_asm(tmp_path: Path, ir: str) -> str:
     """Assembly without llc's comments, as IREE writes it."""
     (tmp_path / "plain.ll").write_text(ir)
-    subprocess.run([cc.mca.tool(cc.LLC), "-O3", "-mtriple=riscv64-unknown-linux-gnu",
+    subprocess.run([mca.tool(llvm_tools.LLC), "-O3", "-mtriple=riscv64-unknown-linux-gnu",
                     f"-mattr={','.join(FEATURES)}", "-asm-verbose=false", str(tmp_path / "plain.ll"),
                     "-o", str(tmp_path / "plain.s")], check=True)
     return (tmp_path / "plain.s").read_text()
@@ -180,22 +181,22 @@ declare i64 @llvm.smin.i64(i64, i64)
 
 def test_a_count_scev_leaves_as_a_value_is_evaluated_through_the_ir(tmp_path):
     """The inner loop runs ceil(min(10 - 4i, 4) / 2) times: 2, 2, 1, then 0 (left -2)."""
-    with pytest.raises(cc.UnknownTripCount):
-        cc.parse_scev("(-1 + %count)")  # without the IR it stays a run-time value
+    with pytest.raises(scev.UnknownTripCount):
+        scev.parse_scev("(-1 + %count)")  # without the IR it stays a run-time value
     path = tmp_path / "ceiling.ll"
     path.write_text(_CEILING_COUNT)
-    [outer] = cc.loop_forests(path)["m_dispatch_0"]
+    [outer] = loops.loop_forests(path)["m_dispatch_0"]
     [inner] = outer.children
     assert inner.backedges_printed == "(-1 + %count)" and inner.backedges.loops() == {"%outer"}
-    counts = cc.header_counts([outer])
+    counts = loops.header_counts([outer])
     assert (counts[outer], counts[inner]) == (4, 5)
     # Through the workgroup counting the code model uses: the same counts.
-    _, counted = cc.call_header_counts(_CEILING_COUNT, {"m_dispatch_0"}, {}, tmp_path)
+    _, counted = loops.call_header_counts(_CEILING_COUNT, {"m_dispatch_0"}, {}, tmp_path)
     assert counted["m_dispatch_0"] == ({"%outer": 4, "%inner": 5}, 1)
 
 
 def test_ir_values_divide_as_llvm_does_and_refuse_run_time_values():
-    values = cc.IrValues("""
+    values = ir_values.IrValues("""
 define i64 @f(i64 %arg) {
 bb:
   %a = sdiv i64 -7, 2
@@ -206,23 +207,23 @@ bb:
 }""", {})
     assert (values.value("%a", {}), values.value("%b", {})) == (-3, -1)  # toward zero, not floor
     for run_time in ("%c", "%d", "%arg"):
-        with pytest.raises(cc.UnknownTripCount, match="run-time value"):
+        with pytest.raises(scev.UnknownTripCount, match="run-time value"):
             values.depends(run_time)
 
 
 def test_a_trip_count_never_exceeds_the_constant_maximum():
-    loop = cc.Loop("%l", 1, {"%l"}, backedges=cc.parse_scev("i64 100"), max_backedges=7)
-    assert cc.header_counts([loop])[loop] == 8
+    loop = loops.Loop("%l", 1, {"%l"}, backedges=scev.parse_scev("i64 100"), max_backedges=7)
+    assert loops.header_counts([loop])[loop] == 8
 
 
 def test_a_run_time_trip_count_is_not_costed_at_its_index_types_maximum():
     """A loop bounded by a run-time value (data tiling's K loop reads it from a push constant)
     has a 'constant maximum' of ~2^61: costing it would swamp the module, so it is refused."""
-    with pytest.raises(cc.UnknownTripCount):  # (-1 + %n): %n is no loop's induction variable
-        cc.parse_scev("(-1 + %n)<nsw>")
-    loop = cc.Loop("%l", 1, {"%l"}, backedges=None, max_backedges=2305843009213693950)
-    with pytest.raises(cc.UncostableFunction, match="run-time value"):
-        cc.header_counts([loop])
+    with pytest.raises(scev.UnknownTripCount):  # (-1 + %n): %n is no loop's induction variable
+        scev.parse_scev("(-1 + %n)<nsw>")
+    loop = loops.Loop("%l", 1, {"%l"}, backedges=None, max_backedges=2305843009213693950)
+    with pytest.raises(errors.UncostableFunction, match="run-time value"):
+        loops.header_counts([loop])
 
 
 def test_a_maximum_printed_as_minus_one_is_the_types_maximum(tmp_path):
@@ -250,10 +251,10 @@ declare i64 @llvm.smin.i64(i64, i64)
 """
     path = tmp_path / "wraps.ll"
     path.write_text(ir)
-    [loop] = cc.loop_forests(path)["m_dispatch_0"]
+    [loop] = loops.loop_forests(path)["m_dispatch_0"]
     assert loop.max_backedges == (1 << 64) - 1
-    with pytest.raises(cc.UncostableFunction, match="run-time value"):
-        cc.header_counts([loop])
+    with pytest.raises(errors.UncostableFunction, match="run-time value"):
+        loops.header_counts([loop])
 
 
 def test_cycles_grow_with_the_trip_counts(tmp_path):
@@ -282,18 +283,18 @@ def test_blocks_are_costed_as_qemu_translates_them(monkeypatch):
     """perf.measure costs qemu's translation blocks, which end after a vsetvli and after 512
     instructions; the static cost must cut the code the same way to rank like it."""
     seen = []
-    monkeypatch.setattr(cc.mca, "text_cycles",
+    monkeypatch.setattr(mca, "text_cycles",
                         lambda regions, core, triple: seen.extend(regions) or [1] * len(regions))
-    block = cc.MachineBlock(None, None, ["vsetivli zero, 8, e32, m2, ta, ma", "vfadd.vv v8, v8, v10",
-                                         "vsetivli zero, 4, e32, m1, ta, ma", "vfadd.vv v8, v8, v9"])
-    long = cc.MachineBlock(None, None, ["addi a0, a0, 1"] * 600)
-    assert cc.block_cycles([block, long], [3.0, 2.0], CORE) == 3 * 3 + 2 * 2
+    block = machine.MachineBlock(None, None, ["vsetivli zero, 8, e32, m2, ta, ma", "vfadd.vv v8, v8, v10",
+                                              "vsetivli zero, 4, e32, m1, ta, ma", "vfadd.vv v8, v8, v9"])
+    long = machine.MachineBlock(None, None, ["addi a0, a0, 1"] * 600)
+    assert machine.block_cycles([block, long], [3.0, 2.0], CORE) == 3 * 3 + 2 * 2
     assert [(len(lines), vtype) for lines, vtype in seen] == [
         (1, None), (2, ("M2", "E32")), (1, ("M1", "E32")), (512, ("M1", "E32")), (88, ("M1", "E32"))]
     # Natively run code (the host) has no translation blocks: a basic block is one piece.
     seen.clear()
-    native = cc.MachineBlock(None, None, ["addq $1, %rax"] * 600)
-    assert cc.block_cycles([native], [2.0], "znver2", cc.X86_64) == 2
+    native = machine.MachineBlock(None, None, ["addq $1, %rax"] * 600)
+    assert machine.block_cycles([native], [2.0], "znver2", machine.X86_64) == 2
     assert [len(lines) for lines, _ in seen] == [600]
 
 
@@ -321,65 +322,65 @@ f:
 def test_a_branch_back_to_an_exit_is_no_loop():
     """Only a backward branch whose target leads back to it closes a loop: one back to a
     return placed earlier is an exit, and costing it as a loop found no IR loop for it."""
-    blocks = cc.machine_blocks(_EXIT_PLACED_FIRST, "f")
-    loops = cc.layout_loops(blocks)
-    assert [(blocks[a].label, blocks[b].label) for a, b in loops] == [(".LBB0_4", ".LBB0_4")]
+    blocks = machine.machine_blocks(_EXIT_PLACED_FIRST, "f")
+    found = machine.layout_loops(blocks)
+    assert [(blocks[a].label, blocks[b].label) for a, b in found] == [(".LBB0_4", ".LBB0_4")]
     # x86: a return ends the flow too
-    x86 = cc.machine_blocks("\nf:\n\tjmp .LBB0_2\n.LBB0_1:\n\tretq\n.LBB0_2:\n\tjne .LBB0_1\n.Lfunc_end0:\n",
-                            "f", cc.X86_64)
-    assert cc.layout_loops(x86, cc.X86_64) == []
+    x86 = machine.machine_blocks("\nf:\n\tjmp .LBB0_2\n.LBB0_1:\n\tretq\n.LBB0_2:\n\tjne .LBB0_1\n.Lfunc_end0:\n",
+                                 "f", machine.X86_64)
+    assert machine.layout_loops(x86, machine.X86_64) == []
 
 
 def test_zicbop_prefetches_are_priced_as_the_measurement_disassembles_them():
     """IREE's RVV microkernels prefetch; llvm-mca-19 has no sifive-p670 scheduling class for
     `prefetch.r`, and without zicbop in the target the perf stage disassembles the same
     encoding as an `ori` to x0, so the code model prices it as that."""
-    block = cc.MachineBlock(None, None, ["prefetch.r 64(a2)", "prefetch.w -32(sp)", "addi a0, a0, 1"])
-    assert [cc.RISCV64.for_mca(line) for line in block.lines] == [
+    block = machine.MachineBlock(None, None, ["prefetch.r 64(a2)", "prefetch.w -32(sp)", "addi a0, a0, 1"])
+    assert [machine.RISCV64.for_mca(line) for line in block.lines] == [
         "ori zero, a2, 65", "ori zero, sp, -29", "addi a0, a0, 1"]
-    assert cc.block_cycles([block], [1.0], CORE) > 0
+    assert machine.block_cycles([block], [1.0], CORE) > 0
 
 
 def test_llvm_mca_prices_each_region_once_per_process(monkeypatch):
     """The measured choice prices mostly the same code every round: a region priced before
     is not sent to llvm-mca again, and keeps the cycles llvm-mca gave it."""
-    cc.mca._PRICED.clear()
+    mca._PRICED.clear()
     a = (["vsetivli zero, 8, e32, m2, ta, ma", "vfadd.vv v8, v8, v10"], None)
     b = (["vadd.vv v8, v8, v16"], ("M8", "E32"))
-    first = cc.mca.text_cycles([a, b], CORE)
+    first = mca.text_cycles([a, b], CORE)
     sent, run = [], subprocess.run
 
     def spy(cmd, **kwargs):
         sent.append(kwargs["input"].count("LLVM-MCA-BEGIN"))
         return run(cmd, **kwargs)
 
-    monkeypatch.setattr(cc.mca.subprocess, "run", spy)
+    monkeypatch.setattr(mca.subprocess, "run", spy)
     c = (["addi a0, a0, 1"], None)
-    again = cc.mca.text_cycles([b, c, a, c], CORE)
+    again = mca.text_cycles([b, c, a, c], CORE)
     assert sent == [1]  # c alone, once
     assert (again[0], again[2]) == (first[1], first[0]) and again[1] == again[3]
-    assert cc.mca.text_cycles([(b[0], ("M1", "E32"))], CORE)[0] < first[1]  # other instruments: priced
+    assert mca.text_cycles([(b[0], ("M1", "E32"))], CORE)[0] < first[1]  # other instruments: priced
     assert sent == [1, 1]
-    cc.mca.text_cycles([b], "sifive-x280")  # another core: priced
+    mca.text_cycles([b], "sifive-x280")  # another core: priced
     assert sent == [1, 1, 1]
 
 
 def test_newer_llvm_syntax_is_downgraded_for_llvm19(tmp_path):
     assert _opt_reads(tmp_path, _NEWER_SYNTAX).returncode != 0
-    proc = _opt_reads(tmp_path, cc.downgrade_ir(_NEWER_SYNTAX))
+    proc = _opt_reads(tmp_path, ir_text.downgrade_ir(_NEWER_SYNTAX))
     assert proc.returncode == 0, proc.stderr
-    assert "ptr %p, i32 4, <4 x i1> %m" in cc.downgrade_ir(_NEWER_SYNTAX)
+    assert "ptr %p, i32 4, <4 x i1> %m" in ir_text.downgrade_ir(_NEWER_SYNTAX)
     # Alias-scope domains with the newer i1 operand (IREE's x86 microkernels carry them).
     scoped = ("define float @m_dispatch_0(ptr %p) {\n  %v = load float, ptr %p, !alias.scope !2\n"
               "  ret float %v\n}\n!0 = distinct !{!0, i1 false, !\"uk\"}\n"
               "!1 = distinct !{!1, !0, !\"uk: a\"}\n!2 = !{!1}\n")
     assert _opt_reads(tmp_path, scoped).returncode != 0
-    proc = _opt_reads(tmp_path, cc.downgrade_ir(scoped))
+    proc = _opt_reads(tmp_path, ir_text.downgrade_ir(scoped))
     assert proc.returncode == 0, proc.stderr
 
 
-def _x86_cycles(tmp_path: Path, ir: str, asm: str | None = None) -> cc.CallCycles:
-    return cc.call_cycles(ir, asm, "znver2", [], tmp_path / "x86", isa=cc.X86_64, cpu="x86-64-v3")
+def _x86_cycles(tmp_path: Path, ir: str, asm: str | None = None) -> cost.CallCycles:
+    return cost.call_cycles(ir, asm, "znver2", [], tmp_path / "x86", isa=machine.X86_64, cpu="x86-64-v3")
 
 
 def test_x86_code_is_costed_on_a_named_x86_core(tmp_path):
@@ -390,7 +391,7 @@ def test_x86_code_is_costed_on_a_named_x86_core(tmp_path):
     assert small > 0
     assert 5.0 < large.cycles["m_dispatch_0"] / small < 8.5
     (tmp_path / "plain.ll").write_text(_nest(4, 64))
-    subprocess.run([cc.mca.tool(cc.LLC), "-O3", "-mtriple=x86_64-unknown-linux-gnu",
+    subprocess.run([mca.tool(llvm_tools.LLC), "-O3", "-mtriple=x86_64-unknown-linux-gnu",
                     "-mcpu=x86-64-v3", "-asm-verbose=false", str(tmp_path / "plain.ll"),
                     "-o", str(tmp_path / "plain.s")], check=True)
     theirs = _x86_cycles(tmp_path, _nest(4, 64), (tmp_path / "plain.s").read_text())
@@ -467,20 +468,20 @@ def test_loops_over_workgroups_are_counted_as_one_workgroup_running_every_tile(t
     the 4 pack tiles once per workgroup."""
     path = tmp_path / "plain.ll"
     path.write_text(_DISTRIBUTED)
-    with pytest.raises(cc.UncostableFunction, match="no trip count"):  # the count unread: a run-time step
-        cc.header_counts(cc.loop_forests(path)["m_dispatch_1"])
-    counted, looped = cc.one_workgroup_ir(_DISTRIBUTED)
+    with pytest.raises(errors.UncostableFunction, match="no trip count"):  # the count unread: a run-time step
+        loops.header_counts(loops.loop_forests(path)["m_dispatch_1"])
+    counted, looped = ir_text.one_workgroup_ir(_DISTRIBUTED)
     assert looped == {"m_dispatch_1": {0}}
     assert "%count32 = add i32 0, 1" in counted and "%id32 = load i32" in counted
     path.write_text(counted)
-    roots = cc.loop_forests(path)["m_dispatch_1"]
-    counts = {loop.header: n for loop, n in cc.header_counts(roots).items()}
+    roots = loops.loop_forests(path)["m_dispatch_1"]
+    counts = {loop.header: n for loop, n in loops.header_counts(roots).items()}
     assert counts == {"%pack": 4, "%pack.inner": 256, "%tile": 32, "%tile.inner": 256}
     costed = _x86_cycles(tmp_path, _DISTRIBUTED)
     assert costed.looped_axes == {"m_dispatch_1": {0}} and costed.cycles["m_dispatch_1"] > 0
     # Only the axes not looped over are counted workgroup by workgroup.
-    assert cc.workgroup_grid((9, 2, 3), {0}) == (1, 2, 3)
-    assert cc.workgroup_grid((9, 2, 3), set()) == (9, 2, 3)
+    assert cost.workgroup_grid((9, 2, 3), {0}) == (1, 2, 3)
+    assert cost.workgroup_grid((9, 2, 3), set()) == (9, 2, 3)
 
 
 # Two workgroups share 12 columns, 8 each (`umin(12 - 8 * id, 8)`, as IREE distributes a
@@ -529,26 +530,26 @@ def test_workgroups_are_counted_one_by_one_when_the_id_decides_their_loops(tmp_p
     are counted; with each workgroup's id a constant, the first runs only the full nest and
     the last only its 4 remainder columns."""
     functions = {"m_dispatch_0"}
-    _, unknown = cc.call_header_counts(_RAGGED_WORKGROUPS, functions, {}, tmp_path)
+    _, unknown = loops.call_header_counts(_RAGGED_WORKGROUPS, functions, {}, tmp_path)
     assert unknown["m_dispatch_0"] == ({"%body": 100, "%tail": 8}, 1)
-    structure, counted = cc.call_header_counts(_RAGGED_WORKGROUPS, functions, {"m_dispatch_0": (2, 1, 1)}, tmp_path)
+    structure, counted = loops.call_header_counts(_RAGGED_WORKGROUPS, functions, {"m_dispatch_0": (2, 1, 1)}, tmp_path)
     assert counted["m_dispatch_0"] == ({"%body": 100, "%tail": 4}, 2)
     assert [loop.header for loop in structure["m_dispatch_0"]] == ["%body", "%tail"]
     # Beyond the cap: the first workgroup for all but one, the last for the last.
-    cc.MAX_ENUMERATED_WORKGROUPS, cap = 1, cc.MAX_ENUMERATED_WORKGROUPS
+    loops.MAX_ENUMERATED_WORKGROUPS, cap = 1, loops.MAX_ENUMERATED_WORKGROUPS
     try:
-        _, capped = cc.call_header_counts(_RAGGED_WORKGROUPS, functions, {"m_dispatch_0": (2, 1, 1)}, tmp_path)
+        _, capped = loops.call_header_counts(_RAGGED_WORKGROUPS, functions, {"m_dispatch_0": (2, 1, 1)}, tmp_path)
     finally:
-        cc.MAX_ENUMERATED_WORKGROUPS = cap
+        loops.MAX_ENUMERATED_WORKGROUPS = cap
     assert capped == counted
     # Workgroups alike (the id does not reach a branch) are counted once and multiplied.
     nest = _nest(3, 8).replace("@m_dispatch_0(ptr %p)", "@m_dispatch_0(ptr %p, ptr %state, ptr %wg)")
-    _, alike = cc.call_header_counts(nest, functions, {"m_dispatch_0": (5, 1, 1)}, tmp_path)
+    _, alike = loops.call_header_counts(nest, functions, {"m_dispatch_0": (5, 1, 1)}, tmp_path)
     assert alike["m_dispatch_0"] == ({"%outer": 15, "%inner": 120}, 5)
     # Through call_cycles: the summed workgroups cost less than twice the unknown-id call.
     one_call = _cycles(tmp_path, _RAGGED_WORKGROUPS)
-    both = cc.call_cycles(_RAGGED_WORKGROUPS, None, CORE, FEATURES, tmp_path / "wg",
-                          workgroup_counts={"m_dispatch_0": (2, 1, 1)})
+    both = cost.call_cycles(_RAGGED_WORKGROUPS, None, CORE, FEATURES, tmp_path / "wg",
+                            workgroup_counts={"m_dispatch_0": (2, 1, 1)})
     assert both.all_workgroups == {"m_dispatch_0"} and one_call.all_workgroups == set()
     assert both.cycles["m_dispatch_0"] < 2 * one_call.cycles["m_dispatch_0"]
 
@@ -562,8 +563,8 @@ def test_a_workgroup_copy_has_its_id_as_a_constant_and_no_debug_info():
           "  %z = load i16, ptr %pz, align 8\n"
           "    #dbg_value(i32 %x, !10, !DIExpression(), !9)\n"
           "  ret i32 0\n}")
-    [(name, definition)] = cc.function_definitions(ir).items()
-    copy = cc.workgroup_copy(definition, name, (3, 1, 2))
+    [(name, definition)] = ir_text.function_definitions(ir).items()
+    copy = ir_text.workgroup_copy(definition, name, (3, 1, 2))
     assert copy.startswith("define i32 @m_dispatch_0.wg.3_1_2(ptr %a, ptr %b, ptr %c) #0 {")
     assert "%x = add i32 0, 3" in copy and "%y = add i32 0, 1" in copy and "%z = add i16 0, 2" in copy
     assert "dbg" not in copy
@@ -573,32 +574,32 @@ def test_a_branch_on_a_constant_takes_only_its_target():
     ir = ("define i32 @f() {\nbb:\n  br i1 false, label %dead, label %live\ndead:\n  br label %live\n"
           "live:\n  switch i32 %x, label %out [\n    i32 0, label %case\n  ]\ncase:\n  br label %out\n"
           "out:\n  ret i32 0\n}")
-    assert cc.reachable_blocks(ir) == {"f": {"%bb", "%live", "%case", "%out"}}
+    assert ir_text.reachable_blocks(ir) == {"f": {"%bb", "%live", "%case", "%out"}}
     # An entry block without a label is still where the walk starts.
     unlabeled = ir.replace("bb:\n", "")
-    assert cc.reachable_blocks(unlabeled) == {"f": {"%<entry>", "%live", "%case", "%out"}}
-    assert cc.parse_scev("i1 false").value({}) == 0
+    assert ir_text.reachable_blocks(unlabeled) == {"f": {"%<entry>", "%live", "%case", "%out"}}
+    assert scev.parse_scev("i1 false").value({}) == 0
 
 
 def test_an_unknown_architecture_is_refused_in_one_line():
-    assert cc.isa_of("x86_64-unknown-linux-gnu") is cc.X86_64
-    assert cc.isa_of("riscv64-unknown-linux-gnu") is cc.RISCV64
-    with pytest.raises(cc.CodeCostError, match="'aarch64-none-elf'.*not aarch64"):
-        cc.isa_of("aarch64-none-elf")
+    assert machine.isa_of("x86_64-unknown-linux-gnu") is machine.X86_64
+    assert machine.isa_of("riscv64-unknown-linux-gnu") is machine.RISCV64
+    with pytest.raises(errors.CodeCostError, match="'aarch64-none-elf'.*not aarch64"):
+        machine.isa_of("aarch64-none-elf")
 
 
 def test_a_missing_llvm_tool_fails_with_one_line_naming_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(cc.mca, "_llvm_bin", tmp_path)  # a --llvm-bin directory without the tools
-    with pytest.raises(cc.CodeCostError, match=r"^opt not found in --llvm-bin "):
+    monkeypatch.setattr(mca, "_llvm_bin", tmp_path)  # a --llvm-bin directory without the tools
+    with pytest.raises(errors.CodeCostError, match=r"^opt not found in --llvm-bin "):
         _cycles(tmp_path, _nest(2, 2))
-    monkeypatch.setattr(cc.mca, "_llvm_bin", None)
-    with pytest.raises(cc.CodeCostError, match=r"^opt: no LLVM 19 tools given \(--llvm-bin"):
+    monkeypatch.setattr(mca, "_llvm_bin", None)
+    with pytest.raises(errors.CodeCostError, match=r"^opt: no LLVM 19 tools given \(--llvm-bin"):
         _cycles(tmp_path, _nest(2, 2))
 
 
 def test_a_function_missing_from_the_module_is_named(tmp_path):
-    with pytest.raises(cc.CodeCostError, match="m_dispatch_9: not in the module"):
-        cc.call_cycles(_nest(2, 2), None, CORE, FEATURES, tmp_path / "w", functions={"m_dispatch_9"})
+    with pytest.raises(errors.CodeCostError, match="m_dispatch_9: not in the module"):
+        cost.call_cycles(_nest(2, 2), None, CORE, FEATURES, tmp_path / "w", functions={"m_dispatch_9"})
 
 
 if __name__ == "__main__":
