@@ -14,7 +14,7 @@ load("//perf:defs.bzl", "LLVM_ATTRS", "llvm_dir", "perf_of")
 # measured, so exact): 3 picks the same candidates on all 7 calibration models.
 MEASURED_CANDIDATES = 3
 
-# Candidates per riscv dispatch the code model (perf/code_cost.py) costs statically before the
+# Candidates per riscv dispatch the code model (perf/code_model/) costs statically before the
 # shortlist is made: IREE's default and the 5 best predicted others; the shortlist takes the
 # cheapest of them. Each is one more compile of the model, no qemu run (for ResNet-18 about
 # 20 s). Replayed as above, 6 instead of 8 changes one calibration model's choice: conv1d_audio
@@ -123,7 +123,7 @@ measured_choice = rule(
         "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
     }, **LLVM_ATTRS),
     doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.tune.md: each
-dispatch's tiles chosen, among IREE's default and the candidates the code model (perf/code_cost.py)
+dispatch's tiles chosen, among IREE's default and the candidates the code model (perf/code_model/)
 costs cheapest among the analysis' best predicted (and ZigZag's own mapping), by measured memory-aware cycles on the accelerator's core model and caches (choice/tune.py); never a candidate measured
 slower than IREE's default. Every shortlisted candidate's prediction and measurement is recorded.""",
 )
@@ -176,7 +176,7 @@ code_choice = rule(
         "_tool": attr.label(default = "//choice:tune", executable = True, cfg = "exec"),
     }, **LLVM_ATTRS),
     doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.choice.md: each
-dispatch's tiles chosen by the static code model (perf/code_cost.py) on the description's core
+dispatch's tiles chosen by the static code model (perf/code_model/) on the description's core
 model among IREE's default and the best predicted others (choice/tune.py --by code-model); IREE's
 default kept unless a candidate is `margin` cheaper. Every costed candidate is recorded.""",
 )
@@ -344,7 +344,7 @@ _code_strategy_choice = rule(
 def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, record = None, record_name = None, unbuilt_targets = {}, records_ignored = False, **kwargs):
     """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
     strategies, the one with the fewest cycles for one call of the model by the static code
-    model (perf/code_cost.py) on `hardware`'s `model_core`; no run of the code. A build the code
+    model (perf/code_model/) on `hardware`'s `model_core`; no run of the code. A build the code
     model cannot cost whole is left out (recorded); when that is the first (the baseline), the
     baseline is kept. Every candidate's figure and the reason are recorded in the manifest
     (`strategy_choice`).

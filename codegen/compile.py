@@ -331,7 +331,7 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
     reproducer of a failing pass) and IREE's full diagnostics are kept there, and the error
     says so. It must be new or empty (checked before compiling): nothing of anyone else's is
     overwritten or deleted there.
-    `out_code`: also the code the code model costs (perf/code_cost.py), in that directory: the
+    `out_code`: also the code the code model costs (perf/code_model/), in that directory: the
     executable-targets IR (`TARGETS_IR`) and IREE's optimized LLVM IR and assembly of each
     executable, so a choice by the code model need not compile the module again."""
     if keep_temps is not None:
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
                         "hal_runner loads), dumped by the same invocation, into DIR")
     p.add_argument("--out-code", type=Path, metavar="DIR",
                    help="also write the executable-targets IR and IREE's LLVM IR and assembly of each "
-                        "executable (what perf.code_cost prices)")
+                        "executable (what perf.code_model prices)")
     p.add_argument("--allow-untuned-dispatches", action="store_true",
                    help="keep IREE's default for a dispatch the analysis does not cover or covers "
                         "for another loop nest (recorded in the report) instead of failing")

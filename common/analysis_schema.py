@@ -79,7 +79,7 @@ class Candidate(_Strict):
     measured_traffic_bytes: dict[str, int] | None = None
     measure_error: str | None = None
     # Set by a measured choice for the candidates it costed statically before shortlisting
-    # (perf/code_cost.py: the generated code's model cycles, nothing run), or why not.
+    # (perf/code_model/: the generated code's model cycles, nothing run), or why not.
     code_model_cycles: float | None = Field(default=None, ge=0)
     code_error: str | None = None
 

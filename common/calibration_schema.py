@@ -68,7 +68,7 @@ def coefficients_for(kind: str, pooled: dict[str, float],
 
 class CodeModelCalibration(_Strict):
     """analysis/calibration/<hardware>.code_model.json: what the static code model
-    (perf/code_cost.py) misses, as one tile-model feature's weight added to its cycles:
+    (perf/code_model/) misses, as one tile-model feature's weight added to its cycles:
     price = code-model cycles + cycles_per_unit[core] x features[feature]. Written by
     `bench.host_ranking --fit FEATURE --out-calibration` from per-dispatch timings of the
     calibration split alone; read by choice.tune --by code-model --code-calibration."""

@@ -2,7 +2,7 @@
 
 "Model cycles" are llvm-mca cycles on one of LLVM's scheduling models, weighted by how often
 each basic block runs: counted under qemu for RISC-V (perf/measure.py), derived from the
-loops' trip counts by the code model (perf/code_cost.py) for RISC-V and x86. Debian
+loops' trip counts by the code model (perf/code_model/) for RISC-V and x86. Debian
 bookworm's llvm-19 has RVV scheduling information for exactly the RISC-V cores below; qemu
 must emulate the core's VLEN, since the dynamic instruction stream depends on it. A hardware
 description names its core in `model_core`; analysis refuses one whose vector width differs

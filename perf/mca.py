@@ -25,7 +25,7 @@ from perf.counts import SLOT_UNKNOWN, Block, slot_instruments
 # the libraries it loads), an input of every action that runs them; never looked up on PATH.
 LLVM_MC = "llvm-mc"
 LLVM_MCA = "llvm-mca"
-LLVM_TOOLS = (LLVM_MC, LLVM_MCA, "opt", "llc")  # what --llvm-bin must hold (opt, llc: perf.code_cost)
+LLVM_TOOLS = (LLVM_MC, LLVM_MCA, "opt", "llc")  # what --llvm-bin must hold (opt, llc: perf.code_model)
 ITERATIONS = 100
 _CHUNK = 4000  # regions per llvm-mca run
 
