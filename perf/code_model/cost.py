@@ -13,7 +13,7 @@ from perf.code_model.errors import CodeCostError, MissingCode, UncostableFunctio
 from perf.code_model.ir_text import downgrade_ir, function_definitions, is_dispatch_function, one_workgroup_ir
 from perf.code_model.llvm_tools import LLC, OPT, first_error, tool
 from perf.code_model.loops import Loop, call_header_counts
-from perf.code_model.machine import RISCV64, Isa, block_cycles, isa_of, layout_loops, machine_blocks
+from perf.code_model.machine import RISCV64, Isa, block_cycles, isa_of, layout_loops, machine_blocks, nest_cycles
 
 
 @dataclass
@@ -128,6 +128,8 @@ def _function_cycles(function: str, roots: list[Loop], headers: dict[str, float]
     for i in range(len(code)):
         k = _innermost(loops, i)
         counts.append(float(workgroups) if k is None else loop_counts[k])
+    if isa.overlaps_iterations:
+        return nest_cycles(code, loops, loop_counts, counts, core, isa), on_llc
     return block_cycles(code, counts, core, isa), on_llc
 
 

@@ -1,7 +1,8 @@
 """Machine code: what the model needs of an instruction set (`Isa`: RISCV64, X86_64), a
 function's basic blocks in layout order (`machine_blocks`), its loops found from backward
 branches (`layout_loops`), and llvm-mca's cycles of the pieces of each block times its count
-(`block_cycles`: on RISC-V the pieces qemu translates, perf.measure's unit)."""
+(`block_cycles`: on RISC-V the pieces qemu translates, perf.measure's unit); in native code
+a short loop nest's whole iteration as one region (`nest_cycles`), as the core overlaps them."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ class Isa:
     # How llvm-mca must read an instruction it has no scheduling class for: (pattern, its
     # replacement), the spelling the measurement's disassembly gives the same encoding.
     mca_spellings: tuple[tuple[re.Pattern, Callable[[re.Match], str]], ...] = ()
+    # Native code (the host): the core's reorder window overlaps successive iterations of a loop,
+    # so a short loop nest's iteration is priced whole (`nest_cycles`). RISC-V: False, the code
+    # model predicts perf.measure, which prices qemu's translation blocks one by one.
+    overlaps_iterations: bool = False
 
     def for_mca(self, line: str) -> str:
         for pattern, spelling in self.mca_spellings:
@@ -63,7 +68,7 @@ RISCV64 = Isa("riscv64", "riscv64-unknown-linux-gnu", "riscv64",
 # Natively run code has no translation blocks: a basic block is one piece.
 X86_64 = Isa("x86_64", "x86_64-unknown-linux-gnu", "x86_64",
              re.compile(r"^j[a-z]+\s+(\.LBB\d+_\d+)\s*$"), None, None,
-             re.compile(r"^(?:jmp[a-z]*|ret[a-z]*|ud2)\b"))
+             re.compile(r"^(?:jmp[a-z]*|ret[a-z]*|ud2)\b"), overlaps_iterations=True)
 ISAS = (RISCV64, X86_64)
 
 
@@ -159,5 +164,89 @@ def block_cycles(blocks: list[MachineBlock], counts: list[float], core: str, isa
             times.append(count)
     try:
         return sum(float(c) * n for c, n in zip(mca.text_cycles(regions, core, isa.mca_triple), times))
+    except mca.McaError as err:
+        raise CodeCostError(str(err)) from None
+
+
+# ---- native code: a short loop nest's iteration as one region -------------------------------
+# Instructions of one outer iteration (inner loops unrolled) priced as one llvm-mca region; a
+# few times Zen 3's 256-entry reorder buffer, so the region spans where a loop-carried chain
+# restarts. Beyond it a nest is priced a level further in.
+MAX_NEST_INSNS = 1024
+
+
+def _parents(loops: list[tuple[int, int]]) -> list[int | None]:
+    """Each loop's innermost enclosing loop (loops as layout_loops gives them)."""
+    out: list[int | None] = []
+    for first, last in loops:
+        around = [p for p, (a, b) in enumerate(loops) if a < first and last <= b]
+        out.append(max(around, key=lambda p: loops[p][0]) if around else None)
+    return out
+
+
+def nest_iteration(blocks: list[MachineBlock], loops: list[tuple[int, int]], loop_counts: list[float],
+                   k: int) -> list[str] | None:
+    """The instructions of one iteration of loop `k`, its inner loops unrolled by their trips per
+    iteration of `k` (loop_counts: each loop's iterations in all), or None when an inner loop's
+    trips are not a whole number (a triangular nest, a guard) or the iteration exceeds
+    MAX_NEST_INSNS."""
+    parents = _parents(loops)
+    children = {loops[c][0]: c for c, p in enumerate(parents) if p == k}
+    first, last = loops[k]
+    lines: list[str] = []
+    i = first
+    while i <= last:
+        if i not in children:
+            lines += blocks[i].lines
+            i += 1
+            continue
+        c = children[i]
+        trips = loop_counts[c] / loop_counts[k]
+        if trips != int(trips):
+            return None
+        inner = nest_iteration(blocks, loops, loop_counts, c) if trips else []
+        if inner is None:
+            return None
+        lines += inner * int(trips)
+        if len(lines) > MAX_NEST_INSNS:
+            return None
+        i = loops[c][1] + 1
+    return lines if len(lines) <= MAX_NEST_INSNS else None
+
+
+def nest_cycles(blocks: list[MachineBlock], loops: list[tuple[int, int]], loop_counts: list[float],
+                counts: list[float], core: str, isa: Isa) -> float:
+    """`block_cycles` of native code (isa.overlaps_iterations), but each outermost loop whose
+    iteration `nest_iteration` gives is priced as that one region times the loop's iterations:
+    llvm-mca's steady state of an innermost block runs a loop-carried chain (a convolution's
+    single accumulator) on forever, while the core overlaps the next outer iteration's chain
+    with it. Loops too long or irregular are priced a level further in; the rest per block."""
+    parents = _parents(loops)
+    regions: list[tuple[list[str], None]] = []
+    times: list[float] = []
+    covered: set[int] = set()
+
+    def visit(k: int) -> None:
+        first, last = loops[k]
+        if loop_counts[k] == 0:  # behind a branch never taken: runs nothing
+            covered.update(range(first, last + 1))
+            return
+        lines = nest_iteration(blocks, loops, loop_counts, k)
+        if lines is not None:
+            regions.append(([isa.for_mca(l) for l in lines], None))
+            times.append(loop_counts[k])
+            covered.update(range(first, last + 1))
+            return
+        for c, p in enumerate(parents):
+            if p == k:
+                visit(c)
+
+    for k, p in enumerate(parents):
+        if p is None:
+            visit(k)
+    rest = [i for i in range(len(blocks)) if i not in covered]
+    total = block_cycles([blocks[i] for i in rest], [counts[i] for i in rest], core, isa) if rest else 0.0
+    try:
+        return total + sum(float(c) * n for c, n in zip(mca.text_cycles(regions, core, isa.mca_triple), times))
     except mca.McaError as err:
         raise CodeCostError(str(err)) from None
