@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--record-failure", action="store_true",
                    help="when IREE cannot compile the build, say so in the report (`failed`), leave "
                         "the vmfb and configs empty and exit 0: for a build that is one candidate "
-                        "of a choice (perf.choose leaves it out; runtime.manifest refuses it)")
+                        "of a choice (choice.choose leaves it out; runtime.manifest refuses it)")
     a = p.parse_args(argv)
     with OneLineErrors("codegen.compile: error", a.module, (CompileError,)) as cli:
         check_outputs({"--out-vmfb": a.out_vmfb, "--out-configs": a.out_configs, "--out-report": a.out_report,

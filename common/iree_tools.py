@@ -99,7 +99,7 @@ def executable_configurations(module: Path, flags: Sequence[str], out: Path, wha
     process for the same module (path and bytes) and flags; later calls write the same bytes
     to `out`.
 
-    The measured choice (perf/tune.py) compiles one module a dozen times, each time with other
+    The measured choice (choice/tune.py) compiles one module a dozen times, each time with other
     tiles written into the same configurations (IREE's output here depends on the module and the
     flags only). Raises IreeCompileError like `iree_compile`; a failure is not remembered.
     """

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from perf.counts import SLOT_UNKNOWN, Block, slot_instruments
 
-# LLVM 19's tools, run from one directory given by --llvm-bin (perf.measure, perf.tune,
-# perf.choose): Bazel's @llvm19 (Debian bookworm's llvm-19, pinned by version and SHA256, with
+# LLVM 19's tools, run from one directory given by --llvm-bin (perf.measure, choice.tune,
+# choice.choose): Bazel's @llvm19 (Debian bookworm's llvm-19, pinned by version and SHA256, with
 # the libraries it loads), an input of every action that runs them; never looked up on PATH.
 LLVM_MC = "llvm-mc"
 LLVM_MCA = "llvm-mca"

@@ -57,7 +57,7 @@ from runtime.hal_runner import check_dispatches as chk
 class PerfError(RuntimeError):
     """A measurement cannot be made; the message names the culprit. `dispatch` is set when the
     culprit is one dispatch (it cannot be driven or its run under qemu failed), so a caller
-    measuring many can set that one apart (perf.tune)."""
+    measuring many can set that one apart (choice.tune)."""
 
     def __init__(self, message: str, dispatch: str | None = None):
         super().__init__(message)
@@ -93,7 +93,7 @@ def _macs(info: dsp.DispatchInfo) -> int:
 @functools.lru_cache(maxsize=2)
 def _dispatch_infos(module: str, module_sha256: str, flags: tuple[str, ...]) -> dict[str, dsp.DispatchInfo]:
     """Each dispatch's root op as the analysis reads it, from IREE's own configurations of the
-    module: read once per process (perf.tune measures one module a few times; ResNet-18's take
+    module: read once per process (choice.tune measures one module a few times; ResNet-18's take
     3 s to read). The bytes are in the key with the path."""
     with tempfile.TemporaryDirectory(prefix="perf_configs_") as tmp:
         configs = dsp.compile_to_executable_configurations(Path(module), list(flags), Path(tmp))
@@ -214,7 +214,7 @@ def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[
     """Every dispatch's fixed-seed inputs, drawn in name order into directory/d{i:03d}: one
     stream, so a dispatch's inputs depend on the bindings of the dispatches before it, never on
     which dispatches are measured. Drawn once per directory: a later call whose dispatches have
-    the same bindings (perf.tune's rounds change tiles, never bindings) reuses the files, which
+    the same bindings (choice.tune's rounds change tiles, never bindings) reuses the files, which
     are what it would draw again (ResNet-18's are gigabytes a round)."""
     dispatches = [compiled.dispatches[n] for n in names]
     spec = json.dumps({"seed": chk.SEED, "dispatches": [
@@ -244,7 +244,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             inputs_dir: Path | None = None, shipped: dict[str, str] | None = None, *,
             qemu: Path) -> PerfReport:
     """Every dispatch of the module measured on each description; `only`: those dispatches
-    alone (perf.tune measures the ones whose candidate changed; the rest are still compiled
+    alone (choice.tune measures the ones whose candidate changed; the rest are still compiled
     and their inputs drawn, so a dispatch's inputs do not depend on the selection).
     `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`).
     `shipped`: the executables' sha256 the build's compile report recorded; the measured ones
