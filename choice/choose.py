@@ -12,7 +12,7 @@
 
     [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME --qemu qemu-riscv64]
 
-`model_pipeline(strategy = "measured" | "auto")`: each candidate is a complete build of the same module for
+`model_pipeline(strategies = {target: "measured" | "auto"})`: each candidate is a complete build of the same module for
 the same target under one lowering strategy. The chosen one has the fewest cycles for
 one call of the model (each dispatch's cycles times its calls), ties to the earlier candidate:
 - `--by memory-aware-cycles` (riscv): the perf stage's measurement (the last field of a candidate

@@ -18,7 +18,7 @@ gives, for each pipeline target T (common/pipeline_targets.py: riscv, host):
     <name>_T_compiled   iree_compile with the analysis' tiles
     <name>_T            <name>_T.vmfb + <name>_T.manifest.json: the build the static code
                         model prices cheapest on T's core model of tuned and the STRATEGIES
-                        builds (`strategy` / `host_strategy` = "auto", the default), its
+                        builds (`strategies[T]` = "auto", the default), its
                         manifest saying which and why
 plus <name>_host_untuned (IREE's defaults, same target flags) for comparison,
 <name>_riscv_perf and <name>_riscv_untuned_perf (riscv_perf: per-dispatch instruction
@@ -56,8 +56,8 @@ STRATEGY_TARGETS = {
     for strategy in STRATEGIES
 }
 
-# What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategy` and
-# `host_strategy`): one strategy, or a choice among builds of the module under each:
+# What `<name>_riscv` and `<name>_host` are built with (model_pipeline's `strategies`,
+# per pipeline target): one strategy, or a choice among builds of the module under each:
 # "auto", of tuned and STRATEGIES the fewest cycles per call by the static code model on the
 # pipeline target's core model (choice:code_strategy_choice; on riscv another build than tuned is
 # kept only if also measured faster than tuned); "measured" (riscv only), of tuned,
@@ -258,7 +258,7 @@ def _chosen_tiles(prefix, choice, module, hardware, target, calibration = None, 
         **dict(choice_args, **kwargs)
     )
 
-def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategy = "auto", host_strategy = "auto", host_tiles = "predicted"):
+def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted"):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -281,18 +281,16 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
         default: they measure (each runs every dispatch under qemu on two cores, ~20% of a
         cold `//...`) and no test reads them; the measured choice already measured the
         chosen candidates. `[]` builds them with `//...`.
-      strategy: what <name>_riscv packages: "tuned" (IREE's code emission with the analysis'
-        tiles), "codegen" (IREE's defaults), one of STRATEGIES ("datatiling", "ukernels",
-        "directconv"), "auto" (the default: of tuned and STRATEGIES the build with the
-        fewest cycles per call by the static code model on the accelerator description's
-        core model, choice:code_strategy_choice, kept only if also measured faster than tuned
-        under qemu) or "measured" (of tuned, codegen and STRATEGIES the build with the fewest
-        model cycles per call, all measured under qemu). The manifest records the choice and
-        every candidate's figure.
-      host_strategy: what <name>_host packages, the same choices but "measured"; "auto" (the
-        default) prices the builds on the host description's core model (host time is not a
-        deterministic build input, the code is). IREE's defaults are not a candidate of
-        "auto": the tuned build already keeps them wherever nothing is predicted to beat them.
+      strategies: {pipeline target: strategy}, what <name>_<target> packages; a target left out
+        gets "auto". The targets are PIPELINE_TARGETS' ("riscv", "host"). A strategy is "tuned"
+        (IREE's code emission with the analysis' tiles), "codegen" (IREE's defaults), one of
+        STRATEGIES ("datatiling", "ukernels", "directconv"), "auto" (of tuned and STRATEGIES the
+        build with the fewest cycles per call by the static code model on the target's
+        hardware description's core model, choice:code_strategy_choice; on a measured target
+        kept only if also measured faster than tuned under qemu) or, on a measured target only,
+        "measured" (of tuned, codegen and STRATEGIES the build with the fewest model cycles per
+        call, all measured under qemu; host time is not a reproducible build input). The
+        manifest records the choice and every candidate's figure.
       host_tiles: how <name>_host_analysis chooses the host's tiles: "predicted" (the default:
         the analysis' choice, IREE's defaults while the host has no calibration) or "code"
         (choice:code_choice: the candidate the static code model prices cheapest on host.yaml's
@@ -303,16 +301,24 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
     """
     if host_tiles not in HOST_TILE_CHOICES:
         fail("model_pipeline(%s): host_tiles must be one of %s, got %r" % (name, ", ".join(HOST_TILE_CHOICES), host_tiles))
-    for param, value in (("strategy", strategy), ("host_strategy", host_strategy)):
-        if value not in PIPELINE_STRATEGIES:
-            fail("model_pipeline(%s): %s must be one of %s, got %r" % (
+    for target in strategies:
+        if target not in REGISTERED_PIPELINE_TARGETS:
+            fail("model_pipeline(%s): strategies: no pipeline target %r (PIPELINE_TARGETS: %s)" % (
                 name,
-                param,
+                target,
+                ", ".join(REGISTERED_PIPELINE_TARGETS),
+            ))
+    shipped = {target: strategies.get(target, "auto") for target in REGISTERED_PIPELINE_TARGETS}
+    for target, value in shipped.items():
+        if value not in PIPELINE_STRATEGIES:
+            fail("model_pipeline(%s): strategies[%r] must be one of %s, got %r" % (
+                name,
+                target,
                 ", ".join(PIPELINE_STRATEGIES),
                 value,
             ))
-    if host_strategy == "measured":
-        fail("model_pipeline(%s): host_strategy cannot be \"measured\": host time is not a reproducible build input (\"auto\" prices the code)" % name)
+        if value == "measured" and not REGISTERED_PIPELINE_TARGETS[target].measured:
+            fail("model_pipeline(%s): strategies[%r] cannot be \"measured\": %s time is not a reproducible build input (\"auto\" prices the code)" % (name, target, target))
     if not name or "/" in name:
         fail("model_pipeline: bad name %r" % name)
     if split not in SPLITS:
@@ -391,7 +397,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 record_name = "%s_%s" % (name, suffix),
                 tags = ["manual"],
             )
-        chosen = strategy if measured else host_strategy
+        chosen = shipped[suffix]
         by_code = chosen == "auto"  # code_strategy_choice costs the builds' code
         iree_compile(
             name = "%s_%s_compiled" % (name, suffix),
@@ -494,7 +500,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
                 # tuned beside stock IREE (//tools:report -- --collect riscv_stock)
                 ("stock_perf_index", [TUNED, STOCK_IREE_STRATEGY], ["manual"]),
                 # every build <name>_riscv may ship (//peers:collect_ours)
-                ("shipped_perf_index", _shippable_builds(strategy, RECORDED_STRATEGIES.get("%s_%s" % (name, suffix))), ["manual"]),
+                ("shipped_perf_index", _shippable_builds(shipped[suffix], RECORDED_STRATEGIES.get("%s_%s" % (name, suffix))), ["manual"]),
             ):
                 perf_index(
                     name = "%s_%s_%s" % (name, suffix, index),
@@ -524,8 +530,7 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
             "--package=" + native.package_name(),
             "--name=" + name,
             "--model-name=" + model_name,
-            "--riscv-strategy=" + strategy,
-            "--host-strategy=" + host_strategy,
+        ] + ["--%s-strategy=%s" % (target, value) for target, value in shipped.items()] + [
             "--readelf=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-readelf)",
             "--objdump=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-objdump)",
         ],
