@@ -699,3 +699,13 @@ def test_risc_v_code_is_priced_as_qemu_translates_it_not_as_nests():
     """The RISC-V code model predicts perf.measure, which prices qemu's translation blocks one by
     one: it does not overlap iterations."""
     assert machine.X86_64.overlaps_iterations and not machine.RISCV64.overlaps_iterations
+
+
+def test_a_long_inner_loop_is_not_unrolled_into_memory():
+    """An inner loop of a billion trips per outer iteration is too long to price as one region:
+    refused before its instructions are repeated, and priced block by block."""
+    loop_counts = [13.0, 26.0, 78.0, 78.0e9]
+    blocks, loops, counts = _conv_nest(loop_counts)
+    assert machine.nest_iteration(blocks, loops, loop_counts, 2) is None
+    assert machine.nest_cycles(blocks, loops, loop_counts, counts, "znver3", machine.X86_64) == pytest.approx(
+        machine.block_cycles(blocks, counts, "znver3", machine.X86_64))

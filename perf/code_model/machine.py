@@ -205,11 +205,10 @@ def nest_iteration(blocks: list[MachineBlock], loops: list[tuple[int, int]], loo
         if trips != int(trips):
             return None
         inner = nest_iteration(blocks, loops, loop_counts, c) if trips else []
-        if inner is None:
+        # Checked before unrolling: an inner loop of millions of trips is never materialised.
+        if inner is None or len(lines) + len(inner) * trips > MAX_NEST_INSNS:
             return None
         lines += inner * int(trips)
-        if len(lines) > MAX_NEST_INSNS:
-            return None
         i = loops[c][1] + 1
     return lines if len(lines) <= MAX_NEST_INSNS else None
 
