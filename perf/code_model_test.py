@@ -685,8 +685,8 @@ def test_an_irregular_nest_is_priced_block_by_block():
     loop_counts = [13.0, 26.0, 78.0, 235.0]  # 235 / 78 taps: not a whole number
     blocks, loops, counts = _conv_nest(loop_counts)
     per_block = machine.block_cycles(blocks, counts, "znver3", machine.X86_64)
-    # the outermost iteration does not unroll; .LBB0_3's does (3 whole iterations of .LBB0_4
-    # are not: 235/78), so every block is priced on its own
+    # 235 / 78 trips of .LBB0_4 per kernel row are not whole, so no enclosing loop's iteration
+    # unrolls; only .LBB0_4 alone is a region, priced as its one block would be
     assert machine.nest_iteration(blocks, loops, loop_counts, 0) is None
     assert machine.nest_cycles(blocks, loops, loop_counts, counts, "znver3", machine.X86_64) == pytest.approx(per_block)
     never = machine.nest_cycles(blocks, loops, [0.0] * 4, [1.0 if k is None else 0.0 for k in
