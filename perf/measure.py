@@ -50,6 +50,8 @@ from common.provenance import check_build_inputs
 from common.core_models import MODEL_IGNORES, RISCV, core_model
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
+from perf import guest
+from perf.guest import GUEST_ADDRESS_SPACE, GUEST_RUN_PREFIX, GUEST_RUN_ROOT  # noqa: F401 (peers use them)
 from perf import mca
 from perf import memory_model as mem
 from runtime.hal_runner import check_dispatches as chk
@@ -68,15 +70,10 @@ class PerfError(RuntimeError):
 MEASURE_ERRORS = (PerfError, TargetError, HardwareError, mca.McaError, cnt.CountsError)
 
 
-# A guest address space of its own (qemu -R): without it qemu places guest mappings around its
-# own host allocations, so guest addresses, which the cache simulation sees, moved with the
-# build's location (memory-aware cycles differed by ~0.05% between two working directories).
-GUEST_ADDRESS_SPACE = "64G"
-
-
-def _qemu_cmd(qemu: str, vlen: int) -> list[str]:
-    # -L: the pinned riscv64 glibc (a runfile); the guest sees its own paths, never this one.
-    return [qemu, "-cpu", f"rv64,v=true,vlen={vlen}", "-R", GUEST_ADDRESS_SPACE, "-L", str(chk.find_riscv_sysroot())]
+def _qemu_cmd(qemu: str, vlen: int, root: Path) -> list[str]:
+    # root: perf.guest.guest_root of the pinned riscv64 glibc (a runfile); the guest sees its own
+    # paths, never this one, and nothing of the host's files.
+    return guest.qemu_command(qemu, root, vlen)
 
 
 def _qemu_version(qemu: str) -> str:
@@ -115,21 +112,13 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
     return compiled, infos
 
 
-# Where the guest runs: a directory whose absolute path has the same length on every machine.
-# qemu-user puts the runner's resolved path on the guest stack (AT_EXECFN), so its length moves
-# the stack, and with it the line offsets of the dispatch's stack data that the cache simulation
-# sees (mlp_batch32's L1 read misses moved by 0.6% with a runner 60 characters further down).
-GUEST_RUN_ROOT = "/tmp"
-GUEST_RUN_PREFIX = "riscv-perf-"
-
-
 def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: Path, lib: Path,
                   index: int, d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
     # What the guest sees must not depend on where the build runs: the simulated caches see its
     # addresses. So the runner and library are copies (a symlink would resolve to the build's
     # path) under fixed names in a fresh directory of fixed path length, the inputs are linked
     # there under fixed names (the guest's argv is on its stack too), and the environment is
-    # PATH alone.
+    # the guest's own (perf.guest).
     out = out.absolute()
     with tempfile.TemporaryDirectory(prefix=GUEST_RUN_PREFIX, dir=GUEST_RUN_ROOT) as tmp:
         here = Path(tmp)
@@ -142,8 +131,7 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], run
         plugin_spec = ",".join([str(Path(plugin).absolute()), f"out={out}", *plugin_args])
         runner_cmd = [str(Path(qemu_cmd[0]).absolute()), "-plugin", plugin_spec, *qemu_cmd[1:], "./hal_runner"]
         proc = processes.run(chk.dispatch_command(runner_cmd, "./dispatch.so", index, d, local),  # type: ignore[arg-type]: dlopen needs the ./
-                             capture_output=True, text=True, cwd=here,
-                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+                             capture_output=True, text=True, cwd=here, env=guest.environment())
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
                         f"{last_line(proc.stderr)}", d.export)
@@ -281,6 +269,10 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         compiled, infos = _compile(module, target, analysis, work)
+        try:
+            root = guest.guest_root(chk.find_riscv_sysroot(), Path(tempfile.mkdtemp(prefix="guest_", dir=work)))
+        except SystemExit as err:
+            raise PerfError(str(err.code).removeprefix("check_dispatches: ")) from None
         if shipped is not None and compiled.libraries_sha256 != shipped:
             raise PerfError(f"{module.name}: the executables compiled for measurement "
                             f"({_hashes(compiled.libraries_sha256)}) are not the build's "
@@ -288,7 +280,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         exports = {}
         for lib in compiled.libraries:
             try:
-                listed = chk._library_exports(_qemu_cmd(qemu, target.vector_bits) + [str(runner)], lib)
+                listed = chk._library_exports(_qemu_cmd(qemu, target.vector_bits, root) + [str(runner)], lib)
             except SystemExit as err:  # a runner of another architecture, say
                 raise PerfError(f"{runner}: cannot list {lib.name}'s dispatches under qemu: "
                                 f"{str(err.code).split(': ', 2)[-1]}") from None
@@ -312,7 +304,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             names = [n for n in names if n in only]
         jobs_list = []
         for h, (hw, _) in enumerate(hws):
-            qemu_cmd = _qemu_cmd(qemu, hw.compute.vector_bits)
+            qemu_cmd = _qemu_cmd(qemu, hw.compute.vector_bits, root)
             for name in names:
                 i = folder_of[name]
                 lib, index = exports[name]

@@ -18,10 +18,12 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/hal_runner/hal_abi.h"
 
@@ -83,18 +85,24 @@ static void* aligned_buffer(size_t size) {
   return ptr;
 }
 
+// Plain read(2), not stdio: a FILE's buffer is malloc'ed at the size of the host file
+// system's st_blksize, which qemu passes to the guest, so the guest heap (and the
+// addresses the cache simulation sees) would move with the machine's file system.
 static void* read_file(const char* path, size_t* out_size) {
-  FILE* f = fopen(path, "rb");
-  if (!f) die(EXIT_IO, "cannot open binding file %s: %s", path, strerror(errno));
-  if (fseek(f, 0, SEEK_END) != 0) die(EXIT_IO, "cannot seek %s", path);
-  long size = ftell(f);
-  if (size < 0) die(EXIT_IO, "cannot size %s", path);
-  rewind(f);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) die(EXIT_IO, "cannot open binding file %s: %s", path, strerror(errno));
+  off_t size = lseek(fd, 0, SEEK_END);
+  if (size < 0 || lseek(fd, 0, SEEK_SET) != 0) die(EXIT_IO, "cannot size %s", path);
   void* data = aligned_buffer((size_t)size);
   if (!data) die(EXIT_IO, "out of memory reading %s", path);
-  if (size && fread(data, 1, (size_t)size, f) != (size_t)size)
-    die(EXIT_IO, "short read from %s", path);
-  fclose(f);
+  size_t done = 0;
+  while (done < (size_t)size) {
+    ssize_t got = read(fd, (char*)data + done, (size_t)size - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) die(EXIT_IO, "short read from %s", path);
+    done += (size_t)got;
+  }
+  close(fd);
   *out_size = (size_t)size;
   return data;
 }
@@ -146,6 +154,7 @@ static int parse_list(const char* text, uint32_t* out, int max,
 static int read_constants_file(const char* path, uint32_t* out, int max) {
   FILE* f = fopen(path, "r");
   if (!f) die(EXIT_IO, "cannot open constants file %s: %s", path, strerror(errno));
+  setvbuf(f, NULL, _IONBF, 0);  // no st_blksize-sized buffer on the heap (see read_file)
   char word[64];
   int count = 0;
   while (fscanf(f, "%63s", word) == 1) {
