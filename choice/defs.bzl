@@ -14,6 +14,16 @@ load("//perf:defs.bzl", "LLVM_ATTRS", "llvm_dir", "perf_of")
 # measured, so exact): 3 picks the same candidates on all 7 calibration models.
 MEASURED_CANDIDATES = 3
 
+# Buffer placements a riscv switch from IREE's default is judged over (choice/tune.py
+# beyond_spread): a candidate that beats the default at placement 0 is run with it under
+# placements 1..3 too and is taken only when its worst placement beats the default's best.
+# Chosen on the calibration models' placement spread (docs/data/placement_spread.md, 8
+# placements of mlp, se_net and conv1d_audio, 2026-11-28: every dispatch's range is below 1.1%
+# of its figure; placements 0..3 already show >= 80% of the 8-placement range on 31 of 37
+# dispatches, and the 6 others move by 0.33% or less); each extra placement is two more qemu
+# runs per switched dispatch.
+MEASURED_PLACEMENTS = 4
+
 # Candidates per riscv dispatch the code model (perf/code_model/) costs statically before the
 # shortlist is made: IREE's default and the 5 best predicted others; the shortlist takes the
 # cheapest of them. Each is one more compile of the model, no qemu run (for ResNet-18 about
@@ -62,7 +72,8 @@ def _measured_choice_impl(ctx):
             target.name,
         ))
     how = ["--runner", ctx.file._runner.path, "--plugin", ctx.file._plugin.path, "--qemu", ctx.file._qemu.path,
-           "--candidates", str(ctx.attr.candidates), "--code-ranked", str(ctx.attr.code_ranked)]
+           "--candidates", str(ctx.attr.candidates), "--code-ranked", str(ctx.attr.code_ranked),
+           "--placements", str(ctx.attr.placements)]
     if ctx.attr.allow_no_core_model:
         how.append("--allow-no-core-model")
     inputs = [ctx.file._runner, ctx.file._plugin, ctx.file._qemu]
@@ -113,6 +124,7 @@ measured_choice = rule(
         "analysis": attr.label(mandatory = True, providers = [AnalysisInfo], doc = "a zigzag_analysis for a riscv accelerator_target"),
         "candidates": attr.int(default = MEASURED_CANDIDATES, doc = "shortlist per dispatch: IREE's default and the best ranked others"),
         "code_ranked": attr.int(default = CODE_RANKED, doc = "candidates per dispatch costed by the code model to rank the shortlist (0: the prediction ranks it)"),
+        "placements": attr.int(default = MEASURED_PLACEMENTS, doc = "buffer placements a switch from IREE's default must win under, every one"),
         "allow_no_core_model": attr.bool(default = False, doc = "a description without a core model keeps the predicted choice (a sweep's VLEN 256)"),
         "record_name": attr.string(doc = "the choice's tuning record, <record_name>.json (e.g. mlp_batch32_riscv): when set, the choice is keyed (choice/records.py), replayed from that file of `records` when its key matches, else measured, and its record written as <name>.record.json"),
         "records": attr.label_list(allow_files = True, doc = "committed tuning records (//tuning/records:all); only <record_name>.json is read"),

@@ -103,12 +103,13 @@ def tool_versions(llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> dic
 
 
 def record_key(analysis: Analysis, target_name: str, target: Path, hardware: Path, module: Path,
-               candidates: int, code_ranked: int, tools: dict[str, str]) -> RecordKey:
+               candidates: int, code_ranked: int, tools: dict[str, str], placements: int = 1) -> RecordKey:
     """The key of a measured choice of `analysis` (the predicted one, before any costing)."""
     return RecordKey(
         model=analysis.model, target=target_name, target_sha256=sha256_file(target),
         hardware=analysis.hardware, hardware_sha256=sha256_file(hardware),
         module_sha256=sha256_file(module), candidates_per_dispatch=candidates, code_ranked=code_ranked,
+        placements=placements,
         tools=tools, dispatches={d.name: dispatch_key(d) for d in analysis.dispatches})
 
 
@@ -204,7 +205,8 @@ def _result_of(c: Candidate) -> CandidateResult:
     if c.measured_model_cycles is not None:
         measured = Measurement(model_cycles=c.measured_model_cycles,
                                memory_aware_cycles=c.measured_memory_aware_cycles,
-                               energy_pj=c.measured_energy_pj, traffic_bytes=c.measured_traffic_bytes)
+                               energy_pj=c.measured_energy_pj, traffic_bytes=c.measured_traffic_bytes,
+                               placement_memory_aware_cycles=c.measured_placement_memory_aware_cycles)
     return CandidateResult(code_model_cycles=c.code_model_cycles, code_error=c.code_error,
                            measured=measured, measure_error=c.measure_error)
 

@@ -243,13 +243,14 @@ class _Round:
     def __init__(self, a: argparse.Namespace, work: Path):
         self.a, self.work = a, work
 
-    def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, "Measured"]:
+    def __call__(self, analysis: dict, only: set[str], tag: str,
+                 placements: tuple[int, ...] = (0,)) -> dict[str, "Measured"]:
         path = self.work / f"{tag}.analysis.json"
         path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
         report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
                          self.a.plugin, self.a.model_name, self.a.jobs, only=only,
-                         inputs_dir=self.work / "inputs", qemu=self.a.qemu)
-        return {d.name: Measured.of(d) for d in report.runs[0].dispatches}
+                         inputs_dir=self.work / "inputs", qemu=self.a.qemu, placements=placements)
+        return {d.name: Measured.of(d, placements) for d in report.runs[0].dispatches}
 
 
 @dataclass(frozen=True)
@@ -261,17 +262,52 @@ class Measured:
     memory_aware_cycles: int
     energy_pj: float
     traffic_bytes: dict[str, int]  # level name -> bytes served to the level above + taken from it
+    # Memory-aware cycles under buffer placements 1..K-1 (placement_spread), when measured.
+    placement_memory_aware_cycles: tuple[int, ...] | None = None
 
     @property
     def dram_bytes(self) -> int:
         return list(self.traffic_bytes.values())[-1]
 
     @classmethod
-    def of(cls, d: DispatchPerf) -> "Measured | None":
+    def of(cls, d: DispatchPerf, placements: tuple[int, ...] = (0,)) -> "Measured | None":
         if d.model_cycles is None or d.memory is None:
             return None
+        by_placement = (tuple(d.placement_memory_aware_cycles[p] for p in placements)
+                        if placements != (0,) else None)
         return cls(d.model_cycles, d.memory.cycles, d.memory.energy_pj,
-                   {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels})
+                   {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels}, by_placement)
+
+
+def placement_figures(m) -> list[int] | None:
+    """A measurement's memory-aware cycles under placements 0..K-1, or None without placements
+    1..K-1 (a Measured or a record's Measurement)."""
+    if m is None or m.placement_memory_aware_cycles is None:
+        return None
+    return [m.memory_aware_cycles, *m.placement_memory_aware_cycles]
+
+
+def beyond_spread(candidate: list[int], default: list[int]) -> bool:
+    """The candidate wins beyond the placement spread: its worst placement beats the default's
+    best (paired placements, the same offsets for both). Equal figures are a tie, not a win."""
+    return max(candidate) < min(default)
+
+
+def provisional_switches(analysis: Analysis, measured: dict, choices: set[str], size: int) -> dict[str, str]:
+    """Dispatch -> the candidate that beats IREE's default at placement 0, for the dispatches
+    of `choices` where one does (strictly fewer memory-aware cycles)."""
+    out = {}
+    for d in analysis.model_dump(mode="json")["dispatches"]:
+        if d["name"] not in choices:
+            continue
+        names = [n for n in shortlist(d, size) if (d["name"], n) in measured]
+        if DEFAULT not in names:
+            continue
+        best = min(names, key=lambda n: (measured[(d["name"], n)].memory_aware_cycles, names.index(n)))
+        if best != DEFAULT and (measured[(d["name"], best)].memory_aware_cycles
+                                < measured[(d["name"], DEFAULT)].memory_aware_cycles):
+            out[d["name"]] = best
+    return out
 
 
 def _cost_of_chosen(d: Dispatch, chosen: Candidate) -> Cost | None:
@@ -288,10 +324,12 @@ def _cost_of_chosen(d: Dispatch, chosen: Candidate) -> Cost | None:
 
 
 def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core: str,
-         code_ranked: int = 0) -> tuple[Analysis, list[str]]:
+         code_ranked: int = 0, placements: int = 1) -> tuple[Analysis, list[str]]:
     """(the analysis with measured choices, per-round log lines). `measure_round(analysis_dict,
-    dispatches, tag)` returns dispatch -> Measured (None: no core model) or raises PerfError.
-    Each dispatch keeps the candidate with the fewest memory-aware cycles."""
+    dispatches, tag[, placements=...])` returns dispatch -> Measured (None: no core model) or
+    raises PerfError. Each dispatch keeps the candidate with the fewest memory-aware cycles; with
+    `placements` K > 1, a candidate beating IREE's default is measured with the default under
+    placements 1..K-1 and replaces it only when it wins under all K (`beyond_spread`)."""
     base = analysis.model_dump(mode="json")
     measured: dict[tuple[str, str], Measured] = {}
     failed: dict[tuple[str, str], str] = {}
@@ -339,7 +377,28 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
             log.append(f"round {j}: {len(group)} candidates measured")
         if j == 0 and not choices:
             raise TuneError(f"IREE's default configs cannot be measured: no dispatch's ran ({log[-1]})")
-    return decide(analysis, measured, failed, choices, offered, size, hardware_name, core, code_ranked), log
+    switches = provisional_switches(analysis, measured, choices, size) if placements > 1 else {}
+    others = tuple(range(1, placements))
+    for what, assign in (("IREE's default", {d: DEFAULT for d in switches}), ("candidates", switches)):
+        if not assign:
+            continue
+        forced = forced_analysis(base, {**{d["name"]: DEFAULT for d in base["dispatches"]}, **assign},
+                                 f"measured choice, placements of {what}")
+        tag = "placements_default" if what.startswith("IREE") else "placements_candidates"
+        try:
+            figures = measure_round(forced, set(assign), tag, placements=others)
+        except MEASURE_ERRORS as err:
+            raise TuneError(f"{what} measured once cannot be measured under placements {others}: "
+                            f"{first_line(err)}") from None
+        for d, c in assign.items():
+            if figures.get(d) is None or figures[d].placement_memory_aware_cycles is None:
+                raise TuneError(f"{d}: no placement figures for {c}")
+            m = measured[(d, c)]
+            measured[(d, c)] = Measured(m.model_cycles, m.memory_aware_cycles, m.energy_pj, m.traffic_bytes,
+                                        figures[d].placement_memory_aware_cycles)
+        log.append(f"placements 1..{placements - 1}: {what} of {len(assign)} dispatches measured")
+    return decide(analysis, measured, failed, choices, offered, size, hardware_name, core, code_ranked,
+                  placements), log
 
 
 def measure_tries(analysis: Analysis, size: int, failed: dict[tuple[str, str], str]) -> set[tuple[str, str]]:
@@ -355,10 +414,13 @@ def measure_tries(analysis: Analysis, size: int, failed: dict[tuple[str, str], s
 
 
 def decide(analysis: Analysis, measured: dict, failed: dict[tuple[str, str], str], choices: set[str],
-           offered: int, size: int, hardware_name: str, core: str, code_ranked: int) -> Analysis:
+           offered: int, size: int, hardware_name: str, core: str, code_ranked: int,
+           placements: int = 1) -> Analysis:
     """The analysis with each dispatch of `choices` given the candidate of fewest memory-aware
     cycles among its measured shortlist (`measured`: (dispatch, candidate) -> Measured or a
-    tuning record's Measurement) and every shortlisted candidate's figures or error."""
+    tuning record's Measurement) and every shortlisted candidate's figures or error. With
+    `placements` > 1 a candidate replaces IREE's default only beyond the placement spread
+    (`beyond_spread`); the two must carry their placement figures."""
     dispatches = []
     for d in analysis.dispatches:
         names = shortlist(d.model_dump(mode="json"), size)
@@ -370,6 +432,8 @@ def decide(analysis: Analysis, measured: dict, failed: dict[tuple[str, str], str
             return {"measured_model_cycles": m and m.model_cycles,
                     "measured_memory_aware_cycles": m and m.memory_aware_cycles,
                     "measured_energy_pj": m and m.energy_pj, "measured_traffic_bytes": m and m.traffic_bytes,
+                    "measured_placement_memory_aware_cycles":
+                        list(m.placement_memory_aware_cycles) if m and m.placement_memory_aware_cycles else None,
                     "measure_error": failed.get(key)}
         cands = [c.model_copy(update=figures((d.name, c.name))) if c.name in names else c
                  for c in d.candidates]
@@ -385,6 +449,18 @@ def decide(analysis: Analysis, measured: dict, failed: dict[tuple[str, str], str
         ok = [n for n in names if by_name[n].measured_memory_aware_cycles is not None]
         # Fewest memory-aware cycles; ties go to the earlier (IREE's default first).
         best = min(ok, key=lambda n: (by_name[n].measured_memory_aware_cycles, names.index(n)))
+        spread = ""
+        if best != DEFAULT and placements > 1:
+            ours, theirs = placement_figures(measured.get((d.name, best))), placement_figures(measured.get((d.name, DEFAULT)))
+            if ours is None or theirs is None:
+                raise TuneError(f"{d.name}: {best} beat IREE's default without placement figures for both")
+            if beyond_spread(ours, theirs):
+                spread = (f"; beyond the placement spread: worst of {placements} placements {max(ours):,} "
+                          f"< IREE's default's best {min(theirs):,}")
+            else:
+                spread = (f"; {best} ({min(ours):,}-{max(ours):,} over {placements} placements) is within "
+                          f"the placement spread of IREE's default ({min(theirs):,}-{max(theirs):,})")
+                best = DEFAULT
         chosen = by_name[best]
         kept = " (IREE's default kept)" if best == DEFAULT else ""
         reason = (f"{d.kind}: measured choice on {core} ({hardware_name}): {best} at "
@@ -392,7 +468,7 @@ def decide(analysis: Analysis, measured: dict, failed: dict[tuple[str, str], str
                   f"{default_cycles:,} ({chosen.measured_memory_aware_cycles / default_cycles:.3f}x){kept}; "
                   f"{len(ok)} of {len(names)} shortlisted candidates measured"
                   + (f", {len(names) - len(ok)} failed" if len(ok) < len(names) else "")
-                  + f"; analysis: {d.reason}")
+                  + spread + f"; analysis: {d.reason}")
         dispatches.append(d.model_copy(update={
             "candidates": cands, "chosen": best, "provenance": chosen.generator,
             "tiles": None if best == DEFAULT else chosen.tiles, "reason": reason,
@@ -403,12 +479,13 @@ def decide(analysis: Analysis, measured: dict, failed: dict[tuple[str, str], str
         "summary": summary.model_dump(),
         "measured_choice": MeasuredChoice(
             hardware=hardware_name, core=core, candidates_per_dispatch=size, code_ranked=code_ranked,
-            measured=len(measured), failed=len(failed), dispatches=offered).model_dump()})
+            placements=placements, measured=len(measured), failed=len(failed),
+            dispatches=offered).model_dump()})
     return result
 
 
 def replay(analysis: Analysis, record: TuningRecord, size: int, hardware_name: str, core: str,
-           code_ranked: int) -> tuple[Analysis | None, str]:
+           code_ranked: int, placements: int = 1) -> tuple[Analysis | None, str]:
     """(the measured choice `tune` would make from the record's figures, "") or (None, why the
     record cannot stand in for a measurement): the same decision code, fed the recorded code-model
     figures and measurements instead of compiling and running. The record must hold exactly the
@@ -428,7 +505,14 @@ def replay(analysis: Analysis, record: TuningRecord, size: int, hardware_name: s
     choices = {d for d in offered if (d, DEFAULT) not in failed}
     if not choices:
         return None, "no dispatch's IREE default measured"
-    return decide(analysis, measured, failed, choices, len(offered), size, hardware_name, core, code_ranked), ""
+    if placements > 1:
+        for d, c in sorted(provisional_switches(analysis, measured, choices, size).items()):
+            for name in (c, DEFAULT):
+                figures = placement_figures(measured.get((d, name)))
+                if figures is None or len(figures) != placements:
+                    return None, f"it lacks the {placements} placement figures of {d}'s candidate {name}"
+    return decide(analysis, measured, failed, choices, len(offered), size, hardware_name, core, code_ranked,
+                  placements), ""
 
 
 def _coverage(needed: set[tuple[str, str]], recorded: set[tuple[str, str]], what: str) -> str:
@@ -630,6 +714,10 @@ def main(argv: list[str] | None = None) -> int:
                    "the code model (perf/code_model/) and shortlist the cheapest; 0: shortlist by "
                    "the analysis' prediction")
     p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
+    p.add_argument("--placements", type=int, default=1,
+                   help="--by memory-aware-cycles: buffer placements a switch from IREE's default is judged "
+                   "over (1: placement 0 alone); a candidate replaces the default only when its worst "
+                   "placement beats the default's best")
     p.add_argument("--allow-no-core-model", action="store_true",
                    help="for a description without a model_core, keep the analysis' predicted "
                    "choice (the output's measured_choice stays empty) instead of failing")
@@ -676,6 +764,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise TuneError(f"--by memory-aware-cycles needs --{missing[0]}")
             if a.candidates < 2:
                 raise TuneError(f"--candidates {a.candidates}: a choice needs at least 2 (IREE's default and one more)")
+            if a.placements < 1:
+                raise TuneError(f"--placements {a.placements}: at least 1 (placement 0, the natural layout)")
         hw = load_hardware(a.hardware)
         try:
             analysis = Analysis.model_validate_json(a.analysis.read_text())
@@ -710,7 +800,8 @@ def main(argv: list[str] | None = None) -> int:
         outputs, log, result = {}, [], None
         if a.record_name is not None:
             key = records.record_key(analysis, analysis.target, a.target, a.hardware, a.module, a.candidates,
-                                     a.code_ranked, records.tool_versions(a.llvm_bin, a.qemu, a.plugin, a.runner))
+                                     a.code_ranked, records.tool_versions(a.llvm_bin, a.qemu, a.plugin, a.runner),
+                                     a.placements)
             result, why = _from_record(a, analysis, key, hw.name, hw.model_core)
             refresh = f"bazel run //tools:tune -- {a.refresh_target}"
             if result is None and a.records_ignored:
@@ -730,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
                     result = choose_tiles_by_code(analysis, a.margin, hw.name, hw.model_core, a.code_ranked, term)
                 else:
                     result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
-                                            a.code_ranked)
+                                            a.code_ranked, a.placements)
                     log += tune_log
         if a.record_name is not None:
             outputs[a.record_out] = records.dump_record(records.make_record(a.record_name, refresh, key, result))
@@ -764,7 +855,7 @@ def _from_record(a: argparse.Namespace, analysis: Analysis, key: "records.Record
     if diffs:
         more = f"; {len(diffs) - 1} more differences" if len(diffs) > 1 else ""
         return None, f"{a.record}: {diffs[0]}{more}"
-    result, why = replay(analysis, record, a.candidates, hardware_name, core, a.code_ranked)
+    result, why = replay(analysis, record, a.candidates, hardware_name, core, a.code_ranked, a.placements)
     return result, (f"{a.record}: {why}" if why else "")
 
 

@@ -304,6 +304,65 @@ def test_a_record_lacking_a_figure_or_with_one_too_many_is_not_replayed():
     assert why.startswith("it has a code-model figure of x's candidate"), why
 
 
+class PlacedCore(FakeCore):
+    """FakeCore whose candidates also run under buffer placements: `spread[(dispatch, candidate)]`
+    is added to placement p's figure times p (placement 0 is the plain figure)."""
+
+    def __init__(self, cycles, spread):
+        super().__init__(cycles)
+        self.spread, self.placed = spread, []
+
+    def __call__(self, analysis, only, tag, placements=(0,)):
+        out = super().__call__(analysis, only, tag)
+        if placements == (0,):
+            return out
+        chosen = {d["name"]: d["chosen"] for d in analysis["dispatches"]}
+        self.placed.append((tag, {d: chosen[d] for d in only}, placements))
+        return {d: Measured(m.model_cycles, m.memory_aware_cycles + placements[0] * self.spread[(d, chosen[d])],
+                            m.energy_pj, m.traffic_bytes,
+                            tuple(self.cycles[(d, chosen[d])] + p * self.spread[(d, chosen[d])] for p in placements))
+                for d, m in out.items()}
+
+
+def test_a_switch_must_win_under_every_placement():
+    """x's candidate a wins at placement 0 by 1% but loses under placement 3: within the spread,
+    IREE's default is kept. y's b wins by 10% under all four: it switches. z's default wins:
+    nothing else is run. A tie is a tie."""
+    names = [DEFAULT, "a", "b"]
+    a = _analysis({"x": names, "y": names, "z": names, "t": names})
+    cycles = {("x", DEFAULT): 1000, ("x", "a"): 990, ("x", "b"): 2000,
+              ("y", DEFAULT): 1000, ("y", "a"): 1500, ("y", "b"): 900,
+              ("z", DEFAULT): 500, ("z", "a"): 600, ("z", "b"): 700,
+              ("t", DEFAULT): 500, ("t", "a"): 500, ("t", "b"): 700}
+    spread = {k: 0 for k in cycles} | {("x", "a"): 5, ("y", "b"): 5, ("y", DEFAULT): -3}
+    core = PlacedCore(cycles, spread)
+    out, log = tune(a, core, 3, "riscv_rvv", "p670", 0, placements=4)
+    chosen = {d.name: d.chosen for d in out.dispatches}
+    assert chosen == {"x": DEFAULT, "y": "b", "z": DEFAULT, "t": DEFAULT}
+    # Only the provisional switches (x: a, y: b) and their defaults ran under placements 1..3.
+    assert sorted((tag, tuple(sorted(group.items())), p) for tag, group, p in core.placed) == [
+        ("placements_candidates", (("x", "a"), ("y", "b")), (1, 2, 3)),
+        ("placements_default", (("x", DEFAULT), ("y", DEFAULT)), (1, 2, 3))]
+    by = {(d.name, c.name): c for d in out.dispatches for c in d.candidates}
+    assert by[("x", "a")].measured_placement_memory_aware_cycles == [995, 1000, 1005]
+    assert by[("y", DEFAULT)].measured_placement_memory_aware_cycles == [997, 994, 991]
+    assert by[("z", "a")].measured_placement_memory_aware_cycles is None
+    x = next(d for d in out.dispatches if d.name == "x")
+    assert "within the placement spread" in x.reason and out.measured_choice.placements == 4
+    # The record carries the placement figures and replays to the same choice; without them it
+    # does not stand in for a measurement.
+    key = records.RecordKey(model="m", target="t", target_sha256="0", hardware="riscv_rvv", hardware_sha256="0",
+                            module_sha256="0", candidates_per_dispatch=3, code_ranked=0, tools={}, placements=4,
+                            dispatches={d.name: records.dispatch_key(d) for d in a.dispatches})
+    record = records.TuningRecord.model_validate_json(records.dump_record(records.make_record("m_riscv", "r", key, out)))
+    again, why = replay(a, record, 3, "riscv_rvv", "p670", 0, placements=4)
+    assert why == "" and again.model_dump() == out.model_dump()
+    stripped = record.model_copy(deep=True)
+    stripped.results["y"]["b"].measured.placement_memory_aware_cycles = None
+    _, why = replay(a, stripped, 3, "riscv_rvv", "p670", 0, placements=4)
+    assert why == "it lacks the 4 placement figures of y's candidate b", why
+
+
 def test_a_key_difference_names_the_component():
     a = _analysis({"x": [DEFAULT, "a"], "y": [DEFAULT, "a"]})
     b = _analysis({"x": [DEFAULT, "a", "b"], "y": [DEFAULT, "a"]})

@@ -77,6 +77,10 @@ class Candidate(_Strict):
     measured_memory_aware_cycles: int | None = Field(default=None, ge=0)
     measured_energy_pj: float | None = Field(default=None, ge=0)
     measured_traffic_bytes: dict[str, int] | None = None
+    # With placements > 1 (MeasuredChoice), for IREE's default and the candidate that beat it:
+    # memory-aware cycles under buffer placements 1..K-1 (perf.measure.placement_offsets; the
+    # figure above is placement 0's). A switch must win under every placement.
+    measured_placement_memory_aware_cycles: list[int] | None = None
     measure_error: str | None = None
     # Set by a measured choice for the candidates it costed statically before shortlisting
     # (perf/code_model/: the generated code's model cycles, nothing run), or why not.
@@ -203,6 +207,9 @@ class MeasuredChoice(_Strict):
     # Candidates per dispatch costed by the code model to rank the shortlist (0: the analysis'
     # prediction ranks it).
     code_ranked: int = Field(default=0, ge=0)
+    # Buffer placements a switch from IREE's default is judged over: it is taken only when the
+    # candidate's worst placement beats the default's best (a win beyond the placement spread).
+    placements: int = Field(default=1, ge=1)
     dispatches: int = Field(ge=0)  # dispatches with a choice (a shortlist of 2 or more)
     measured: int = Field(ge=0)  # candidates measured, over those dispatches
     failed: int = Field(ge=0)  # shortlisted candidates that did not compile or run

@@ -69,6 +69,10 @@ class DispatchPerf(_Strict):
     model_cycles: int | None = Field(ge=0)  # None: no core model for this VLEN (counts only)
     fma_peak_share: float | None  # macs / (model_cycles x peak MACs per cycle); None without MACs
     memory: MemoryAware | None = None  # None: no core model (counts only)
+    # Memory-aware cycles of the dispatch under each buffer placement measured (perf.measure's
+    # placement_offsets: 0 is the runner's natural layout, p > 0 seeded binding offsets), when
+    # more than the natural one was asked for; the figures above are the first placement's.
+    placement_memory_aware_cycles: dict[int, int] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _classes_add_up(self):

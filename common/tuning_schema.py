@@ -48,6 +48,7 @@ class RecordKey(_Strict):
     by: Literal["memory-aware-cycles"] = "memory-aware-cycles"
     candidates_per_dispatch: int = Field(ge=2)
     code_ranked: int = Field(ge=0)
+    placements: int = Field(default=1, ge=1)  # buffer placements a switch is judged over
     # Tool name -> version or sha256: iree-base-compiler (the pip pin), llvm19 (the pinned
     # Debian package's files), qemu (the binary built from the pinned source), the TCG plugin,
     # the riscv64 runner, and the Python code that compiles, runs and prices a candidate.
@@ -63,6 +64,9 @@ class Measurement(_Strict):
     energy_pj: float = Field(ge=0)
     # Memory level name -> bytes, innermost first (the order is the hierarchy's; DRAM last).
     traffic_bytes: dict[str, int]
+    # Memory-aware cycles under buffer placements 1..K-1 (IREE's default and a candidate that
+    # beat it at placement 0); the figures above are placement 0's.
+    placement_memory_aware_cycles: list[int] | None = None
 
 
 class CandidateResult(_Strict):

@@ -112,8 +112,29 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
     return compiled, infos
 
 
+# Buffer placements. Where the runner's buffers fall decides which cache sets and pages a
+# dispatch's data meets, and so its memory-aware figure (page-aligned buffers moved mlp_batch32
+# by 11%): a figure of one placement is partly placement luck. Placement 0 is the runner's
+# natural layout; placement p > 0 shifts binding b's buffer by a seeded multiple of 64 bytes
+# below PLACEMENT_SPAN (the set span of a 512 KiB 8-way L2 of 64-byte lines: every set of
+# either cache level can be met), the same offsets for every dispatch and candidate.
+PLACEMENT_SEED = 59
+PLACEMENT_SPAN = 64 * 1024
+_MAX_BINDINGS = 64  # hal_runner's
+
+
+def placement_offsets(placement: int, bindings: int) -> list[int]:
+    """Binding byte offsets of `placement` (0: none) for a dispatch with `bindings` bindings:
+    binding b's offset depends on (placement, b) alone."""
+    if placement == 0:
+        return [0] * bindings
+    rng = np.random.default_rng([PLACEMENT_SEED, placement])
+    return [64 * int(x) for x in rng.integers(0, PLACEMENT_SPAN // 64, size=_MAX_BINDINGS)[:bindings]]
+
+
 def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: Path, lib: Path,
-                  index: int, d: chk.Dispatch, inputs: list[Path], out: Path) -> cnt.DispatchCounts:
+                  index: int, d: chk.Dispatch, inputs: list[Path], out: Path,
+                  placement: int = 0) -> cnt.DispatchCounts:
     # What the guest sees must not depend on where the build runs: the simulated caches see its
     # addresses. So the runner and library are copies (a symlink would resolve to the build's
     # path) under fixed names in a fresh directory of fixed path length, the inputs are linked
@@ -130,8 +151,10 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], run
             (here / local[-1]).symlink_to(Path(path).absolute())
         plugin_spec = ",".join([str(Path(plugin).absolute()), f"out={out}", *plugin_args])
         runner_cmd = [str(Path(qemu_cmd[0]).absolute()), "-plugin", plugin_spec, *qemu_cmd[1:], "./hal_runner"]
-        proc = processes.run(chk.dispatch_command(runner_cmd, "./dispatch.so", index, d, local),  # type: ignore[arg-type]: dlopen needs the ./
-                             capture_output=True, text=True, cwd=here, env=guest.environment())
+        cmd = chk.dispatch_command(runner_cmd, "./dispatch.so", index, d, local)  # type: ignore[arg-type]: dlopen needs the ./
+        if placement:
+            cmd += ["--binding-offsets", ",".join(map(str, placement_offsets(placement, len(inputs))))]
+        proc = processes.run(cmd, capture_output=True, text=True, cwd=here, env=guest.environment())
     if proc.returncode != 0:
         raise PerfError(f"{d.export}: runner failed under qemu (exit {proc.returncode}): "
                         f"{last_line(proc.stderr)}", d.export)
@@ -141,13 +164,16 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], run
         raise PerfError(f"{d.export}: {err}", d.export) from None
 
 
-def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, cnt.DispatchCounts],
+def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, dict[int, cnt.DispatchCounts]],
               compiled, infos: dict[str, dsp.DispatchInfo], mattr: str) -> CoreRun:
+    """`placed`: dispatch -> placement -> counts, the first placement's figures the report's."""
+    counts = {name: next(iter(placed[name].values())) for name in names}
     regions: dict[mca.Region, None] = {}
     for name in names:
-        for block in counts[name].blocks:
-            for region, _ in mca.regions_of(block):
-                regions.setdefault(region)
+        for c in placed[name].values():
+            for block in c.blocks:
+                for region, _ in mca.regions_of(block):
+                    regions.setdefault(region)
     cycles = None
     if hw.model_core is not None:
         try:
@@ -166,9 +192,15 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
         macs = _macs(info) if info else 0
         share = (macs / (model_cycles * hw.macs_per_cycle)) if macs and model_cycles else None
         memory = None
+        by_placement = {}
         if model_cycles is not None:
             try:
                 memory = mem.memory_aware(hw, c, model_cycles, macs)
+                if len(placed[name]) > 1 or 0 not in placed[name]:
+                    for p, pc in placed[name].items():
+                        p_cycles = round(sum((cycles[r] * n for b in pc.blocks for r, n in mca.regions_of(b)),
+                                             Fraction(0)))
+                        by_placement[p] = mem.memory_aware(hw, pc, p_cycles, macs).cycles
             except mem.MemoryModelError as err:
                 raise PerfError(f"{name}: {err}", name) from None
         results.append(DispatchPerf(
@@ -179,7 +211,7 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], counts: dict[str, c
             instructions=c.instructions, classes=c.by_class(), vector_fma=c.vector_fma,
             vector_lmul_weighted=weighted / 8, vector_lmul_unknown=unknown, blocks=len(c.blocks),
             model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None,
-            memory=memory))
+            memory=memory, placement_memory_aware_cycles=by_placement))
     measured = cycles is not None
     return CoreRun(hardware=hw.name, hardware_sha256=sha256_file(hw_path), core=hw.model_core,
                    vlen=hw.compute.vector_bits, peak_macs_per_cycle=hw.macs_per_cycle,
@@ -230,14 +262,18 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
             counts_only_ok: bool = False, only: set[str] | None = None,
             inputs_dir: Path | None = None, shipped: dict[str, str] | None = None, *,
-            qemu: Path) -> PerfReport:
+            qemu: Path, placements: tuple[int, ...] = (0,)) -> PerfReport:
     """Every dispatch of the module measured on each description; `only`: those dispatches
     alone (choice.tune measures the ones whose candidate changed; the rest are still compiled
     and their inputs drawn, so a dispatch's inputs do not depend on the selection).
     `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`).
     `shipped`: the executables' sha256 the build's compile report recorded; the measured ones
     must be the same bytes. `qemu`: the qemu-riscv64 that loads the plugin
-    (//tools/qemu:qemu-riscv64)."""
+    (//tools/qemu:qemu-riscv64). `placements`: the buffer placements each dispatch runs under
+    (`placement_offsets`); the report's figures are the first's, and with more than placement 0
+    each dispatch also lists its memory-aware cycles under every one."""
+    if not placements or len(set(placements)) != len(placements) or min(placements) < 0:
+        raise PerfError(f"placements {placements}: expected distinct non-negative placement numbers")
     target = load_target(target_path)
     if not target.is_riscv:
         raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
@@ -308,16 +344,18 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             for name in names:
                 i = folder_of[name]
                 lib, index = exports[name]
-                out = work / f"d{i:03d}" / f"counts_{hw.name}.txt"
-                jobs_list.append(((h, name), (qemu_cmd, plugin, mem.plugin_cache_args(hw), runner, lib, index,
-                                              compiled.dispatches[name], inputs[name], out)))
-        counts: dict[tuple[int, str], cnt.DispatchCounts] = {}
+                for p in placements:
+                    out = work / f"d{i:03d}" / (f"counts_{hw.name}.txt" if p == 0 else f"counts_{hw.name}_p{p}.txt")
+                    jobs_list.append(((h, name, p), (qemu_cmd, plugin, mem.plugin_cache_args(hw), runner, lib,
+                                                     index, compiled.dispatches[name], inputs[name], out, p)))
+        counts: dict[tuple[int, str, int], cnt.DispatchCounts] = {}
         with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
             futures = {pool.submit(_run_dispatch, *job): key for key, job in jobs_list}
             for fut in concurrent.futures.as_completed(futures):
                 counts[futures[fut]] = fut.result()
-        runs = [_core_run(hw, p, names, {n: counts[(h, n)] for n in names}, compiled, infos, mattr)
-                for h, (hw, p) in enumerate(hws)]
+        runs = [_core_run(hw, path, names, {n: {p: counts[(h, n, p)] for p in placements} for n in names},
+                          compiled, infos, mattr)
+                for h, (hw, path) in enumerate(hws)]
 
     return PerfReport(**_build_fields(module, target, analysis, model_name),
                       tools={"qemu": _qemu_version(qemu), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
@@ -427,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-json", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
     p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
+    p.add_argument("--placements", type=int, default=1,
+                   help="buffer placements each dispatch runs under (placement 0, the natural layout, "
+                        "gives the report's figures; each dispatch lists its memory-aware cycles under all)")
     p.add_argument("--allow-counts-only", action="store_true",
                    help="accept descriptions without a model_core: instruction counts, no model cycles")
     p.add_argument("--compiled-report", type=Path, default=None,
@@ -450,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
                              args.model_name, args.jobs, args.keep_temps, args.allow_counts_only,
                              shipped=compiled.executables_sha256 if compiled is not None else None,
-                             qemu=args.qemu)
+                             qemu=args.qemu, placements=tuple(range(args.placements)))
         write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     if cli.failed:
         return cli.exit_code

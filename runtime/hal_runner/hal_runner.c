@@ -6,10 +6,13 @@
 //   hal_runner LIB.so --export N --workgroup-count X,Y,Z
 //              [--constants C0,C1,... | --constants-file FILE]
 //              --binding FILE|zeros:NBYTES ... [--output I=FILE ...]
+//              [--binding-offsets O0,O1,...]
 //
 // Bindings are given in the export's binding order; each buffer is the file's
 // bytes (or NBYTES zero bytes). After the dispatch, binding I is written to
-// FILE for every --output. Constants are 32-bit words (decimal or 0x hex); a
+// FILE for every --output. --binding-offsets places binding I's buffer OI bytes
+// (a multiple of 64) past its 64-byte aligned allocation: perf measures a dispatch
+// over several such placements (perf/measure.py). Constants are 32-bit words (decimal or 0x hex); a
 // constants file holds them separated by whitespace.
 //
 // Exit codes: 0 ok, 2 usage, 3 not an IREE HAL executable library,
@@ -88,13 +91,14 @@ static void* aligned_buffer(size_t size) {
 // Plain read(2), not stdio: a FILE's buffer is malloc'ed at the size of the host file
 // system's st_blksize, which qemu passes to the guest, so the guest heap (and the
 // addresses the cache simulation sees) would move with the machine's file system.
-static void* read_file(const char* path, size_t* out_size) {
+static void* read_file(const char* path, size_t* out_size, size_t offset) {
   int fd = open(path, O_RDONLY);
   if (fd < 0) die(EXIT_IO, "cannot open binding file %s: %s", path, strerror(errno));
   off_t size = lseek(fd, 0, SEEK_END);
   if (size < 0 || lseek(fd, 0, SEEK_SET) != 0) die(EXIT_IO, "cannot size %s", path);
-  void* data = aligned_buffer((size_t)size);
-  if (!data) die(EXIT_IO, "out of memory reading %s", path);
+  char* base = aligned_buffer((size_t)size + offset);
+  if (!base) die(EXIT_IO, "out of memory reading %s", path);
+  void* data = base + offset;
   size_t done = 0;
   while (done < (size_t)size) {
     ssize_t got = read(fd, (char*)data + done, (size_t)size - done);
@@ -225,7 +229,8 @@ static void usage(void) {
           "usage: hal_runner LIB.so --info\n"
           "       hal_runner LIB.so --export N --workgroup-count X,Y,Z\n"
           "           [--constants C0,C1,...|--constants-file FILE]\n"
-          "           --binding FILE|zeros:NBYTES ... [--output I=FILE ...]\n");
+          "           --binding FILE|zeros:NBYTES ... [--output I=FILE ...]\n"
+          "           [--binding-offsets O0,O1,...]\n");
   exit(EXIT_USAGE);
 }
 
@@ -239,6 +244,8 @@ int main(int argc, char** argv) {
   uint32_t constants[MAX_CONSTANTS];
   int constant_count = 0;
   const char* binding_args[MAX_BINDINGS];
+  uint32_t binding_offsets[MAX_BINDINGS] = {0};
+  int offset_count = 0;
   int binding_count = 0;
   int output_index[MAX_OUTPUTS];
   const char* output_path[MAX_OUTPUTS];
@@ -266,6 +273,12 @@ int main(int argc, char** argv) {
       constant_count = parse_list(value, constants, MAX_CONSTANTS, "constant");
     } else if (!strcmp(arg, "--constants-file")) {
       constant_count = read_constants_file(value, constants, MAX_CONSTANTS);
+    } else if (!strcmp(arg, "--binding-offsets")) {
+      offset_count = parse_list(value, binding_offsets, MAX_BINDINGS, "binding offset");
+      for (int b = 0; b < offset_count; ++b)
+        if (binding_offsets[b] % 64)
+          die(EXIT_USAGE, "bad --binding-offsets '%s': %u is not a multiple of 64", value,
+              binding_offsets[b]);
     } else if (!strcmp(arg, "--binding")) {
       if (binding_count == MAX_BINDINGS) die(EXIT_USAGE, "too many bindings");
       binding_args[binding_count++] = value;
@@ -324,6 +337,8 @@ int main(int argc, char** argv) {
         attrs->binding_count, binding_count);
   if (count_xyz[2] > 0xFFFFu) die(EXIT_USAGE, "workgroup count z > 65535");
 
+  if (offset_count && offset_count != binding_count)
+    die(EXIT_USAGE, "--binding-offsets has %d values for %d bindings", offset_count, binding_count);
   void* binding_ptrs[MAX_BINDINGS];
   size_t binding_lengths[MAX_BINDINGS];
   for (int b = 0; b < binding_count; ++b) {
@@ -331,11 +346,12 @@ int main(int argc, char** argv) {
       char* end = NULL;
       unsigned long long n = strtoull(binding_args[b] + 6, &end, 10);
       if (*end) die(EXIT_USAGE, "bad binding '%s'", binding_args[b]);
-      binding_ptrs[b] = aligned_buffer((size_t)n);
+      char* base = aligned_buffer((size_t)n + binding_offsets[b]);
+      if (!base) die(EXIT_IO, "out of memory for binding %d", b);
+      binding_ptrs[b] = base + binding_offsets[b];
       binding_lengths[b] = (size_t)n;
-      if (!binding_ptrs[b]) die(EXIT_IO, "out of memory for binding %d", b);
     } else {
-      binding_ptrs[b] = read_file(binding_args[b], &binding_lengths[b]);
+      binding_ptrs[b] = read_file(binding_args[b], &binding_lengths[b], binding_offsets[b]);
     }
   }
   for (int o = 0; o < output_count; ++o)
