@@ -5,6 +5,8 @@
         --measured <measured>.{analysis.json,tune.md,record.json}
     python -m tuning.check strategies --committed tuning/strategies/*.json \\
         --recorded-bzl tuning/strategies/recorded.bzl --built <pipeline>_<target>.strategy_record.json...
+    python -m tuning.check agree --committed R --replayed <hit>.{analysis.json,tune.md,record.json} \\
+        --perf <pipeline>_perf.perf.json
 
 `keys`: every pipeline's record is committed and its key is the tree's (the key each build of the
 riscv measured choice computed, in its <name>.record.json), and no committed record is an orphan.
@@ -18,6 +20,11 @@ what the committed records generate.
 `reproduce`: one pipeline measured again here reproduces its committed record byte for byte, and
 the replayed build's outputs equal the measured build's. A difference is listed figure by figure
 (value recorded vs measured, in parts per million), never rounded away.
+
+`agree`: one source for every figure. The perf report of the build that replays a record (the
+same executables the choice measured for its chosen candidates) gives each dispatch the figures
+the record holds for the candidate chosen: model cycles, memory-aware cycles, energy and traffic,
+to the last digit.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from common.analysis_schema import Analysis
+from common.perf_schema import PerfReport
 from common.tuning_schema import TuningRecord
 from choice.records import (RecordError, dump_record, dump_strategy_record, key_differences, load_record,
                           load_strategy_record, strategy_key_differences)
@@ -165,6 +174,37 @@ def check_reproduce(committed: Path, replayed_files: list[Path], measured_files:
     return problems
 
 
+def check_agree(committed: Path, replayed_files: list[Path], perf_json: Path) -> tuple[list[str], int]:
+    """(problems, dispatches compared): the perf report's figures of each dispatch whose chosen
+    candidate the record measured, against the record's."""
+    hit = _by_suffix(replayed_files, "--replayed")
+    record = load_record(committed)
+    if hit[".record.json"].read_text() != committed.read_text():
+        return [f"{hit['.record.json']}: the build did not replay {committed}"], 0
+    analysis = Analysis.model_validate_json(hit[".analysis.json"].read_text())
+    report = PerfReport.model_validate_json(perf_json.read_text())
+    runs = [r for r in report.runs if r.hardware == record.key.hardware]
+    if len(runs) != 1:
+        return [f"{perf_json}: no run on {record.key.hardware}, the record's hardware"], 0
+    chosen = {d.name: d.chosen for d in analysis.dispatches}
+    problems, compared = [], 0
+    for d in runs[0].dispatches:
+        result = record.results.get(d.name, {}).get(chosen.get(d.name) or "")
+        if result is None or result.measured is None:
+            continue  # no choice was measured for it (a shortlist of one)
+        m, compared = result.measured, compared + 1
+        ours = {"model_cycles": d.model_cycles, "memory_aware_cycles": d.memory.cycles,
+                "energy_pj": d.memory.energy_pj,
+                "traffic_bytes": {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels}}
+        for field, value in ours.items():
+            if getattr(m, field) != value:
+                problems.append(f"{d.name} ({chosen[d.name]}): {field} {getattr(m, field)} in {committed.name}, "
+                                f"{value} in {perf_json.name}")
+    if not compared:
+        problems.append(f"{perf_json}: no dispatch's chosen candidate is measured in {committed}")
+    return problems, compared
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tuning.check", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -181,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="the outputs of the build that replays the record (analysis, markdown, record)")
     r.add_argument("--measured", nargs=3, type=Path, required=True,
                    help="the same outputs of the build that measures")
+    ag = sub.add_parser("agree")
+    ag.add_argument("--committed", type=Path, required=True)
+    ag.add_argument("--replayed", nargs=3, type=Path, required=True,
+                    help="the outputs of the build that replays the record (analysis, markdown, record)")
+    ag.add_argument("--perf", nargs="+", type=Path, required=True,
+                    help="the perf report of that build (its .perf.json; other files given are ignored)")
     a = p.parse_args(argv)
     try:
         if a.what == "keys":
@@ -190,6 +236,13 @@ def main(argv: list[str] | None = None) -> int:
             problems = check_strategies(a.committed, a.built, a.recorded_bzl)
             ok = (f"{len([b for b in a.built if b.name.endswith(STRATEGY_SUFFIX)])} strategy choices' records "
                   "match the tree and recorded.bzl")
+        elif a.what == "agree":
+            reports = [f for f in a.perf if f.name.endswith(".perf.json")]
+            if len(reports) != 1:
+                raise RecordError(f"--perf: {len(reports)} files ending .perf.json (a perf report has one)")
+            a.perf = reports[0]
+            problems, compared = check_agree(a.committed, a.replayed, a.perf)
+            ok = f"{a.perf.name}: {compared} dispatches' figures equal {a.committed.name}'s for their chosen candidates"
         else:
             problems = check_reproduce(a.committed, a.replayed, a.measured)
             ok = f"{a.committed}: measured again, reproduced byte for byte; replayed outputs equal measured"
