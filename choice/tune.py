@@ -382,7 +382,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
     for what, assign in (("IREE's default", {d: DEFAULT for d in switches}), ("candidates", switches)):
         if not assign:
             continue
-        forced = forced_analysis(base, {**{d["name"]: DEFAULT for d in base["dispatches"]}, **assign},
+        forced = forced_analysis(base, {**{d: DEFAULT for d in round_assignments(base, size)[0]}, **assign},
                                  f"measured choice, placements of {what}")
         tag = "placements_default" if what.startswith("IREE") else "placements_candidates"
         try:

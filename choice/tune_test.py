@@ -329,7 +329,7 @@ def test_a_switch_must_win_under_every_placement():
     IREE's default is kept. y's b wins by 10% under all four: it switches. z's default wins:
     nothing else is run. A tie is a tie."""
     names = [DEFAULT, "a", "b"]
-    a = _analysis({"x": names, "y": names, "z": names, "t": names})
+    a = _analysis({"x": names, "y": names, "z": names, "t": names, "u": []})  # u: no candidates at all
     cycles = {("x", DEFAULT): 1000, ("x", "a"): 990, ("x", "b"): 2000,
               ("y", DEFAULT): 1000, ("y", "a"): 1500, ("y", "b"): 900,
               ("z", DEFAULT): 500, ("z", "a"): 600, ("z", "b"): 700,
@@ -338,7 +338,7 @@ def test_a_switch_must_win_under_every_placement():
     core = PlacedCore(cycles, spread)
     out, log = tune(a, core, 3, "riscv_rvv", "p670", 0, placements=4)
     chosen = {d.name: d.chosen for d in out.dispatches}
-    assert chosen == {"x": DEFAULT, "y": "b", "z": DEFAULT, "t": DEFAULT}
+    assert chosen == {"x": DEFAULT, "y": "b", "z": DEFAULT, "t": DEFAULT, "u": DEFAULT}
     # Only the provisional switches (x: a, y: b) and their defaults ran under placements 1..3.
     assert sorted((tag, tuple(sorted(group.items())), p) for tag, group, p in core.placed) == [
         ("placements_candidates", (("x", "a"), ("y", "b")), (1, 2, 3)),
