@@ -141,17 +141,25 @@ def text_cycles(regions: list[tuple[list[str], tuple[str, str] | None]], core: s
     """Cycles per execution on `core` of each region given as (assembly lines, (LMUL, SEW)
     in force on entry, or None when unknown, set inside the region or not RISC-V).
 
-    A region priced before in this process is not priced again. (llvm-mca carries an LMUL
-    instrument into the next region, so a region whose vector code runs before its own vset,
-    with no known vtype on entry, takes its neighbour's; it keeps the first one it was priced
-    with.)"""
+    A region priced before in this process is not priced again.
+
+    llvm-mca carries an LMUL/SEW instrument from one region into the next, so a region without
+    its own (no known vtype on entry) would take whichever region happened to precede it: its
+    price, and a dispatch's model cycles, depended on which other code was priced in the same
+    run (se_net's main_dispatch_21 gave 131,259 model cycles measured with 8 other dispatches and
+    141,869 with all 27). Regions without instruments are therefore priced in runs of their own,
+    where no instrument is ever set: each is priced as llvm-mca prices code with no vtype known,
+    whatever else is priced beside it."""
     keys = [(triple, core, tuple(lines), instruments) for lines, instruments in regions]
     todo = list(dict.fromkeys(k for k in keys if k not in _PRICED))
     if len(_PRICED) + len(todo) > _PRICED_MAX:
         _PRICED.clear()
         todo = list(dict.fromkeys(keys))
-    for start in range(0, len(todo), _CHUNK):
-        chunk = todo[start:start + _CHUNK]
+    plain = [k for k in todo if k[3] is None]
+    instrumented = [k for k in todo if k[3] is not None]
+    chunks = ([plain[i:i + _CHUNK] for i in range(0, len(plain), _CHUNK)]
+              + [instrumented[i:i + _CHUNK] for i in range(0, len(instrumented), _CHUNK)])
+    for chunk in chunks:
         text = []
         for i, (_, _, lines, instruments) in enumerate(chunk):
             text.append(f"# LLVM-MCA-BEGIN r{i}")
