@@ -174,7 +174,7 @@ def price(counts: cnt.DispatchCounts, hw: Hardware, macs: int) -> dict:
     if hw.model_core is None:
         raise PeerError(f"{hw.name}: no model_core: nothing to price on")
     regions: dict[mca.Region, None] = {}
-    for block in counts.blocks:
+    for block in counts.priced_blocks:
         for region, _ in mca.regions_of(block):
             regions.setdefault(region)
     try:
@@ -182,8 +182,8 @@ def price(counts: cnt.DispatchCounts, hw: Hardware, macs: int) -> dict:
                                        hw.model_core, mattr(hw))
     except mca.McaError as err:
         raise PeerError(f"{hw.name} ({hw.model_core}): {err}") from None
-    model_cycles = round(sum((cycles[r] * n for b in counts.blocks for r, n in mca.regions_of(b)), Fraction(0)))
-    fences = sum(fenced.get(r, 0) * n for b in counts.blocks for r, n in mca.regions_of(b))
+    model_cycles = round(sum((cycles[r] * n for b in counts.priced_blocks for r, n in mca.regions_of(b)), Fraction(0)))
+    fences = sum(fenced.get(r, 0) * n for b in counts.priced_blocks for r, n in mca.regions_of(b))
     classes = counts.by_class()
     vector = sum(v for k, v in classes.items() if k.startswith("vector_") or k == "vset")
     weighted, unknown = counts.lmul_weighted_x8()

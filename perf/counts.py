@@ -72,9 +72,12 @@ class CacheTraffic:
 @dataclass
 class DispatchCounts:
     """Everything one dispatch executed, merged over the blocks QEMU translated, and the data
-    traffic of its window through the simulated caches (empty when none were simulated)."""
+    traffic of its window through the simulated caches (empty when none were simulated).
+    `priced_blocks` is what the core model prices: `blocks` with the blocks QEMU split at a
+    guest page boundary joined again (`join_page_splits`)."""
 
     blocks: list[Block] = field(default_factory=list)
+    priced_blocks: list[Block] = field(default_factory=list)
     caches: list[CacheTraffic] = field(default_factory=list)
     dram_read_bytes: int = 0
     dram_write_bytes: int = 0
@@ -109,6 +112,120 @@ class DispatchCounts:
         return weighted, unknown
 
 
+# QEMU ends a translation block before an instruction that starts on the next guest page, so
+# the same straight-line code is one block or two depending on where the linker put it. The
+# core model prices each block as a region of its own (perf/mca.py), so a loop body split at a
+# page cost more than the same bytes unsplit: se_net's dispatch 21 priced 141,869 model cycles
+# in one link of the module and 131,259 in another (its inner loop crossed 0x...5000 in one).
+# Joining the two halves again makes the price independent of the code's page offset.
+PAGE_BYTES = 4096
+
+
+def _words(code: bytes) -> list[tuple[int, int]]:
+    """(instruction word, byte length) of each RISC-V instruction in `code` (2 or 4 bytes)."""
+    out, at = [], 0
+    while at < len(code):
+        size = 4 if code[at] & 3 == 3 else 2
+        out.append((int.from_bytes(code[at:at + size], "little"), size))
+        at += size
+    return out
+
+
+def _transfers_control(word: int, size: int) -> bool:
+    """A branch, jump, call or trap: a block ending with it need not fall through."""
+    if size == 4:
+        return word & 0x7F in (0x63, 0x67, 0x6F, 0x73)
+    quadrant, funct3 = word & 3, (word >> 13) & 7
+    if quadrant == 1 and funct3 in (1, 5, 6, 7):  # c.jal (rv32), c.j, c.beqz, c.bnez
+        return True
+    return quadrant == 2 and funct3 == 4 and (word >> 2) & 0x1F == 0  # c.jr, c.jalr, c.ebreak
+
+
+def _vset_slot(word: int) -> int:
+    """The vtype slot a vset{i}vl{i} sets (perf/qemu_plugin/insn_classes.c's vset_slot)."""
+    if word >> 31 == 0:
+        vtype = (word >> 20) & 0x7FF
+    elif word >> 30 == 3:
+        vtype = (word >> 20) & 0x3FF
+    else:
+        return SLOT_UNKNOWN
+    vlmul, vsew = vtype & 7, (vtype >> 3) & 7
+    if vtype & ~0xFF or vlmul == 4 or vsew > 3:
+        return SLOT_UNKNOWN
+    return vsew * 8 + vlmul
+
+
+def _exit_slot(code: bytes, entry: int) -> tuple[int, bool]:
+    """(the vtype slot after the code when entered at `entry`, whether the code sets one)."""
+    slot, sets = entry, False
+    for word, size in _words(code):
+        if size == 4 and word & 0x7F == 0x57 and (word >> 12) & 7 == 7:
+            slot, sets = _vset_slot(word), True
+    return slot, sets
+
+
+def join_page_splits(raw: list[tuple[int, Block]]) -> list[Block]:
+    """The blocks as the core model prices them: each block A that QEMU ended at a page boundary
+    without a control transfer falls through into the block B starting there, so A's executions
+    are priced as one region A+B (entered at A's vtype) and B keeps only its other entries. `raw`:
+    (guest address, block) per translated block; a B whose entries do not add up is left as is."""
+    same: dict[tuple[int, bytes], Block] = {}  # QEMU may translate one address more than once
+    for addr, b in raw:
+        if (addr, b.code) in same:
+            execs = Counter(dict(same[(addr, b.code)].executions))
+            execs.update(dict(b.executions))
+            b = Block(b.code, b.insns, b.nvec_entry, b.weight_after_x8, b.nvec_after_unknown, b.fma, b.classes,
+                      tuple(sorted(execs.items())))
+        same[(addr, b.code)] = b
+    raw = sorted(same.items())
+    raw = [(addr, b) for (addr, _), b in raw]
+    by_start: dict[int, list[int]] = {}
+    for i, (addr, _) in enumerate(raw):
+        by_start.setdefault(addr, []).append(i)
+    joined: list[Block] = []
+    remaining = {i: Counter(dict(b.executions)) for i, (_, b) in enumerate(raw)}
+    for i, (addr, a) in enumerate(raw):
+        end = addr + len(a.code)
+        words = _words(a.code)
+        if end % PAGE_BYTES or not words or _transfers_control(*words[-1]):
+            continue
+        successors = by_start.get(end, [])
+        if len(successors) != 1:
+            continue
+        j = successors[0]
+        b = raw[j][1]
+        into_b = Counter()
+        a_execs = tuple(sorted((slot, n) for slot, n in remaining[i].items() if n > 0))
+        for slot, n in a_execs:
+            after, _ = _exit_slot(a.code, slot)
+            into_b[after] += n
+        if any(remaining[j][slot] < n for slot, n in into_b.items()):
+            continue
+        remaining[j].subtract(into_b)
+        _, a_sets = _exit_slot(a.code, 0)
+        nvec_entry = a.nvec_entry + (b.nvec_entry if not a_sets else 0)
+        joined.append(Block(a.code + b.code, a.insns + b.insns, nvec_entry, a.weight_after_x8 + b.weight_after_x8,
+                            a.nvec_after_unknown + b.nvec_after_unknown, a.fma + b.fma,
+                            tuple(x + y for x, y in zip(a.classes, b.classes)), a_execs))
+        remaining[i] = Counter()
+    for i, (_, block) in enumerate(raw):
+        left = tuple(sorted((slot, n) for slot, n in remaining[i].items() if n > 0))
+        if left:
+            joined.append(Block(block.code, block.insns, block.nvec_entry, block.weight_after_x8,
+                                block.nvec_after_unknown, block.fma, block.classes, left))
+    return _merge_by_code(joined)
+
+
+def _merge_by_code(blocks: list[Block]) -> list[Block]:
+    merged: dict[bytes, tuple[Block, Counter]] = {}
+    for b in blocks:
+        if b.code not in merged:
+            merged[b.code] = (b, Counter())
+        merged[b.code][1].update(dict(b.executions))
+    return [Block(b.code, b.insns, b.nvec_entry, b.weight_after_x8, b.nvec_after_unknown, b.fma, b.classes,
+                  tuple(sorted(execs.items()))) for code, (b, execs) in sorted(merged.items())]
+
+
 def read_counts(path: Path) -> DispatchCounts:
     """Parses one plugin output; blocks with identical code are merged."""
     try:
@@ -141,12 +258,12 @@ def read_counts(path: Path) -> DispatchCounts:
             raise CountsError(f"{path}:{body + 1}: expected the 'dram READ WRITE' line")
         out.dram_read_bytes, out.dram_write_bytes = int(parts[1]), int(parts[2])
         body += 1
-    merged: dict[bytes, dict] = {}
+    raw: list[tuple[int, Block]] = []
     for number, line in enumerate(lines[body:], start=body + 1):
         parts = line.split()
         if len(parts) < 11 or parts[0] != "block":
             raise CountsError(f"{path}:{number}: malformed block line")
-        _vaddr, size, insns, nvec, weight, unknown, fma = parts[1:8]
+        vaddr, size, insns, nvec, weight, unknown, fma = parts[1:8]
         classes = tuple(int(c) for c in parts[8].split(","))
         code = bytes.fromhex(parts[9])
         if len(code) != int(size) or len(classes) != len(CLASSES) or sum(classes) != int(insns):
@@ -155,12 +272,8 @@ def read_counts(path: Path) -> DispatchCounts:
         for item in parts[10:]:
             slot, n = item.split(":")
             execs[int(slot)] += int(n)
-        entry = merged.setdefault(code, {
-            "insns": int(insns), "nvec": int(nvec), "weight": int(weight), "unknown": int(unknown),
-            "fma": int(fma), "classes": classes, "execs": Counter()})
-        entry["execs"].update(execs)
-    for code in sorted(merged):
-        e = merged[code]
-        out.blocks.append(Block(code, e["insns"], e["nvec"], e["weight"], e["unknown"], e["fma"],
-                                e["classes"], tuple(sorted(e["execs"].items()))))
+        raw.append((int(vaddr, 16), Block(code, int(insns), int(nvec), int(weight), int(unknown), int(fma),
+                                          classes, tuple(sorted(execs.items())))))
+    out.blocks = _merge_by_code([b for _, b in raw])
+    out.priced_blocks = join_page_splits(raw)
     return out

@@ -171,7 +171,7 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
     regions: dict[mca.Region, None] = {}
     for name in names:
         for c in placed[name].values():
-            for block in c.blocks:
+            for block in c.priced_blocks:
                 for region, _ in mca.regions_of(block):
                     regions.setdefault(region)
     cycles = None
@@ -186,7 +186,7 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
         c = counts[name]
         model_cycles = None
         if cycles is not None:
-            model_cycles = round(sum((cycles[r] * n for b in c.blocks for r, n in mca.regions_of(b)), Fraction(0)))
+            model_cycles = round(sum((cycles[r] * n for b in c.priced_blocks for r, n in mca.regions_of(b)), Fraction(0)))
         weighted, unknown = c.lmul_weighted_x8()
         info = infos.get(name)
         macs = _macs(info) if info else 0
@@ -198,7 +198,7 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
                 memory = mem.memory_aware(hw, c, model_cycles, macs)
                 if len(placed[name]) > 1 or 0 not in placed[name]:
                     for p, pc in placed[name].items():
-                        p_cycles = round(sum((cycles[r] * n for b in pc.blocks for r, n in mca.regions_of(b)),
+                        p_cycles = round(sum((cycles[r] * n for b in pc.priced_blocks for r, n in mca.regions_of(b)),
                                              Fraction(0)))
                         by_placement[p] = mem.memory_aware(hw, pc, p_cycles, macs).cycles
             except mem.MemoryModelError as err:

@@ -1,0 +1,62 @@
+"""perf.counts.join_page_splits: a block QEMU ended at a guest page boundary is priced joined
+with the block it falls through into, so the same code costs the same wherever it is linked."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from perf.counts import PAGE_BYTES, Block, join_page_splits
+
+ADDI = (0x00150513).to_bytes(4, "little")  # addi a0, a0, 1
+BNEZ = (0xFE051EE3).to_bytes(4, "little")  # bnez a0, -4
+VSETVLI_M2 = (0x0D107057).to_bytes(4, "little")  # vsetvli zero, zero, e32, m2, ta, ma
+CLASSES = (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+def _block(code: bytes, execs: dict[int, int]) -> Block:
+    n = len(code) // 4
+    return Block(code, n, 0, 0, 0, 0, (n,) + (0,) * 10, tuple(sorted(execs.items())))
+
+
+def _instructions(blocks: list[Block]) -> int:
+    return sum(b.insns * b.count for b in blocks)
+
+
+def test_a_block_split_at_a_page_is_priced_joined_with_its_fall_through():
+    a = _block(ADDI * 4, {16: 10})  # ends exactly at the page: QEMU cut it there
+    b = _block(ADDI + BNEZ, {16: 30})  # the loop's tail: entered from a and from its own branch
+    raw = [(PAGE_BYTES - 16, a), (PAGE_BYTES, b)]
+    priced = join_page_splits(raw)
+    by_code = {p.code: p for p in priced}
+    assert by_code[a.code + b.code].executions == ((16, 10),)
+    assert by_code[b.code].executions == ((16, 20),)
+    assert a.code not in by_code
+    assert _instructions(priced) == _instructions([a, b])
+    # The same code linked elsewhere in the page is one block: the same regions either way,
+    # up to how QEMU would split it (the joined region is what an unsplit link executes).
+    unsplit = join_page_splits([(0x100, _block(a.code + b.code, {16: 10})), (0x110, _block(b.code, {16: 20}))])
+    assert sorted(p.code for p in unsplit) == sorted(by_code)
+
+
+def test_the_entry_vtype_of_the_fall_through_follows_a_vset():
+    a = _block(ADDI + VSETVLI_M2, {64: 5})
+    b = _block(ADDI + BNEZ, {17: 9})  # e32 m2 = slot 2*8+1
+    priced = {p.code: p for p in join_page_splits([(PAGE_BYTES - 8, a), (PAGE_BYTES, b)])}
+    assert priced[a.code + b.code].executions == ((64, 5),)
+    assert priced[b.code].executions == ((17, 4),)
+
+
+@pytest.mark.parametrize("case", ["branch at the end", "not at a page", "entries do not add up"])
+def test_no_join_where_the_block_need_not_fall_through(case):
+    a = _block(ADDI * 3 + (BNEZ if case == "branch at the end" else ADDI), {16: 10})
+    b = _block(ADDI + BNEZ, {16: 5 if case == "entries do not add up" else 30})
+    start = PAGE_BYTES - 16 + (8 if case == "not at a page" else 0)
+    priced = join_page_splits([(start, a), (start + 16, b)])
+    assert sorted(p.code for p in priced) == sorted([a.code, b.code])
+    assert _instructions(priced) == _instructions([a, b])
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v", "-p", "no:cacheprovider"]))
