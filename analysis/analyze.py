@@ -11,7 +11,7 @@ the calibration) prices every candidate; the cheapest is compiled when it is pre
 least the calibration's margin cheaper than IREE's default, else IREE's default is kept.
 
 Progress goes to stderr; one summary line to stdout. Bad input: one line on stderr, exit 2
-(SIGINT/SIGTERM: one line, 128 + the signal).
+(SIGINT/SIGTERM/SIGHUP: one line, 128 + the signal).
 """
 
 from __future__ import annotations
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     args = p.parse_args(argv)
-    # SIGINT/SIGTERM unwind like Ctrl-C (common/errors.py): workers terminated, temporary
+    # SIGINT/SIGTERM/SIGHUP unwind like Ctrl-C (common/errors.py): workers terminated, temporary
     # directories removed, one line.
     with OneLineErrors("analysis", args.module, (hwmod.HardwareError, TargetError,
                                                  dsp.AnalysisInputError)) as cli:

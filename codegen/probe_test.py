@@ -2,7 +2,7 @@
 naming the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
 Issue 51's cases: outputs aliasing inputs or each other, --keep-temps given a directory that is
 not the command's own, targets iree-compile or LLVM refuse (blamed on the target, not the module),
-unwritable outputs, and SIGTERM while iree-compile runs."""
+unwritable outputs, and SIGTERM, SIGINT or SIGHUP while iree-compile runs."""
 
 import os
 import signal
@@ -170,9 +170,10 @@ def test_keep_temps_fills_an_empty_directory_and_deletes_nothing(p):
     assert (p.root / "kept" / "diagnostics.txt").is_file()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_signal_while_iree_compiles_is_one_line_and_leaves_nothing(p, signum):
-    """SIGTERM left 90-224 MB of temporaries; Ctrl-C printed 18-40 lines of traceback."""
+    """SIGTERM left 90-224 MB of temporaries; Ctrl-C printed 18-40 lines of traceback; SIGHUP left
+    iree-compile orphaned and $TMPDIR/codegen.* behind (issue 62)."""
     p.put(SMALL, "small.mlir")
     before = snapshot(p.root)
     result, seen = p.interrupt(*compile_(module="small.mlir"), signum=signum,

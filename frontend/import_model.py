@@ -17,7 +17,7 @@ Outputs:
 Bad input gives one line `import_model: <name>: <reason>` on stderr, exit code 1,
 and no output files (both are written to temporaries next to the outputs, then
 renamed; outputs of an earlier run are left as they were). Goldens are finite: a NaN or
-Inf the framework computes is refused. SIGINT/SIGTERM: one line, exit 128 + the signal.
+Inf the framework computes is refused. SIGINT/SIGTERM/SIGHUP: one line, exit 128 + the signal.
 """
 
 import argparse
