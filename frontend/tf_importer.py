@@ -94,6 +94,11 @@ def _to_stablehlo(model, np_inputs):
 def import_tf(model, np_inputs):
     """Returns (bytecode, [(name, numpy output)]) for a Keras model / tf.Module and its example
     inputs, the outputs in the order the module returns them."""
+    torch = sys.modules.get("torch")  # a torch model's module has imported it; never imported here
+    if torch is not None and isinstance(model, torch.nn.Module):
+        # It was called on TF tensors and failed with a bare TypeError deep in torch (issue 62).
+        raise ImportFailure(f"framework tensorflow needs a Keras model or callable, got the torch.nn.Module "
+                            f"{type(model).__name__}: declare framework torch")
     if not callable(model):
         raise ImportFailure(f"framework tensorflow needs a Keras model or callable, got {type(model).__name__}")
     hlo, outputs = _to_stablehlo(model, np_inputs)

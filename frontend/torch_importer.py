@@ -60,7 +60,9 @@ def import_torch(model, inputs, np_inputs):
     import torch
 
     if not isinstance(model, torch.nn.Module):
-        raise ImportFailure(f"framework torch needs a torch.nn.Module, got {type(model).__name__}")
+        keras = sys.modules.get("keras")
+        hint = ": declare framework tensorflow" if keras is not None and isinstance(model, keras.Model) else ""
+        raise ImportFailure(f"framework torch needs a torch.nn.Module, got {type(model).__name__}{hint}")
     # The golden inputs are exactly what the model sees.
     tensors = tuple(torch.from_numpy(x.copy()) for x in np_inputs)
     model = model.eval()
