@@ -4,6 +4,9 @@
 
 Reads `<module>.manifest.json` next to the vmfb (written by runtime/hal_module).
 Only host-target modules can run here: there is no riscv64 IREE runtime on this machine.
+--check compares output_<i> of the npz with the module's i-th result (a structured model's
+golden names each by its place, `names`); it refuses a NaN or Inf input and a tolerance that is
+negative or not finite.
 """
 
 from __future__ import annotations
