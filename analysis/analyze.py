@@ -65,9 +65,12 @@ def _worker_init() -> None:
     # Workers die at once on the SIGTERM Pool.terminate() sends, whatever the parent's handler
     # is. (A handler raising SystemExit instead once left an idle worker alive, its exception
     # lost, and Pool.join waited on it forever.) Their ZigZag dump directories are under the
-    # analysis' temporary directory, removed after the workers are joined.
+    # analysis' temporary directory, removed after the workers are joined. SIGINT and SIGHUP
+    # reach the whole process group (Ctrl-C, a closed terminal): the analysis ends the workers;
+    # a worker running the inherited handler printed its own traceback.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def _run_zigzag(jobs_in: list[tuple], jobs: int, show_progress: bool | None) -> list[tuple]:
