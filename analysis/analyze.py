@@ -11,7 +11,7 @@ the calibration) prices every candidate; the cheapest is compiled when it is pre
 least the calibration's margin cheaper than IREE's default, else IREE's default is kept.
 
 Progress goes to stderr; one summary line to stdout. Bad input: one line on stderr, exit 2
-(SIGINT/SIGTERM: one line, 128 + the signal).
+(SIGINT/SIGTERM/SIGHUP: one line, 128 + the signal).
 """
 
 from __future__ import annotations
@@ -65,9 +65,12 @@ def _worker_init() -> None:
     # Workers die at once on the SIGTERM Pool.terminate() sends, whatever the parent's handler
     # is. (A handler raising SystemExit instead once left an idle worker alive, its exception
     # lost, and Pool.join waited on it forever.) Their ZigZag dump directories are under the
-    # analysis' temporary directory, removed after the workers are joined.
+    # analysis' temporary directory, removed after the workers are joined. SIGINT and SIGHUP
+    # reach the whole process group (Ctrl-C, a closed terminal): the analysis ends the workers;
+    # a worker running the inherited handler printed its own traceback.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def _run_zigzag(jobs_in: list[tuple], jobs: int, show_progress: bool | None) -> list[tuple]:
@@ -342,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     args = p.parse_args(argv)
-    # SIGINT/SIGTERM unwind like Ctrl-C (common/errors.py): workers terminated, temporary
+    # SIGINT/SIGTERM/SIGHUP unwind like Ctrl-C (common/errors.py): workers terminated, temporary
     # directories removed, one line.
     with OneLineErrors("analysis", args.module, (hwmod.HardwareError, TargetError,
                                                  dsp.AnalysisInputError)) as cli:

@@ -160,7 +160,11 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def test_sigterm_ends_zigzag_workers_and_removes_temporaries(tmp_path):
+@pytest.mark.parametrize("signum,group", [(signal.SIGTERM, False), (signal.SIGHUP, True)],
+                         ids=["SIGTERM", "SIGHUP-to-the-group"])
+def test_a_signal_ends_zigzag_workers_and_removes_temporaries(tmp_path, signum, group):
+    """SIGHUP goes to the whole process group when a terminal closes: the workers get it too
+    and must leave the unwinding to the analysis (one line, not a traceback per worker)."""
     module = tmp_path / "two.mlir"
     module.write_text(TWO_MATMULS)
     temp = tmp_path / "tmp"
@@ -169,7 +173,8 @@ def test_sigterm_ends_zigzag_workers_and_removes_temporaries(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "analysis.analyze", "--module", str(module), "--target", str(TARGET),
          "--hardware", str(HARDWARE), "--model-name", "m", "--out", str(out), "--jobs", "2"],
-        cwd=ROOT, env=dict(os.environ, TMPDIR=str(temp)), stderr=subprocess.PIPE, text=True)
+        cwd=ROOT, env=dict(os.environ, TMPDIR=str(temp)), stderr=subprocess.PIPE, text=True,
+        start_new_session=group)
     workers: list[int] = []
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
@@ -180,9 +185,14 @@ def test_sigterm_ends_zigzag_workers_and_removes_temporaries(tmp_path):
         time.sleep(0.05)
     assert len(workers) == 2, "the analysis never started its two ZigZag workers"
     time.sleep(1.0)
-    proc.send_signal(signal.SIGTERM)
+    if group:
+        os.killpg(proc.pid, signum)
+    else:
+        proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "interrupted" in err.strip().splitlines()[-1], err
+    if group:
+        assert proc.returncode == 128 + signum and len(err.strip().splitlines()) == 1, err
     time.sleep(0.5)
     alive = [w for w in workers if Path(f"/proc/{w}").exists()
              and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]

@@ -2,10 +2,12 @@
 naming the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
 Issue 51's cases: outputs aliasing inputs or each other, --keep-temps given a directory that is
 not the command's own, targets iree-compile or LLVM refuse (blamed on the target, not the module),
-unwritable outputs, and SIGTERM while iree-compile runs."""
+unwritable outputs, and SIGTERM, SIGINT or SIGHUP while iree-compile runs. Issue 62's: a full
+TMPDIR (blamed on "target emulation unknown")."""
 
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -170,9 +172,10 @@ def test_keep_temps_fills_an_empty_directory_and_deletes_nothing(p):
     assert (p.root / "kept" / "diagnostics.txt").is_file()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_signal_while_iree_compiles_is_one_line_and_leaves_nothing(p, signum):
-    """SIGTERM left 90-224 MB of temporaries; Ctrl-C printed 18-40 lines of traceback."""
+    """SIGTERM left 90-224 MB of temporaries; Ctrl-C printed 18-40 lines of traceback; SIGHUP left
+    iree-compile orphaned and $TMPDIR/codegen.* behind (issue 62)."""
     p.put(SMALL, "small.mlir")
     before = snapshot(p.root)
     result, seen = p.interrupt(*compile_(module="small.mlir"), signum=signum,
@@ -182,6 +185,43 @@ def test_a_signal_while_iree_compiles_is_one_line_and_leaves_nothing(p, signum):
                     f"interrupted by {signal.Signals(signum).name}")
     assert result.returncode == 128 + signum
     assert not alive(seen), f"iree-compile outlived the compile: {alive(seen)}"
+
+
+
+@pytest.fixture
+def full_tmpdir(p):
+    """The probe's TMPDIR a 256 KiB tmpfs, filled: needs mount(2) (root outside a sandbox)."""
+    tmp = p.root / "tmp"
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(tmp)], capture_output=True,
+                           text=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill: {mount.stderr.strip() or mount.returncode}")
+    try:
+        fd = os.open(tmp / "fill", os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            while os.write(fd, bytes(4096)):
+                pass
+        except OSError:
+            pass  # full
+        finally:
+            os.close(fd)
+        yield tmp
+    finally:
+        subprocess.run(["umount", str(tmp)], check=True)
+
+
+def test_a_full_tmpdir_is_named(p, full_tmpdir):
+    """Was "iree-compile failed (codegen): target emulation unknown: -m or at least one .o file
+    required", lld's word for the object files iree-compile could not write (issue 62)."""
+    p.refused(*compile_(), prog="codegen.compile: error", culprit=f"$TMPDIR {full_tmpdir} is full",
+              reason=("No space left on device", "could not write its temporary files"))
+
+
+def test_the_temp_directory_check_names_only_a_full_one(tmp_path, monkeypatch):
+    from common import iree_tools
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert iree_tools.full_temp_directory() is None and list(tmp_path.iterdir()) == []
 
 
 if __name__ == "__main__":

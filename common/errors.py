@@ -47,14 +47,16 @@ class NamedError(Exception):
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived while a CLI ran in OneLineErrors."""
+    """SIGINT, SIGTERM or SIGHUP arrived while a CLI ran in OneLineErrors."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
 
 
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP too: a closed terminal or a killed session ends a CLI like Ctrl-C does (it left
+# iree-compile orphaned and $TMPDIR/codegen.* behind: issue 62).
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _interrupt(signum, frame):
@@ -71,10 +73,10 @@ class OneLineErrors:
     `cli.failed` says whether it raised and `cli.exit_code` is the CLI's status. An `expected`
     error (and any NamedError) names its own culprit and prints as `<prog>: <first line>`; any
     other exception is one line too, `<prog>: <culprit>: <Type>: <first line>`, never a
-    traceback. SIGINT and SIGTERM end the body like Ctrl-C does (temporaries removed as it
-    unwinds, child processes killed: common/processes.py) and print
-    `<prog>: <culprit>: interrupted by <SIGNAL>`, exit code 128 + the signal. SystemExit passes
-    through."""
+    traceback. SIGINT, SIGTERM and SIGHUP end the body like Ctrl-C does (temporaries removed as
+    it unwinds, child processes killed: common/processes.py) and print
+    `<prog>: <culprit>: interrupted by <SIGNAL>`, exit code 128 + the signal; a signal the CLI
+    was started ignoring (`nohup`: SIGHUP) stays ignored. SystemExit passes through."""
 
     def __init__(self, prog: str, culprit: object, expected: tuple[type[Exception], ...] = ()):
         self.prog, self.culprit, self.expected = prog, culprit, expected
@@ -86,6 +88,8 @@ class OneLineErrors:
         processes.reset()  # a CLI called in-process after an interrupted one starts children
         if threading.current_thread() is threading.main_thread():
             for s in INTERRUPTS:
+                if s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN:
+                    continue  # nohup: the caller asked for the CLI to outlive its terminal
                 self._handlers[s] = signal.signal(s, _interrupt)
         return self
 

@@ -1,5 +1,5 @@
 """Every CLI's error ends in one line: an expected error's own message, anything else with the
-culprit and its type; SIGINT and SIGTERM are one line too, with the CLI's child processes killed;
+culprit and its type; SIGINT, SIGTERM and SIGHUP are one line too, with the CLI's child processes killed;
 exits are not swallowed; a pydantic error is the field it names and why."""
 
 import os
@@ -71,8 +71,10 @@ def test_ctrl_c_is_one_line_and_exit_code_130(capsys):
     assert capsys.readouterr().err == "tool: model.mlirbc: interrupted by SIGINT\n"
 
 
-def test_sigterm_kills_children_of_every_thread_and_starts_no_more(capsys):
-    """A child started from a worker thread (qemu under perf.measure) dies with the CLI."""
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_kills_children_of_every_thread_and_starts_no_more(capsys, signum):
+    """A child started from a worker thread (qemu under perf.measure) dies with the CLI. SIGHUP
+    (a closed terminal) killed the CLI outright, its children orphaned (issue 62)."""
     started = []
 
     def worker():
@@ -83,23 +85,36 @@ def test_sigterm_kills_children_of_every_thread_and_starts_no_more(capsys):
         except processes.Stopped:
             started.append("stopped")
 
-    before = signal.getsignal(signal.SIGTERM)
+    before = signal.getsignal(signum)
     t0 = time.monotonic()
     with OneLineErrors("tool", "model.mlirbc") as cli:
         thread = threading.Thread(target=worker)
         thread.start()
         while not processes._live:
             time.sleep(0.01)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signum)
         time.sleep(30)  # interrupted
     thread.join(10)
     assert not thread.is_alive() and started == [True, "stopped"]
     assert time.monotonic() - t0 < 20 and not processes._live
-    assert cli.exit_code == 128 + signal.SIGTERM
-    assert capsys.readouterr().err == "tool: model.mlirbc: interrupted by SIGTERM\n"
-    assert signal.getsignal(signal.SIGTERM) is before  # the CLI's handlers are its own
+    assert cli.exit_code == 128 + signum
+    assert capsys.readouterr().err == f"tool: model.mlirbc: interrupted by {signal.Signals(signum).name}\n"
+    assert signal.getsignal(signum) is before  # the CLI's handlers are its own
     with OneLineErrors("tool", "model.mlirbc"):  # a later CLI in this process starts children
         assert processes.run(["true"]).returncode == 0
+
+
+def test_a_sighup_the_cli_was_started_ignoring_stays_ignored(capsys):
+    """`nohup python -m ...`: the caller asked for the CLI to outlive its terminal."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with OneLineErrors("tool", "model.mlirbc") as cli:
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.2)
+        assert not cli.failed and capsys.readouterr().err == ""
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
 
 
 class _Inner(BaseModel):

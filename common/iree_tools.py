@@ -9,7 +9,9 @@ warnings of a successful run so callers can refuse the ones that mean a wrong ta
 
 from __future__ import annotations
 
+import errno
 import functools
+import os
 import re
 import tempfile
 from dataclasses import dataclass
@@ -85,8 +87,36 @@ def iree_compile(args: list[str], what: str, cwd: Path | None = None) -> IreeRes
     proc = processes.run([find_tool("iree-compile"), *map(str, args)], capture_output=True, cwd=cwd)
     stderr = proc.stderr.decode("utf-8", errors="replace")  # IREE may echo binary input
     if proc.returncode != 0:
-        raise IreeCompileError(what, summarize(stderr), stderr)
+        summary = summarize(stderr)
+        full = full_temp_directory()
+        if full:  # lld said "target emulation unknown": its object files were never written
+            summary = f"{full}: iree-compile could not write its temporary files (it said: {summary})"
+        raise IreeCompileError(what, summary, stderr)
     return IreeResult(proc.stdout, stderr)
+
+
+def full_temp_directory(probe_bytes: int = 1 << 20) -> str | None:
+    """When the temporary directory iree-compile (LLVM) writes to cannot take `probe_bytes`:
+    `$TMPDIR <dir> is full (<reason>)`, else None. Asked after a failure only: a full TMPDIR
+    made iree-compile's linker say "target emulation unknown" (issue 62)."""
+    var, directory = next(((v, os.environ[v]) for v in ("TMPDIR", "TMP", "TEMP", "TEMPDIR") if os.environ.get(v)),
+                          ("TMPDIR", "/tmp"))  # LLVM's order (llvm::sys::path::system_temp_directory)
+    try:
+        fd, path = tempfile.mkstemp(prefix="iree_tools_space_", dir=directory)
+    except OSError as err:
+        return f"${var} {directory} is full ({err.strerror})" if err.errno in (errno.ENOSPC, errno.EDQUOT) else None
+    try:
+        left = memoryview(bytes(probe_bytes))
+        while left:
+            left = left[os.write(fd, left):]
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"${var} {directory} is full ({err.strerror})"
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return None
 
 
 # How many configurations executable_configurations keeps (ResNet-18's are 94 MB; a measured

@@ -1,7 +1,7 @@
 """Child processes an interrupted CLI takes down with it.
 
 `run` is `subprocess.run` for the tools the stages start (iree-compile, qemu, llvm-mca, opt),
-from any thread. While a CLI runs in `common.errors.OneLineErrors`, SIGINT and SIGTERM call
+from any thread. While a CLI runs in `common.errors.OneLineErrors`, SIGINT, SIGTERM and SIGHUP call
 `kill_all`: every child started here is killed at once (qemu runs in worker threads, where no
 KeyboardInterrupt ever arrives), and none is started afterwards, so a CLI ends with its
 children gone instead of leaving them re-parented to init.

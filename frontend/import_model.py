@@ -12,12 +12,17 @@ Outputs:
                 entry function taking exactly the example inputs (torch: `main`
                 as torch-mlir names it; TensorFlow: renamed to `main` too).
   --out-golden  an .npz with `input_0..` (the example inputs) and `output_0..`
-                (the framework's own outputs for them), written deterministically.
+                (the framework's own outputs for them, in the order the module returns
+                them: a dict in its own key order, nested structures flattened as the
+                exporter flattens them; a 0-d output stays 0-d), written deterministically.
+                When the outputs are a structure (a dict, a nested or named tuple), `names`
+                (strings) gives each output_<i>'s place in it (`['zeta']`, `[1]['b']`);
+                a single tensor or a flat tuple/list has no `names` (the position is all).
 
 Bad input gives one line `import_model: <name>: <reason>` on stderr, exit code 1,
 and no output files (both are written to temporaries next to the outputs, then
 renamed; outputs of an earlier run are left as they were). Goldens are finite: a NaN or
-Inf the framework computes is refused. SIGINT/SIGTERM: one line, exit 128 + the signal.
+Inf the framework computes is refused. SIGINT/SIGTERM/SIGHUP: one line, exit 128 + the signal.
 """
 
 import argparse
@@ -31,6 +36,8 @@ import warnings
 from frontend.errors import ImportFailure, first_line
 
 FRAMEWORKS = ("torch", "tensorflow")
+# The golden's key for the outputs' places in the structure the model returns (a str array).
+NAMES = "names"
 SUPPORTED_DTYPES = ("float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
@@ -187,9 +194,14 @@ def import_model(model_module, factory_name, framework, name):
     golden = {}
     for i, x in enumerate(np_inputs):
         golden[f"input_{i}"] = x
-    for i, y in enumerate(outputs):
+    for i, (_, y) in enumerate(outputs):
         golden[f"output_{i}"] = y
     check_finite(golden)
+    names = [name for name, _ in outputs]
+    if names not in ([""], [f"[{i}]" for i in range(len(names))]):
+        import numpy as np
+
+        golden[NAMES] = np.array(names, dtype=str)
     return mlir_bytes, golden
 
 

@@ -105,5 +105,67 @@ def test_npz_writer_is_deterministic_and_loadable(tmp_path):
         assert loaded[key].dtype == value.dtype
 
 
+STRUCTURED = "frontend.testdata.structured_models"
+HOST_FLAGS = ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+              "--iree-llvmcpu-target-cpu=generic"]
+
+
+def _run_on_host(mlirbc, golden):
+    """The imported module compiled for the host and called on the golden inputs: its results,
+    in the order it returns them."""
+    import iree.compiler.tools as ireec
+    import iree.runtime as ireert
+
+    vmfb = ireec.compile_file(str(mlirbc), extra_args=HOST_FLAGS)
+    ctx = ireert.SystemContext(config=ireert.Config("local-task"))
+    ctx.add_vm_module(ireert.VmModule.copy_buffer(ctx.instance, vmfb))
+    inputs = [golden[f"input_{i}"] for i in range(sum(k.startswith("input_") for k in golden.files))]
+    results = ctx.modules.module["main"](*inputs)
+    return [np.asarray(r.to_host() if hasattr(r, "to_host") else r)
+            for r in (results if isinstance(results, (list, tuple)) else [results])]
+
+
+def _outputs(golden):
+    return [golden[f"output_{i}"] for i in range(sum(k.startswith("output_") for k in golden.files))]
+
+
+@pytest.mark.parametrize("factory,framework,names", [
+    ("dict_outputs", "torch", ["['zeta']", "['alpha']"]),
+    ("nested_outputs", "torch", ["[0]", "[1]['b']", "[1]['a'][0]", "[1]['a'][1]"]),
+    ("keras_dict_outputs", "tensorflow", ["['alpha']", "['zeta']"]),  # tf.nest: its module sorts them
+])
+def test_golden_outputs_are_in_the_order_the_module_returns_them(tmp_path, factory, framework, names):
+    """A dict's golden was written in sorted key order while the module keeps insertion order:
+    `runtime.run --check` then reported a bogus max abs error (issue 62). The golden names each
+    output by its place in the structure."""
+    proc, mlirbc, golden_path = run_import(tmp_path, STRUCTURED, factory, framework=framework, name=factory)
+    assert proc.returncode == 0, proc.stderr
+    golden = np.load(golden_path, allow_pickle=False)
+    got, want = _run_on_host(mlirbc, golden), _outputs(golden)
+    assert [g.shape for g in got] == [w.shape for w in want]
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"output_{i} {names[i]}")
+    assert list(golden["names"]) == names
+
+
+def test_a_0d_output_stays_0d(tmp_path):
+    """Its golden had shape (1,) while the module returns shape ()."""
+    proc, mlirbc, golden_path = run_import(tmp_path, STRUCTURED, "scalar_output", name="scalar")
+    assert proc.returncode == 0, proc.stderr
+    golden = np.load(golden_path, allow_pickle=False)
+    assert golden["output_0"].shape == () and "names" not in golden.files
+    (got,) = _run_on_host(mlirbc, golden)
+    assert got.shape == ()
+    np.testing.assert_allclose(got, golden["output_0"], rtol=1e-5)
+
+
+def test_npz_writer_keeps_0d_arrays_0d(tmp_path):
+    from frontend.npz import write_npz
+
+    write_npz(tmp_path / "a.npz", {"output_0": np.float32(2.5), "input_0": np.array(3, np.int64)})
+    loaded = np.load(tmp_path / "a.npz")
+    assert loaded["output_0"].shape == () and loaded["input_0"].shape == ()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

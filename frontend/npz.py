@@ -19,7 +19,8 @@ def write_npz(path, arrays):
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
         for name, array in arrays.items():
             buf = io.BytesIO()
-            npy_format.write_array(buf, np.ascontiguousarray(array), allow_pickle=False)
+            # np.asarray, not np.ascontiguousarray: that makes a 0-d array 1-d (shape (1,)).
+            npy_format.write_array(buf, np.asarray(array, order="C"), allow_pickle=False)
             info = zipfile.ZipInfo(name + ".npy", date_time=_FIXED_DATE_TIME)
             info.compress_type = zipfile.ZIP_STORED
             info.create_system = 3  # unix

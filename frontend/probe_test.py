@@ -2,7 +2,8 @@
 naming the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
 Issue 51's cases: an output that is the model's own source or the other output, earlier outputs
 deleted by a failed import, NaN/Inf goldens, a factory that exits, torch-mlir's reason lost,
-unwritable outputs, SIGTERM."""
+unwritable outputs, SIGTERM. Issue 62's: a torch model declared as TensorFlow (a bare TypeError), and
+a Keras model declared as torch."""
 
 import signal
 import sys
@@ -55,6 +56,13 @@ def complex_abs():
     return Spectrum(), (np.ones((4, 8), np.float32),)
 
 
+def keras_model():
+    import keras
+
+    x = keras.Input((3,), batch_size=2)
+    return keras.Model(x, keras.layers.Dense(2)(x)), (np.ones((2, 3), np.float32),)
+
+
 def exits_in_forward():
     class Quits(nn.Module):
         def forward(self, x):
@@ -71,8 +79,8 @@ def p(tmp_path):
     return probe
 
 
-def import_(factory, *, module="mymodels", mlir="o.mlirbc", golden="o.golden.npz", name="tiny"):
-    return ("frontend.import_model", "--model-module", module, "--factory", factory, "--framework", "torch",
+def import_(factory, *, module="mymodels", mlir="o.mlirbc", golden="o.golden.npz", name="tiny", framework="torch"):
+    return ("frontend.import_model", "--model-module", module, "--factory", factory, "--framework", framework,
             "--name", name, "--out-mlir", mlir, "--out-golden", golden)
 
 
@@ -130,6 +138,18 @@ def _golden_is_a_directory(p):
     return import_("good", golden="g"), "g: cannot write the output", "is a directory"
 
 
+def _torch_model_declared_tensorflow(p):
+    """Was "import_model: tiny: TypeError: linear(): argument 'input' (position 1) must be Tensor,
+    not EagerTensor" (issue 62)."""
+    return import_("good", framework="tensorflow"), "tiny", ("framework tensorflow needs a Keras model",
+                                                            "torch.nn.Module Linear", "declare framework torch")
+
+
+def _keras_model_declared_torch(p):
+    return import_("keras_model"), "tiny", ("framework torch needs a torch.nn.Module, got Functional",
+                                           "declare framework tensorflow")
+
+
 def convert(src, dst):
     return ("frontend.stablehlo_to_linalg", src, dst)
 
@@ -156,7 +176,8 @@ def _stablehlo_out_under_a_file(p):
 
 CASES = [_mlir_is_the_model_source, _golden_is_the_model_source, _mlir_is_the_golden,
          _failed_import_keeps_earlier_outputs, _nan_weights, _inf_input, _factory_exits, _module_exits_on_import,
-         _model_exits_in_forward, _torch_mlir_cannot_lower, _mlir_under_a_file, _golden_is_a_directory, _stablehlo_out_is_in,
+         _model_exits_in_forward, _torch_mlir_cannot_lower, _torch_model_declared_tensorflow,
+         _keras_model_declared_torch, _mlir_under_a_file, _golden_is_a_directory, _stablehlo_out_is_in,
          _stablehlo_in_missing, _stablehlo_in_junk, _stablehlo_out_under_a_file]
 PROGS = {"frontend.import_model": "import_model: tiny", "frontend.stablehlo_to_linalg": "stablehlo_to_linalg"}
 

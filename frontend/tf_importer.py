@@ -46,9 +46,12 @@ _GRAPH_LOOP_OPS = frozenset({"NextIteration", "LoopCond", "While", "StatelessWhi
 
 
 def _flatten(value):
-    import tensorflow as tf
+    """[(name, tensor)] of the function's output in the order its concrete function returns it
+    (tf.nest: dict keys sorted), each named by its place in the structure (`['zeta']`, `[1]`;
+    a bare tensor: "")."""
+    from tensorflow.python.util import nest
 
-    return [v for v in tf.nest.flatten(value)]
+    return [("".join(f"[{k!r}]" for k in path), v) for path, v in nest.flatten_with_tuple_paths(value)]
 
 
 def _to_stablehlo(model, np_inputs):
@@ -68,7 +71,7 @@ def _to_stablehlo(model, np_inputs):
         concrete = fn.get_concrete_function()
     except Exception as e:  # noqa: BLE001
         raise ImportFailure(f"cannot be traced by tf.function: {type(e).__name__}: {first_line(e)}") from e
-    outputs = [np.asarray(t).copy() for t in _flatten(fn(*np_inputs))]
+    outputs = [(name, np.asarray(t).copy()) for name, t in _flatten(fn(*np_inputs))]
     frozen = convert_variables_to_constants_v2(concrete)
     tf_text = tf.mlir.experimental.convert_function(frozen, pass_pipeline="tf-standard-pipeline")
     try:
@@ -89,7 +92,13 @@ def _to_stablehlo(model, np_inputs):
 
 
 def import_tf(model, np_inputs):
-    """Returns (bytecode, [numpy outputs]) for a Keras model / tf.Module and its example inputs."""
+    """Returns (bytecode, [(name, numpy output)]) for a Keras model / tf.Module and its example
+    inputs, the outputs in the order the module returns them."""
+    torch = sys.modules.get("torch")  # a torch model's module has imported it; never imported here
+    if torch is not None and isinstance(model, torch.nn.Module):
+        # It was called on TF tensors and failed with a bare TypeError deep in torch (issue 62).
+        raise ImportFailure(f"framework tensorflow needs a Keras model or callable, got the torch.nn.Module "
+                            f"{type(model).__name__}: declare framework torch")
     if not callable(model):
         raise ImportFailure(f"framework tensorflow needs a Keras model or callable, got {type(model).__name__}")
     hlo, outputs = _to_stablehlo(model, np_inputs)

@@ -38,28 +38,36 @@ def _diagnostics():
 
 
 def _flatten(value):
+    """[(name, tensor)] of a model's output in the order torch.export returns it: torch's own
+    pytree flattening (dicts in insertion order, tuples, lists, namedtuples, nested), each named by
+    its place in the structure (`['zeta']`, `[1]['b']`, `.x`; a bare tensor: ""). Sorting dict
+    keys here put the golden out of the module's order (issue 62)."""
     import torch
+    from torch.utils import _pytree as pytree
 
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _flatten(v)]
-    if isinstance(value, dict):
-        return [t for k in sorted(value) for t in _flatten(value[k])]
-    raise ImportFailure(f"model output of type {type(value).__name__} is not a tensor")
+    out = []
+    for path, leaf in pytree.tree_flatten_with_path(value)[0]:
+        if not isinstance(leaf, torch.Tensor):
+            where = f" at {pytree.keystr(path)}" if path else ""
+            raise ImportFailure(f"model output{where} of type {type(leaf).__name__} is not a tensor")
+        out.append((pytree.keystr(path), leaf))
+    return out
 
 
 def import_torch(model, inputs, np_inputs):
-    """Returns (bytecode, [numpy outputs]) for a torch.nn.Module and its example inputs."""
+    """Returns (bytecode, [(name, numpy output)]) for a torch.nn.Module and its example inputs,
+    the outputs in the order the module returns them."""
     import torch
 
     if not isinstance(model, torch.nn.Module):
-        raise ImportFailure(f"framework torch needs a torch.nn.Module, got {type(model).__name__}")
+        keras = sys.modules.get("keras")
+        hint = ": declare framework tensorflow" if keras is not None and isinstance(model, keras.Model) else ""
+        raise ImportFailure(f"framework torch needs a torch.nn.Module, got {type(model).__name__}{hint}")
     # The golden inputs are exactly what the model sees.
     tensors = tuple(torch.from_numpy(x.copy()) for x in np_inputs)
     model = model.eval()
     with torch.no_grad():
-        outputs = [t.detach().cpu().numpy().copy() for t in _flatten(model(*tensors))]
+        outputs = [(name, t.detach().cpu().numpy().copy()) for name, t in _flatten(model(*tensors))]
 
     import torch_mlir.fx
     from torch_mlir import passmanager

@@ -249,6 +249,9 @@ def read_counts(path: Path) -> DispatchCounts:
         parts = lines[number].split() if number < len(lines) else []
         if len(parts) != 15 or parts[0] != "cache" or int(parts[1]) != len(out.caches):
             raise CountsError(f"{path}:{number + 1}: malformed cache line")
+        if parts[5] not in ("wb", "wt"):
+            raise CountsError(f"{path}:{number + 1}: cache level {parts[1]}'s write policy is {parts[5]!r}, "
+                              "not wb or wt")
         out.caches.append(CacheTraffic(int(parts[2]), int(parts[3]), int(parts[4]), parts[5],
                                        *(int(x) for x in parts[6:])))
     body += levels

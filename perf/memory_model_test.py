@@ -5,6 +5,7 @@ at 640 pJ; 1 pJ per MAC)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -85,6 +86,47 @@ def test_geometry_must_match_the_description():
     c.caches[1] = CacheTraffic(1 << 20, 8, 64, "wb", 0, 0, 0, 0, 0, 0, 0, 0, 0)
     with pytest.raises(mem.MemoryModelError, match="'l2' simulated with another geometry"):
         mem.memory_aware(HW, c, 100, 0)
+
+
+
+@pytest.mark.parametrize("level", [0, 1], ids=["l1", "l2"])
+def test_write_policy_and_allocation_must_match_the_description(level):
+    """A plugin whose L1 was made write-through (no write allocate) for this write-back hardware
+    was priced as the description's: 48,721 cycles where the hardware's are 47,648 (issue 62)."""
+    c = _counts({}, {}, (0, 0))
+    c.caches[level] = dataclasses.replace(c.caches[level], write_policy="wt")
+    name = HW.caches[level].name
+    with pytest.raises(mem.MemoryModelError) as err:
+        mem.memory_aware(HW, c, 100, 0)
+    assert str(err.value) == (f"{HW.name}: level '{name}' simulated write-through (no write allocate), the "
+                              "description says write-back (write allocate)")
+
+
+def test_a_write_through_description_refuses_a_write_back_simulation():
+    l1 = HW.caches[0].model_copy(update={"write_policy": "write-through"})
+    hw = HW.model_copy(update={"memory": [l1 if m is HW.caches[0] else m for m in HW.memory]})
+    assert mem.plugin_cache_args(hw)[0].endswith(":wt")
+    with pytest.raises(mem.MemoryModelError, match="'l1d' simulated write-back \\(write allocate\\), the "
+                                                    "description says write-through"):
+        mem.memory_aware(hw, _counts({}, {}, (0, 0)), 100, 0)
+    c = _counts({}, {}, (0, 0))
+    c.caches[0] = dataclasses.replace(c.caches[0], write_policy="wt")
+    assert mem.memory_aware(hw, c, 100, 0).cycles >= 100
+
+
+
+@pytest.mark.parametrize("policy,ok", [("wb", True), ("wt", True), ("wa", False)])
+def test_the_plugins_write_policy_is_read_and_checked(tmp_path, policy, ok):
+    from perf import counts as cnt
+
+    out = tmp_path / "counts.txt"
+    out.write_text("\n".join([cnt.FORMAT, "classes " + " ".join(cnt.CLASSES), "windows 1", "caches 1",
+                              f"cache 0 32768 8 64 {policy} " + " ".join(["0"] * 9), "dram 0 0", ""]))
+    if ok:
+        assert cnt.read_counts(out).caches[0].write_policy == policy
+    else:
+        with pytest.raises(cnt.CountsError, match="cache level 0's write policy is 'wa', not wb or wt"):
+            cnt.read_counts(out)
 
 
 if __name__ == "__main__":

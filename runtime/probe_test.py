@@ -2,7 +2,8 @@
 the culprit and the reason, a non-zero exit, and the directory as it was (common/probe.py).
 Issue 51's cases: outputs aliasing inputs, a target file or hardware description that is not the
 one the compile report recorded (a manifest once said x86_64 for RVV code), golden outputs the
-module never returns or that hold NaN, and a bad npz blamed on the vmfb."""
+module never returns or that hold NaN, and a bad npz blamed on the vmfb. Issue 62's: a NaN or Inf
+input blamed on the outputs, a text file called "pickled data", `--atol inf` passing anything."""
 
 import io
 import json
@@ -156,6 +157,50 @@ def _golden_wrong_values(p):
     return run("g.npz", "--check"), "output_0", "mismatch, max abs error 1"
 
 
+def _golden_named_output_wrong_values(p):
+    """A structured model's golden names each output by its place in what the model returns."""
+    with np.load(p.root / "golden.npz") as data:
+        _golden(p, output_0=data["output_0"] + 1, names=np.array(["['zeta']"]))
+    return run("g.npz", "--check"), "output_0 ['zeta']", "mismatch, max abs error 1"
+
+
+def _input_nan(p):
+    """Was blamed on the module: "output_0: mismatch, max abs error nan" (issue 62)."""
+    with np.load(p.root / "golden.npz") as data:
+        x = data["input_1"].copy()
+    x[3, 4], x[5, 6] = np.nan, -np.inf
+    _golden(p, input_1=x)
+    return run("g.npz", "--check"), "g.npz", "input_1 holds 1 NaN and 1 Inf of 12288 values"
+
+
+def _atol_inf(p):
+    """`--atol inf` passed any output (issue 62)."""
+    with np.load(p.root / "golden.npz") as data:
+        _golden(p, output_0=data["output_0"] + 1)
+    return run("g.npz", "--check", "--atol", "inf"), "--atol inf", "a tolerance must be a finite number >= 0"
+
+
+def _rtol_negative(p):
+    return run("golden.npz", "--check", "--rtol=-1e-4"), "--rtol -0.0001", "a tolerance must be a finite number"
+
+
+def _rtol_nan(p):
+    return run("golden.npz", "--check", "--rtol", "nan"), "--rtol nan", "a tolerance must be a finite number"
+
+
+def _npz_text_file(p):
+    """Was "Cannot load file containing pickled data when allow_pickle=False" (issue 62)."""
+    p.write("g.npz", "input_0,input_1\n1.0,2.0\n")
+    return run("g.npz"), "g.npz", ("not a zip archive", "b'input_0,'")
+
+
+def _npz_is_an_npy(p):
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(3, np.float32))
+    p.write("g.npz", buf.getvalue())
+    return run("g.npz"), "g.npz", ("not a zip archive", "NUMPY")
+
+
 def _npz_garbage(p):
     p.write("g.npz", bytes(range(256)) * 8)
     return run("g.npz"), "g.npz", "not a readable .npz"
@@ -186,7 +231,9 @@ CASES = [_manifest_is_report, _out_vmfb_is_vmfb, _out_vmfb_is_out_manifest, _tar
          _target_runnable_flag_flipped, _hardware_for_an_untuned_build, _hardware_of_another_accelerator,
          _analysis_for_an_untuned_build, _analysis_missing, _manifest_under_a_file, _report_of_another_vmfb,
          _golden_output_never_returned, _golden_nan, _golden_without_outputs, _golden_wrong_values, _npz_garbage,
-         _npz_pickled_object_array, _manifest_corrupted, _manifest_without_target, _input_of_another_dtype]
+         _npz_pickled_object_array, _manifest_corrupted, _manifest_without_target, _input_of_another_dtype,
+         _golden_named_output_wrong_values, _input_nan, _atol_inf, _rtol_negative, _rtol_nan, _npz_text_file,
+         _npz_is_an_npy]
 PROGS = {"runtime.manifest": "runtime.manifest: error", "runtime.run": "runtime.run: error"}
 
 

@@ -4,15 +4,20 @@
 
 Reads `<module>.manifest.json` next to the vmfb (written by runtime/hal_module).
 Only host-target modules can run here: there is no riscv64 IREE runtime on this machine.
+--check compares output_<i> of the npz with the module's i-th result (a structured model's
+golden names each by its place, `names`); it refuses a NaN or Inf input and a tolerance that is
+negative or not finite.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +66,10 @@ def load_npz(npz: Path) -> dict[str, np.ndarray]:
     """The arrays of an .npz (no pickles); RunError naming it when it is not one."""
     if not npz.is_file():
         raise RunError(f"{npz}: input file not found")
+    if not zipfile.is_zipfile(npz):
+        # np.load takes anything else for a pickle and blamed "pickled data" (a text file, an .npy).
+        raise RunError(f"{npz}: not a readable .npz: not a zip archive (an .npz is a zip of .npy arrays; "
+                       f"starts with {npz.read_bytes()[:8]!r})")
     try:
         with np.load(npz, allow_pickle=False) as data:
             return {key: data[key] for key in data.files}
@@ -82,9 +91,11 @@ def check_outputs_against(gold: dict[str, np.ndarray], npz: Path, outs: list[np.
     if len(keys) != len(outs):
         raise RunError(f"{npz}: {len(keys)} golden outputs, the module returns {len(outs)}"
                        + (f": output_{len(outs)} is never compared" if len(keys) > len(outs) else ""))
+    names = [str(n) for n in gold["names"]] if "names" in gold and gold["names"].ndim == 1 else []
     worst = 0.0
-    for key, o in zip(keys, outs):
+    for i, (key, o) in enumerate(zip(keys, outs)):
         g = gold[key]
+        key = f"{key} {names[i]}" if len(names) == len(keys) and names[i] else key  # its place in a dict
         if g.dtype.kind in "fc" and not np.all(np.isfinite(g)):
             raise RunError(f"{npz}: {key} holds NaN or Inf: no golden to compare with")
         if g.shape != o.shape:
@@ -94,6 +105,23 @@ def check_outputs_against(gold: dict[str, np.ndarray], npz: Path, outs: list[np.
         if not np.allclose(o, g, rtol=rtol, atol=atol):
             raise RunError(f"{key}: mismatch, max abs error {err:.3g} (rtol {rtol}, atol {atol})")
     return worst
+
+
+def check_finite_inputs(npz: Path, args: list[np.ndarray]) -> None:
+    """A NaN or Inf input makes every result a mismatch whose culprit is the input, not the
+    module: named before the outputs are compared."""
+    for i, a in enumerate(args):
+        if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+            nan = int(np.isnan(a).sum())
+            raise RunError(f"{npz}: input_{i} holds {nan} NaN and {int((~np.isfinite(a)).sum()) - nan} Inf of "
+                           f"{a.size} values: no input to check the module's outputs on")
+
+
+def check_tolerances(rtol: float, atol: float) -> None:
+    """`--atol inf` passed anything, a negative one nothing: both refused."""
+    for flag, value in (("--rtol", rtol), ("--atol", atol)):
+        if not math.isfinite(value) or value < 0:
+            raise RunError(f"{flag} {value}: a tolerance must be a finite number >= 0")
 
 
 def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
@@ -137,8 +165,12 @@ def main(argv=None) -> int:
     p.add_argument("--function")
     a = p.parse_args(argv)
     with OneLineErrors("runtime.run: error", a.module, (RunError,)) as cli:
+        if a.check:
+            check_tolerances(a.rtol, a.atol)
         fn, m, entry = load(a.module, a.function)
         args = inputs_from(a.inputs, entry)
+        if a.check:
+            check_finite_inputs(a.inputs, args)
         time_calls(fn, args, a.warmup)
         outs, times = time_calls(fn, args, max(1, a.runs))
         for i, o in enumerate(outs):

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from common import processes
-from common.errors import last_line
+from common.errors import first_line, last_line
 from common.targets import IreeTarget, TargetError, load_target, named_target
 
 if TYPE_CHECKING:
@@ -645,10 +645,26 @@ def _library_exports(runner: list[str], library: Path) -> dict[str, int]:
         raise SystemExit(f"check_dispatches: {library.name}: runner {runner[-1]} failed (exit "
                          f"{out.returncode}): {last_line(out.stderr)}")
     exports = {}
+    header = None
     for line in out.stdout.splitlines():
+        if line.startswith("library ") and header is None:
+            header = line.split()
         if line.startswith("export "):
             parts = line.split()
             exports[parts[2].split("=", 1)[1]] = int(parts[1])
+    # A qemu (or runner) that exits 0 without running the program printed nothing: every export
+    # was then reported missing, blaming the module (issue 62). hal_runner --info always prints
+    # "library PATH version V exports N ..." first.
+    if header is None or "exports" not in header[:-1]:
+        said = repr(first_line(out.stdout)) if out.stdout.strip() else "nothing"
+        what = (f"{Path(runner[0]).name}: exited 0 but did not run the runner {Path(runner[-1]).name}"
+                if len(runner) > 1 else f"{Path(runner[0]).name}: exited 0 but did not run")
+        raise SystemExit(f"check_dispatches: {what} ({library.name} --info printed {said}, "
+                         "not its 'library' line)")
+    declared = header[header.index("exports") + 1]
+    if declared != str(len(exports)):
+        raise SystemExit(f"check_dispatches: {library.name}: runner {Path(runner[-1]).name} listed "
+                         f"{len(exports)} of the {declared} exports it declared")
     return exports
 
 

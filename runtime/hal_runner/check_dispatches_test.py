@@ -291,5 +291,36 @@ def test_unknown_target_is_an_error():
     assert "target file not found" in out.stderr
 
 
+
+def _fake_runner(tmp_path, stdout: str) -> str:
+    script = tmp_path / "fake"
+    script.write_text(f"#!/bin/sh\nprintf '%s' '{stdout}'\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_qemu_that_exits_0_without_running_is_named(tmp_path):
+    """Its empty output was read as a library without exports: every dispatch then failed with
+    'export not found in the dumped libraries', blaming the module (issue 62)."""
+    from runtime.hal_runner.check_dispatches import _library_exports
+
+    with pytest.raises(SystemExit) as err:
+        _library_exports(["/bin/true", "-cpu", "rv64", "hal_runner_riscv64"], Path("module_0.so"))
+    assert str(err.value) == ("check_dispatches: true: exited 0 but did not run the runner hal_runner_riscv64 "
+                              "(module_0.so --info printed nothing, not its 'library' line)")
+
+
+def test_a_runner_listing_fewer_exports_than_it_declares_is_named(tmp_path):
+    from runtime.hal_runner.check_dispatches import _library_exports
+
+    runner = _fake_runner(tmp_path, "library m.so version 6 exports 2 imports 0 constants 0\n"
+                                    "export 0 name=d0 constants=0 bindings=2 workgroup_size=1,1,1\n")
+    with pytest.raises(SystemExit, match="runner fake listed 1 of the 2 exports it declared"):
+        _library_exports([runner], Path("m.so"))
+    runner = _fake_runner(tmp_path, "library m.so version 6 exports 1 imports 0 constants 0\n"
+                                    "export 0 name=d0 constants=0 bindings=2 workgroup_size=1,1,1\n")
+    assert _library_exports([runner], Path("m.so")) == {"d0": 0}
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
