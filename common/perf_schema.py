@@ -73,6 +73,12 @@ class DispatchPerf(_Strict):
     # placement_offsets: 0 is the runner's natural layout, p > 0 seeded binding offsets), when
     # more than the natural one was asked for; the figures above are the first placement's.
     placement_memory_aware_cycles: dict[int, int] = Field(default_factory=dict)
+    # The fewest cycles the described hardware allows this dispatch (perf.memory_model.bound):
+    # MACs at the peak for its element type, or its compulsory bytes over a level's bandwidth;
+    # `bound_by` says which ("compute" or the level's name); share = bound / memory-aware cycles.
+    bound_cycles: int | None = Field(default=None, ge=1)
+    bound_by: str | None = None
+    bound_share: float | None = None
 
     @model_validator(mode="after")
     def _classes_add_up(self):
@@ -106,6 +112,9 @@ class CoreRun(_Strict):
     energy_pj: float | None
     inference_memory_aware_cycles: int | None  # one call of the model
     inference_energy_pj: float | None
+    # One call of the model: the dispatches' bounds (x calls), and that over its memory-aware cycles.
+    inference_bound_cycles: int | None = None
+    bound_share: float | None = None
 
 
 class PerfReport(_Strict):

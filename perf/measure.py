@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis import dispatches as dsp
+from analysis.cost_model import element_bytes
 from analysis.op_kinds import MAC_KINDS
 from analysis.hardware import Hardware, HardwareError, load_hardware
 from common import processes
@@ -79,6 +80,22 @@ def _qemu_cmd(qemu: str, vlen: int, root: Path) -> list[str]:
 def _qemu_version(qemu: str) -> str:
     out = subprocess.run([qemu, "--version"], capture_output=True, text=True)
     return (out.stdout.strip().splitlines() or ["unknown"])[0]
+
+
+def _mac_element_bits(info: dsp.DispatchInfo | None) -> int:
+    """The multiplicands' element width of the root op (its first input), 32 when unknown."""
+    if info is None:
+        return 32
+    inputs = [o for o in info.nest.operands if o[0] == "input"]
+    return 8 * element_bytes(inputs[0][2]) if inputs else 32
+
+
+def _compulsory_bytes(d: chk.Dispatch) -> tuple[int, int]:
+    """(bytes every input holds, bytes every output holds): what the dispatch must read once and
+    write once, by its bindings' subspans (a read-write one both)."""
+    read = sum(s.nbytes for s in d.subspans if s.access in ("readonly", "readwrite"))
+    write = sum(s.nbytes for s in d.subspans if s.access in ("writeonly", "readwrite"))
+    return read, write
 
 
 def _macs(info: dsp.DispatchInfo) -> int:
@@ -203,6 +220,11 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
                         by_placement[p] = mem.memory_aware(hw, pc, p_cycles, macs).cycles
             except mem.MemoryModelError as err:
                 raise PerfError(f"{name}: {err}", name) from None
+        bound_cycles = bound_by = bound_share = None
+        if memory is not None:
+            bound_cycles, bound_by = mem.bound(hw, macs, _mac_element_bits(info), *_compulsory_bytes(
+                compiled.dispatches[name]))
+            bound_share = round(bound_cycles / memory.cycles, 6) if memory.cycles else None
         results.append(DispatchPerf(
             name=name, kind=info.kind if info else "unknown",
             workgroups=tuple(compiled.dispatches[name].workgroup_count),
@@ -211,8 +233,11 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
             instructions=c.instructions, classes=c.by_class(), vector_fma=c.vector_fma,
             vector_lmul_weighted=weighted / 8, vector_lmul_unknown=unknown, blocks=len(c.blocks),
             model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None,
-            memory=memory, placement_memory_aware_cycles=by_placement))
+            memory=memory, placement_memory_aware_cycles=by_placement, bound_cycles=bound_cycles,
+            bound_by=bound_by, bound_share=bound_share))
     measured = cycles is not None
+    bound_total = sum(r.bound_cycles * r.calls for r in results if r.bound_cycles is not None)
+    memory_total = sum(r.memory.cycles * r.calls for r in results) if measured else 0
     return CoreRun(hardware=hw.name, hardware_sha256=sha256_file(hw_path), core=hw.model_core,
                    vlen=hw.compute.vector_bits, peak_macs_per_cycle=hw.macs_per_cycle,
                    model_ignores=MODEL_IGNORES, dispatches=results,
@@ -227,7 +252,9 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
                    inference_memory_aware_cycles=sum(r.memory.cycles * r.calls for r in results)
                    if measured else None,
                    inference_energy_pj=round(sum(r.memory.energy_pj * r.calls for r in results), 1)
-                   if measured else None)
+                   if measured else None,
+                   inference_bound_cycles=bound_total if measured else None,
+                   bound_share=round(bound_total / memory_total, 6) if measured and memory_total else None)
 
 
 def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[Path]]:
@@ -416,8 +443,8 @@ def to_markdown(report: PerfReport) -> str:
                       f"caches (docs/design.md); they ignore {run.memory_model_ignores}.", ""]
         lines += ["| dispatch | kind | calls (init) | workgroups | instructions | vector share | "
                   "vector FMAs | model cycles | share of FMA peak | L1 misses | DRAM bytes | stall cycles | "
-                  "memory-aware cycles | bound | energy (uJ) |",
-                  "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+                  "memory-aware cycles | limited by | energy (uJ) | hardware bound (set by) | % of bound |",
+                  "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
         for d in run.dispatches:
             share = f"{d.fma_peak_share:.1%}" if d.fma_peak_share is not None else "-"
             calls = f"{d.calls} ({d.initializer_calls})" if d.initializer_calls else str(d.calls)
@@ -425,17 +452,44 @@ def to_markdown(report: PerfReport) -> str:
             memory = (f"{_fmt(m.levels[0].read_misses + m.levels[0].write_misses)} | "
                       f"{_fmt(m.levels[-1].read_bytes + m.levels[-1].write_bytes)} | {_fmt(m.stall_cycles)} | "
                       f"{_fmt(m.cycles)} | {m.bound} | {m.energy_pj / 1e6:.2f}") if m else "- | - | - | - | - | -"
+            bound = (f"{_fmt(d.bound_cycles)} ({d.bound_by}) | {d.bound_share:.1%}"
+                     if d.bound_cycles is not None and d.bound_share is not None else "- | -")
             lines.append(f"| {d.name} | {d.kind} | {calls} | {'x'.join(map(str, d.workgroups))} | "
                          f"{_fmt(d.instructions)} | {d.vector_share:.1%} | {_fmt(d.vector_fma)} | "
-                         f"{_cycles(d.model_cycles)} | {share} | {memory} |")
+                         f"{_cycles(d.model_cycles)} | {share} | {memory} | {bound} |")
         energy = (lambda e: "-" if e is None else f"{e / 1e6:.2f}")
+        model_bound = (f"{_fmt(run.inference_bound_cycles)} | {run.bound_share:.1%}"
+                       if run.inference_bound_cycles is not None and run.bound_share is not None else "- | -")
         lines += [f"| **every dispatch once** | | | | {_fmt(run.instructions)} | | | "
                   f"{_cycles(run.model_cycles)} | | | | | {_cycles(run.memory_aware_cycles)} | | "
-                  f"{energy(run.energy_pj)} |",
+                  f"{energy(run.energy_pj)} | | |",
                   f"| **one call of the model** (dispatch x calls) | | | | "
                   f"{_fmt(run.inference_instructions)} | | | {_cycles(run.inference_model_cycles)} | | | | | "
-                  f"{_cycles(run.inference_memory_aware_cycles)} | | {energy(run.inference_energy_pj)} |", ""]
+                  f"{_cycles(run.inference_memory_aware_cycles)} | | {energy(run.inference_energy_pj)} | "
+                  f"{model_bound} |", ""]
+        kinds = _by_kind(run)
+        if kinds:
+            lines += ["Per op kind, one call of the model: the hardware bound (MACs at the peak for the "
+                      "element type, or compulsory bytes over a level's bandwidth) over memory-aware cycles.",
+                      "", "| op kind | dispatches | memory-aware cycles | bound | % of bound |",
+                      "|---|---:|---:|---:|---:|"]
+            for kind, (n, cycles, bound) in kinds.items():
+                lines.append(f"| {kind} | {n} | {_fmt(cycles)} | {_fmt(bound)} | {bound / cycles:.1%} |")
+            lines.append("")
     return "\n".join(lines)
+
+
+def _by_kind(run: CoreRun) -> dict[str, tuple[int, int, int]]:
+    """op kind -> (dispatches, memory-aware cycles x calls, bound cycles x calls), largest first."""
+    out: dict[str, list[int]] = {}
+    for d in run.dispatches:
+        if d.memory is None or d.bound_cycles is None or not d.calls:
+            continue
+        e = out.setdefault(d.kind, [0, 0, 0])
+        e[0] += 1
+        e[1] += d.memory.cycles * d.calls
+        e[2] += d.bound_cycles * d.calls
+    return {k: tuple(v) for k, v in sorted(out.items(), key=lambda kv: -kv[1][1]) if v[1]}
 
 
 def _compiled_build(args):

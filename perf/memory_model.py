@@ -120,3 +120,22 @@ def _bound(core: int, stall: float, transfer: list[float], served) -> str:
     if transfer[busiest] > core + stall:
         return served[busiest].name
     return "core+stall"
+
+
+def peak_macs_per_cycle(hw: Hardware, element_bits: int) -> int:
+    """The described core's MACs per cycle at `element_bits` multiplicands: its vector lanes at
+    that width times its FMA pipes (f32: `macs_per_cycle`; i8 four times that)."""
+    return max(1, hw.compute.vector_bits // element_bits) * hw.compute.fma_pipes
+
+
+def bound(hw: Hardware, macs: int, element_bits: int, read_bytes: int, write_bytes: int) -> tuple[int, str]:
+    """(the fewest cycles the described hardware allows a dispatch, what sets it): its MACs at the
+    peak for its element type, and its compulsory bytes (every input read once, every output
+    written once) through each memory level at that level's read and write bandwidth, as the
+    memory-aware model prices traffic; the max of these. "compute" or the level's name."""
+    candidates = [(macs / peak_macs_per_cycle(hw, element_bits) if macs else 0.0, "compute")]
+    for level in [*hw.caches, hw.level("dram")]:
+        candidates.append((read_bytes / level.read_bytes_per_cycle + write_bytes / level.write_bytes_per_cycle,
+                           level.name))
+    cycles, by = max(candidates, key=lambda c: c[0])
+    return max(1, round(cycles)), by

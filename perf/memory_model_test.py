@@ -129,5 +129,16 @@ def test_the_plugins_write_policy_is_read_and_checked(tmp_path, policy, ok):
             cnt.read_counts(out)
 
 
+def test_the_bound_is_the_slowest_of_compute_and_each_levels_compulsory_traffic():
+    # riscv_rvv: 8 f32 MACs per cycle (4 lanes x 2 pipes); DRAM 4 B/cycle each way.
+    assert mem.peak_macs_per_cycle(HW, 32) == 8 and mem.peak_macs_per_cycle(HW, 8) == 32
+    # A 256^3 f32 matmul: 16.8 M MACs / 8 = 2.1 M cycles; its 768 KiB / 4 B per cycle are 196 k.
+    assert mem.bound(HW, 256 ** 3, 32, 2 * 256 * 256 * 4, 256 * 256 * 4) == (256 ** 3 // 8, "compute")
+    # The same MACs in i8 run at four times the rate.
+    assert mem.bound(HW, 256 ** 3, 8, 0, 0) == (256 ** 3 // 32, "compute")
+    # An elementwise op has no MACs: its bytes through DRAM bound it (read and write at 4 B/cycle).
+    assert mem.bound(HW, 0, 32, 4096, 4096) == (2048, "dram")
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
