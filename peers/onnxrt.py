@@ -50,7 +50,9 @@ from common.files import check_outputs, sha256_file, write_together
 from perf import counts as cnt
 from perf import mca
 from perf import memory_model as mem
-from perf.measure import GUEST_RUN_PREFIX, GUEST_RUN_ROOT, _qemu_version
+from perf import guest
+from perf.guest import GUEST_RUN_PREFIX, GUEST_RUN_ROOT
+from perf.measure import _qemu_version
 from peers import run as pr
 
 FORMAT = 1
@@ -158,14 +160,14 @@ def run(harness: Path, model: Model, *, qemu: Path, sysroot: Path, vlen: int, pl
         shutil.copy(model.onnx, here / "model.onnx")
         for i, x in enumerate(ins):
             np.ascontiguousarray(x).tofile(here / f"input_{i}.bin")
-        cmd = pr.qemu_command(qemu, sysroot, vlen)
+        cmd = pr.qemu_command(qemu, sysroot, vlen, here)
         counts_path = here / "counts.txt"
         if plugin is not None:
             spec = ",".join([str(Path(plugin).absolute()), f"out={counts_path}", *(plugin_args or [])])
             cmd = [cmd[0], "-plugin", spec, *cmd[1:]]
         cmd += ["./harness", "model.onnx", "."] + (["ort_profile"] if profile else [])
         proc = processes.run(cmd, capture_output=True, text=True, cwd=here,
-                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+                             env=guest.environment())
         if proc.returncode != 0:
             raise pr.PeerError(f"{Path(harness).name}: failed under qemu on {model.name} (exit {proc.returncode}): "
                                f"{last_line(proc.stderr) if proc.stderr.strip() else 'no message'}")

@@ -35,7 +35,8 @@ from common.targets import named_target
 from perf import counts as cnt
 from perf import mca
 from perf import memory_model as mem
-from perf.measure import GUEST_ADDRESS_SPACE, GUEST_RUN_PREFIX, GUEST_RUN_ROOT
+from perf import guest
+from perf.guest import GUEST_RUN_PREFIX, GUEST_RUN_ROOT
 from peers.shapes import GemmShape
 
 # Largest |C - reference| allowed, as a fraction of the reference's largest magnitude; the
@@ -98,9 +99,11 @@ def reference(shape: GemmShape, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a.astype(np.float64) @ (b64.T if shape.trans_b else b64)
 
 
-def qemu_command(qemu: Path, sysroot: Path, vlen: int) -> list[str]:
-    return [str(Path(qemu).absolute()), "-cpu", f"rv64,v=true,vlen={vlen}", "-R", GUEST_ADDRESS_SPACE,
-            "-L", str(Path(sysroot).absolute())]
+def qemu_command(qemu: Path, sysroot: Path, vlen: int, directory: Path) -> list[str]:
+    """qemu for a harness run, as perf.measure runs IREE's dispatches (perf.guest): the guest's
+    root is the sysroot plus empty loader files, made under `directory`; run it with
+    `env=guest.environment()`."""
+    return guest.qemu_command(qemu, guest.guest_root(sysroot, Path(directory)), vlen)
 
 
 def check_tools(harness: Path, qemu: Path, sysroot: Path, plugin: Path | None = None) -> None:
@@ -124,7 +127,7 @@ def run(harness: Path, shape: GemmShape, *, qemu: Path, sysroot: Path, vlen: int
         shutil.copy(harness, here / "harness")
         a.tofile(here / "a.bin")
         b.tofile(here / "b.bin")
-        cmd = qemu_command(qemu, sysroot, vlen)
+        cmd = qemu_command(qemu, sysroot, vlen, here)
         counts_path = here / "counts.txt"
         if plugin is not None:
             spec = ",".join([str(Path(plugin).absolute()), f"out={counts_path}", *(plugin_args or [])])
@@ -132,7 +135,7 @@ def run(harness: Path, shape: GemmShape, *, qemu: Path, sysroot: Path, vlen: int
         cmd += ["./harness", str(shape.m), str(shape.n), str(shape.k), str(int(shape.trans_b)),
                 "a.bin", "b.bin", "c.bin"]
         proc = processes.run(cmd, capture_output=True, text=True, cwd=here,
-                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+                              env=guest.environment())
         name = Path(harness).name
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
