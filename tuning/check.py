@@ -117,8 +117,7 @@ def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> lis
         try:
             found = recorded_choices(text)
         except RecordError as err:
-            found = {}
-            problems.append(f"{bzl}: {str(err).removeprefix('recorded.bzl: ')}")
+            return problems + [f"{bzl}: {str(err).removeprefix('recorded.bzl: ')}"]
         lines = [f"{bzl}: {name} ships {found[name]!r}, but its record {records[name]} chose {build!r}; "
                  "`bazel run //tools:tune` rewrites it with the records"
                  for name, build in sorted(recorded_choices(expected).items())
