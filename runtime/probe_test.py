@@ -209,8 +209,8 @@ def _archive_offset(p, name: str, entry: str) -> int:
     return info.header_offset + 30 + name_len + extra_len
 
 
-def _vmfb_bytes_flipped_in_its_weights(p):
-    # The case: 16 bytes of module.fb flipped ran and gave wrong outputs.
+def _vmfb_bytes_flipped_in_its_module_fb(p):
+    # The case: 16 bytes flipped in module.fb (where a model's weights are) ran with wrong outputs.
     _flip(p, "u.vmfb", _archive_offset(p, "u.vmfb", "module.fb") + 2600)
     return run("golden.npz"), "u.vmfb", ("not the vmfb u.manifest.json describes", "other bytes differ", "rebuild it")
 
@@ -271,7 +271,7 @@ CASES = [_manifest_is_report, _out_vmfb_is_vmfb, _out_vmfb_is_out_manifest, _tar
          _analysis_for_an_untuned_build, _analysis_missing, _manifest_under_a_file, _report_of_another_vmfb,
          _golden_output_never_returned, _golden_nan, _golden_without_outputs, _golden_wrong_values, _npz_garbage,
          _npz_pickled_object_array, _manifest_corrupted, _manifest_without_target, _input_of_another_dtype,
-         _vmfb_bytes_flipped_in_its_weights, _vmfb_bytes_flipped_in_an_executable,
+         _vmfb_bytes_flipped_in_its_module_fb, _vmfb_bytes_flipped_in_an_executable,
          _vmfb_of_another_build_under_its_name, _manifest_forged_to_another_vmfbs_sha256,
          _manifest_naming_another_vmfb, _manifest_given_is_another_vmfbs, _manifest_given_missing,
          _vmfb_without_a_manifest, _no_manifest_with_a_manifest_beside_it, _no_manifest_on_garbage]
