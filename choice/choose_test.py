@@ -297,9 +297,14 @@ def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, caps
     for name in ("m.vmfb", "m.manifest.json", "record.json"):
         assert (tmp_path / "replayed" / name).read_bytes() == (tmp_path / "measured" / name).read_bytes()
 
-    # Stale (another margin recorded): the missing build is compiled here and every candidate priced.
+    # Stale (another margin recorded, the record resealed as the tool would have written it): the
+    # missing build is compiled here and every candidate priced.
+    from choice.records import dump_strategy_record
+    from common.tuning_schema import StrategyRecord
+
     stale = tmp_path / "stale.json"
-    stale.write_text(record.read_text().replace('"margin": 0.05', '"margin": 0.1', 1))
+    stale.write_text(dump_strategy_record(StrategyRecord.model_validate_json(
+        record.read_text().replace('"margin": 0.05', '"margin": 0.1', 1)).model_copy(update={"choice_sha256": None})))
     assert _choose_cli(tmp_path, tmp_path / "again", *ordered([builds[chosen], unbuilt]),
                        extra=["--record", str(stale)]) == 0
     out = capsys.readouterr().out
@@ -315,3 +320,17 @@ def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, caps
                        extra=["--record", str(record)]) == 1
     assert f"chose {chosen}, whose build is not given" in capsys.readouterr().err
     assert not any((tmp_path / d / "m.vmfb").exists() for d in ("bad", "bad2"))
+
+    # Edited by hand (issue 62): the other build chosen, its figure made up to fit. The hash the
+    # tool wrote no longer matches: one line naming the record and its refresh, nothing shipped.
+    edited = tmp_path / "edited.json"
+    text = record.read_text()
+    figures = __import__("json").loads(text)["choice"]["candidates"]
+    edited.write_text(text.replace(f'"chosen": "{chosen}"', f'"chosen": "{other}"', 1)
+                      .replace(f'"{other}": {figures[other]}', f'"{other}": 1', 1))
+    assert _choose_cli(tmp_path, tmp_path / "bad3", *ordered([builds[chosen], builds[other]]),
+                       extra=["--record", str(edited)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "edited.json: its figures do not match its choice_sha256" in err[0], err
+    assert "`bazel run //tools:tune -- //models:matmul_host` rewrites it" in err[0]
+    assert not any((tmp_path / "bad3").iterdir())

@@ -4,6 +4,11 @@ choice/tune.py computes the key of what it is asked to choose (`record_key`), an
 record has that key it hands the record's figures (`code_results`, `measurements`) to the same
 decision code a measurement feeds, instead of compiling and running candidates; otherwise it
 measures and writes the record a refresh commits (`make_record`).
+
+A record's figures are sealed by the tool that writes it: `figures_sha256` (a tile record's) and
+`choice_sha256` (a strategy record's) hash the canonical JSON of its key and figures, and
+`load_record` / `load_strategy_record` refuse a record whose figures do not match, or that has no
+hash, with one line naming it and its refresh command. A figure edited by hand is never replayed.
 """
 
 from __future__ import annotations
@@ -151,14 +156,54 @@ def _load(path: Path, model, what: str):
         raise RecordError(f"{path}: not a {what}: {' '.join(first[:3])}") from None
 
 
+def figures_sha256(record: TuningRecord) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces) of the record's key and results: what a
+    replay feeds the decision code."""
+    return _sha256_json(record.model_dump(mode="json", exclude_none=True, include={"key", "results"}))
+
+
+def choice_sha256(record: StrategyRecord) -> str:
+    """sha256 of the canonical JSON of the strategy record's key and choice: what a replay ships."""
+    return _sha256_json(record.model_dump(mode="json", include={"key", "choice"}))
+
+
+def _sealed(record, field: str, digest) -> object:
+    """`record` with its hash `field` set to `digest(record)`; a record carrying another hash had
+    its figures changed after they were sealed, and is refused."""
+    want = digest(record)
+    have = getattr(record, field)
+    if have is not None and have != want:
+        raise RecordError(f"{record.pipeline}: its figures changed after its {field} was computed; "
+                          f"`{record.refresh}` rewrites it")
+    return record.model_copy(update={field: want})
+
+
+def _check_sealed(path: Path, record, field: str, digest) -> None:
+    have = getattr(record, field)
+    if have is None:
+        raise RecordError(f"{path}: no {field} (a record is written by its tool with the hash of its figures); "
+                          f"`{record.refresh}` rewrites it")
+    if have != digest(record):
+        raise RecordError(f"{path}: its figures do not match its {field} (edited by hand?): not replayed; "
+                          f"`{record.refresh}` rewrites it")
+
+
 def load_record(path: Path) -> TuningRecord:
-    return _load(path, TuningRecord, "tuning record")
+    """The tile record at `path`, its figures checked against its figures_sha256."""
+    record = _load(path, TuningRecord, "tuning record")
+    _check_sealed(path, record, "figures_sha256", figures_sha256)
+    return record
+
+
+def seal_record(record: TuningRecord) -> TuningRecord:
+    """`record` with its figures_sha256 (what the measuring tool writes)."""
+    return _sealed(record, "figures_sha256", figures_sha256)
 
 
 def dump_record(record: TuningRecord) -> str:
-    """The record's file text: key order as written (traffic levels innermost first), 1-space
-    indent, so that a refresh's diff shows which figures moved."""
-    return json.dumps(record.model_dump(mode="json", exclude_none=True), indent=1) + "\n"
+    """The record's file text, sealed (figures_sha256): key order as written (traffic levels
+    innermost first), 1-space indent, so that a refresh's diff shows which figures moved."""
+    return json.dumps(seal_record(record).model_dump(mode="json", exclude_none=True), indent=1) + "\n"
 
 
 def code_results(record: TuningRecord) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], str]]:
@@ -193,7 +238,7 @@ def make_record(pipeline: str, refresh: str, key: RecordKey, analysis: Analysis)
         tried = {c.name: _result_of(c) for c in d.candidates if _tried(c)}
         if tried:
             results[d.name] = tried
-    return TuningRecord(pipeline=pipeline, refresh=refresh, key=key, results=results)
+    return seal_record(TuningRecord(pipeline=pipeline, refresh=refresh, key=key, results=results))
 
 
 def _tried(c: Candidate) -> bool:
@@ -249,8 +294,17 @@ def strategy_key_differences(recorded: StrategyKey, tree: StrategyKey) -> list[s
 
 
 def load_strategy_record(path: Path) -> StrategyRecord:
-    return _load(path, StrategyRecord, "strategy record")
+    """The strategy record at `path`, its key and choice checked against its choice_sha256."""
+    record = _load(path, StrategyRecord, "strategy record")
+    _check_sealed(path, record, "choice_sha256", choice_sha256)
+    return record
+
+
+def seal_strategy_record(record: StrategyRecord) -> StrategyRecord:
+    """`record` with its choice_sha256 (what the choosing tool writes)."""
+    return _sealed(record, "choice_sha256", choice_sha256)
 
 
 def dump_strategy_record(record: StrategyRecord) -> str:
-    return json.dumps(record.model_dump(mode="json"), indent=1) + "\n"
+    """The strategy record's file text, sealed (choice_sha256)."""
+    return json.dumps(seal_strategy_record(record).model_dump(mode="json"), indent=1) + "\n"

@@ -9,6 +9,11 @@ own key equals a record's replays the record's figures through the same decision
 of measuring (choice/records.py), so its analysis is byte-identical to a measured one; any key
 difference means the record is stale and the build measures.
 
+A record carries the sha256 of its own figures (`figures_sha256`: the canonical JSON of its key and
+results, choice/records.py), written by the tool that measured them and checked by every reader:
+a figure edited by hand no longer matches it, and the replay and //tuning:records_test refuse the
+record, naming the command that refreshes it. The record stays reviewable text.
+
 The analysis' own fields (candidates, predictions, reasons) are not stored: they come from the
 build's predicted analysis, which the key pins through each dispatch's fingerprint and candidate
 list.
@@ -90,6 +95,9 @@ class TuningRecord(_Strict):
     schema_version: Literal[1] = TUNING_SCHEMA_VERSION
     pipeline: str  # e.g. mlp_batch32_riscv (the file's name)
     refresh: str  # the command that rewrites this file
+    # sha256 of the canonical JSON of `key` and `results` (choice.records.figures_sha256), written
+    # by the measuring tool; None only in a record being made (a reader refuses it).
+    figures_sha256: str | None = None
     key: RecordKey
     # Dispatch -> candidate -> result, for every candidate the choice tried.
     results: dict[str, dict[str, CandidateResult]]
@@ -136,6 +144,9 @@ class StrategyRecord(_Strict):
     schema_version: Literal[1] = TUNING_SCHEMA_VERSION
     pipeline: str
     refresh: str  # the command that rewrites this file
+    # sha256 of the canonical JSON of `key` and `choice` (choice.records.choice_sha256), written by
+    # the choosing tool; None only in a record being made (a reader refuses it).
+    choice_sha256: str | None = None
     key: StrategyKey
     choice: dict  # choice.choose's record: by, candidates' figures, chosen, reason[, measured, excluded]
 

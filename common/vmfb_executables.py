@@ -10,6 +10,7 @@ hal_runner runs under qemu, and perf/ measures (each compares sha256 with the ot
 from __future__ import annotations
 
 import hashlib
+import io
 import struct
 import zipfile
 from pathlib import Path
@@ -37,10 +38,11 @@ def elf_length(data: bytes) -> int:
     return end
 
 
-def embedded_executables(vmfb: Path) -> dict[str, bytes]:
-    """Archive entry name -> the executable's bytes, for every ELF executable in `vmfb`."""
+def embedded_executables(vmfb: Path, data: bytes | None = None) -> dict[str, bytes]:
+    """Archive entry name -> the executable's bytes, for every ELF executable in `vmfb` (or in
+    `data`, its bytes already read: the very bytes a caller then loads)."""
     try:
-        with zipfile.ZipFile(vmfb) as archive:
+        with zipfile.ZipFile(vmfb if data is None else io.BytesIO(data)) as archive:
             entries = {i.filename: archive.read(i) for i in archive.infolist() if i.filename != "module.fb"}
     except (OSError, zipfile.BadZipFile) as err:
         raise VmfbError(f"{vmfb}: not a vmfb archive: {err}") from None

@@ -3,8 +3,13 @@ the culprit and the reason, a non-zero exit, and the directory as it was (common
 Issue 51's cases: outputs aliasing inputs, a target file or hardware description that is not the
 one the compile report recorded (a manifest once said x86_64 for RVV code), golden outputs the
 module never returns or that hold NaN, and a bad npz blamed on the vmfb. Issue 62's: a NaN or Inf
-input blamed on the outputs, a text file called "pickled data", `--atol inf` passing anything."""
+input blamed on the outputs, a text file called "pickled data", `--atol inf` passing anything; a
+vmfb that is not the one its manifest describes (bytes flipped in its weights or in an executable,
+another build's under its name, a manifest naming another vmfb or forged to another's sha256) is
+refused before it runs, and so is a vmfb without a manifest unless --no-manifest says to run it
+unchecked."""
 
+import hashlib
 import io
 import json
 import shutil
@@ -30,7 +35,7 @@ def _npz(arrays: dict) -> bytes:
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     """A host build of the matmul untuned and one tuned by its analysis, each packaged, with a
-    golden npz: made once, copied into each probe's directory."""
+    golden npz, and another module's build: made once, copied into each probe's directory."""
     d = tmp_path_factory.mktemp("builds")
     p = Probe(d)
     p.write("m.mlir", MATMUL_MLIR)
@@ -45,6 +50,12 @@ def builds(tmp_path_factory):
                   ("runtime.manifest", "--vmfb", f"{name}.c.vmfb", "--report", f"{name}.report.json", "--module",
                    "m.mlir", "--target", "host.yaml", *extra, *(("--hardware", "host_hw.yaml") if extra else ()),
                    "--out-vmfb", f"{name}.vmfb", "--out-manifest", f"{name}.manifest.json")]
+    # Another build (its matmul accumulates onto ones): other executables, for a vmfb not its manifest's.
+    p.write("n.mlir", MATMUL_MLIR.replace("arith.constant 0.0", "arith.constant 1.0"))
+    steps += [("codegen.compile", "--module", "n.mlir", "--target", "host.yaml", "--out-vmfb", "n.c.vmfb",
+               "--out-configs", "n.configs.mlir", "--out-report", "n.report.json"),
+              ("runtime.manifest", "--vmfb", "n.c.vmfb", "--report", "n.report.json", "--module", "n.mlir",
+               "--target", "host.yaml", "--out-vmfb", "n.vmfb", "--out-manifest", "n.manifest.json")]
     for step in steps:
         r = p.run(*step)
         assert r.returncode == 0, r.stderr
@@ -227,13 +238,90 @@ def _input_of_another_dtype(p):
     return run("g.npz"), "g.npz", "input_0 is float64"
 
 
+def _flip(p, name: str, offset: int, n: int = 16):
+    data = bytearray((p.root / name).read_bytes())
+    data[offset:offset + n] = bytes(b ^ 0x5A for b in data[offset:offset + n])
+    p.write(name, bytes(data))
+
+
+def _archive_offset(p, name: str, entry: str) -> int:
+    """Where `entry`'s bytes start in the vmfb archive `name` (stored, not compressed)."""
+    import zipfile
+
+    with zipfile.ZipFile(p.root / name) as z:
+        info = z.getinfo(entry)
+    header = (p.root / name).read_bytes()[info.header_offset:info.header_offset + 30]
+    name_len, extra_len = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:30], "little")
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def _vmfb_bytes_flipped_in_its_module_fb(p):
+    # The issue's case: 16 bytes flipped in module.fb (where a model's weights are) ran with wrong outputs.
+    _flip(p, "u.vmfb", _archive_offset(p, "u.vmfb", "module.fb") + 2600)
+    return run("golden.npz"), "u.vmfb", ("not the vmfb u.manifest.json describes", "other bytes differ", "rebuild it")
+
+
+def _vmfb_bytes_flipped_in_an_executable(p):
+    # The issue's other case: bytes inside the embedded ELF crashed the run (rc -11, no message).
+    import zipfile
+
+    elf = next(i.filename for i in zipfile.ZipFile(p.root / "u.vmfb").infolist() if i.filename.endswith(".so"))
+    _flip(p, "u.vmfb", _archive_offset(p, "u.vmfb", elf) + 1024)
+    return run("golden.npz"), "u.vmfb", ("not the vmfb u.manifest.json describes", "Bad CRC-32")
+
+
+def _vmfb_of_another_build_under_its_name(p):
+    p.write("u.vmfb", (p.root / "n.vmfb").read_bytes())
+    return run("golden.npz"), "u.vmfb", "the executables it embeds are not the ones u.manifest.json records"
+
+
+def _manifest_forged_to_another_vmfbs_sha256(p):
+    # The file's sha256 matches, but its executables are not the ones recorded: both are checked.
+    m = json.loads((p.root / "u.manifest.json").read_text())
+    p.write("u.vmfb", (p.root / "n.vmfb").read_bytes())
+    m["inputs_sha256"]["vmfb"] = hashlib.sha256((p.root / "u.vmfb").read_bytes()).hexdigest()
+    p.write("u.manifest.json", json.dumps(m))
+    return run("golden.npz"), "u.vmfb", "the executables it embeds are not the ones u.manifest.json records"
+
+
+def _manifest_naming_another_vmfb(p):
+    m = json.loads((p.root / "u.manifest.json").read_text())
+    p.write("u.manifest.json", json.dumps({**m, "vmfb": "n.vmfb"}))
+    return run("golden.npz"), "u.vmfb", "u.manifest.json is the manifest of n.vmfb, not of u.vmfb"
+
+
+def _manifest_given_is_another_vmfbs(p):
+    return run("golden.npz", "--manifest", "n.manifest.json"), "u.vmfb", "the manifest of n.vmfb, not of u.vmfb"
+
+
+def _manifest_given_missing(p):
+    return run("golden.npz", "--manifest", "gone.manifest.json"), "gone.manifest.json", "manifest not found"
+
+
+def _vmfb_without_a_manifest(p):
+    p.write("x.vmfb", (p.root / "u.vmfb").read_bytes())
+    return run("golden.npz", vmfb="x.vmfb"), "x.vmfb", ("no manifest next to it", "--no-manifest")
+
+
+def _no_manifest_with_a_manifest_beside_it(p):
+    return run("golden.npz", "--no-manifest"), "u.vmfb", "drop --no-manifest"
+
+
+def _no_manifest_on_garbage(p):
+    p.write("x.vmfb", bytes(range(256)) * 8)
+    return run("golden.npz", "--no-manifest", vmfb="x.vmfb"), "x.vmfb", "IREE's runtime cannot load it"
+
+
 CASES = [_manifest_is_report, _out_vmfb_is_vmfb, _out_vmfb_is_out_manifest, _target_of_another_triple,
          _target_runnable_flag_flipped, _hardware_for_an_untuned_build, _hardware_of_another_accelerator,
          _analysis_for_an_untuned_build, _analysis_missing, _manifest_under_a_file, _report_of_another_vmfb,
          _golden_output_never_returned, _golden_nan, _golden_without_outputs, _golden_wrong_values, _npz_garbage,
          _npz_pickled_object_array, _manifest_corrupted, _manifest_without_target, _input_of_another_dtype,
          _golden_named_output_wrong_values, _input_nan, _atol_inf, _rtol_negative, _rtol_nan, _npz_text_file,
-         _npz_is_an_npy]
+         _npz_is_an_npy, _vmfb_bytes_flipped_in_its_module_fb, _vmfb_bytes_flipped_in_an_executable,
+         _vmfb_of_another_build_under_its_name, _manifest_forged_to_another_vmfbs_sha256,
+         _manifest_naming_another_vmfb, _manifest_given_is_another_vmfbs, _manifest_given_missing,
+         _vmfb_without_a_manifest, _no_manifest_with_a_manifest_beside_it, _no_manifest_on_garbage]
 PROGS = {"runtime.manifest": "runtime.manifest: error", "runtime.run": "runtime.run: error"}
 
 
@@ -246,6 +334,20 @@ def test_refused(p, case):
 def test_the_tuned_build_packages_with_its_own_hardware(p):
     r = p.run(*manifest("--analysis", "a.json", "--hardware", "host_hw.yaml", vmfb="t.c.vmfb",
                         report="t.report.json"))
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_vmfb_without_a_manifest_runs_unchecked_only_when_asked(p):
+    p.write("x.vmfb", (p.root / "u.vmfb").read_bytes())
+    r = p.run(*run("golden.npz", "--no-manifest", "--check", vmfb="x.vmfb"))
+    assert r.returncode == 0, r.stderr
+    assert "unchecked module (--no-manifest)" in r.stdout and "1 outputs match" in r.stdout
+
+
+def test_a_manifest_given_elsewhere_checks_its_vmfb(p):
+    (p.root / "m").mkdir()
+    (p.root / "u.manifest.json").rename(p.root / "m" / "u.manifest.json")
+    r = p.run(*run("golden.npz", "--manifest", "m/u.manifest.json", "--check"))
     assert r.returncode == 0, r.stderr
 
 

@@ -9,13 +9,15 @@
         --perf <pipeline>_perf.perf.json
 
 `keys`: every pipeline's record is committed and its key is the tree's (the key each build of the
-riscv measured choice computed, in its <name>.record.json), and no committed record is an orphan.
+riscv measured choice computed, in its <name>.record.json), its figures match the figures_sha256
+the measuring tool wrote (a figure edited by hand fails, formatting kept or not), and no committed
+record is an orphan.
 A build whose record is stale measures, so its record differs from the committed one: the check
 says which key components differ and the command that refreshes it.
 
 `strategies`: the same for the strategy records of `strategy = "auto"` choices (every built
-choice's record is committed with the tree's key, and the build replayed it), and recorded.bzl is
-what the committed records generate.
+choice's record is committed with the tree's key and its choice matches its choice_sha256, and the
+build replayed it), and recorded.bzl is what the committed records generate, line by line.
 
 `reproduce`: one pipeline measured again here reproduces its committed record byte for byte, and
 the replayed build's outputs equal the measured build's. A difference is listed figure by figure
@@ -38,7 +40,7 @@ from common.perf_schema import PerfReport
 from common.tuning_schema import TuningRecord
 from choice.records import (RecordError, dump_record, dump_strategy_record, key_differences, load_record,
                           load_strategy_record, strategy_key_differences)
-from tuning.strategy_records import recorded_bzl
+from tuning.strategy_records import recorded_bzl, recorded_choices
 
 BUILT_SUFFIX = "_analysis.record.json"  # <pipeline>_analysis.record.json: models/defs.bzl's choice
 
@@ -56,7 +58,11 @@ def check_keys(committed: list[Path], built: list[Path]) -> list[str]:
         if name not in records:
             problems.append(f"{name}: no tuning record committed (its build measures); `{tree.refresh}` writes it")
             continue
-        record = load_record(records[name])
+        try:
+            record = load_record(records[name])  # its figures checked against its figures_sha256
+        except RecordError as err:
+            problems.append(str(err))
+            continue
         if record.pipeline != name:
             problems.append(f"{records[name]}: the record of '{record.pipeline}', not of '{name}'")
             continue
@@ -92,7 +98,11 @@ def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> lis
             problems.append(f"{name}: no strategy record committed (its build measures every candidate); "
                             f"`{tree.refresh}` writes it")
             continue
-        record = load_strategy_record(records[name])
+        try:
+            record = load_strategy_record(records[name])  # its choice checked against its choice_sha256
+        except RecordError as err:
+            problems.append(str(err))
+            continue
         diffs = strategy_key_differences(record.key, tree.key)
         if diffs:
             problems.append(f"{records[name]}: stale, its key is not the tree's: {'; '.join(diffs)}; "
@@ -104,10 +114,25 @@ def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> lis
                             f"`{tree.refresh}` refreshes it")
     for name in sorted(set(records) - set(built_by_name)):
         problems.append(f"{records[name]}: no pipeline has this strategy record (an orphan): delete it")
-    expected = recorded_bzl(committed)
-    if bzl.read_text() != expected:
-        problems.append(f"{bzl}: not what the committed strategy records generate (`bazel run //tools:tune` "
-                        "rewrites it with them)")
+    text = bzl.read_text()
+    try:
+        expected = recorded_bzl(committed)
+    except RecordError as err:  # a record refused above: recorded.bzl cannot be generated
+        if not any(str(err) == p for p in problems):
+            problems.append(str(err))
+        return problems
+    if text != expected:
+        # The lines that disagree with their records, when some do: what a build would compile.
+        try:
+            found = recorded_choices(text)
+        except RecordError as err:
+            return problems + [f"{bzl}: {str(err).removeprefix('recorded.bzl: ')}"]
+        lines = [f"{bzl}: {name} ships {found[name]!r}, but its record {records[name]} chose {build!r}; "
+                 "`bazel run //tools:tune` rewrites it with the records"
+                 for name, build in sorted(recorded_choices(expected).items())
+                 if name in found and found[name] != build]
+        problems += lines or [f"{bzl}: not what the committed strategy records generate (`bazel run //tools:tune` "
+                              "rewrites it with them)"]
     return problems
 
 

@@ -8,6 +8,7 @@ mirrored into recorded.bzl: written by //tools:tune with the records, checked by
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from choice.records import RecordError, load_strategy_record
@@ -30,3 +31,19 @@ def recorded_bzl(records: list[Path]) -> str:
         chosen[record.pipeline] = record.choice["chosen"]
     lines = "".join(f'    "{name}": "{build}",\n' for name, build in chosen.items())
     return f"{_HEADER}\nRECORDED_STRATEGIES = {{\n{lines}}}\n"
+
+
+_LINE = re.compile(r'^    "([^"]+)": "([^"]+)",$')
+
+
+def recorded_choices(text: str) -> dict[str, str]:
+    """<pipeline>_<target> -> build, as a recorded.bzl's text says (the lines recorded_bzl writes)."""
+    lines = text.split("RECORDED_STRATEGIES = {\n", 1)
+    if len(lines) != 2:
+        raise RecordError("recorded.bzl: no `RECORDED_STRATEGIES = {` (`bazel run //tools:tune` rewrites it)")
+    out = {}
+    for line in lines[1].splitlines():
+        m = _LINE.match(line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out

@@ -1,0 +1,170 @@
+"""Integrity by content (issue 62): a committed record's figures carry the sha256 its tool wrote.
+
+A tile record (tuning/records/) with one candidate's memory_aware_cycles edited by hand, its
+formatting kept, was replayed (the tuned build switched to the slower candidate) and passed
+//tuning:records_test; a strategy record edited to choose another build, with the matching line
+of recorded.bzl edited too, shipped the slower build and passed //tuning:strategy_records_test.
+Each is refused now, by the replay and by the checks, in one line naming the record and the
+command that refreshes it; a line of recorded.bzl that disagrees with its record is named too.
+"""
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from choice import records
+from tuning import check
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = ROOT / "tuning" / "records"
+STRATEGIES = ROOT / "tuning" / "strategies"
+
+
+def _tamper_tile(path: Path) -> None:
+    """The issue's edit: one candidate's memory_aware_cycles set to 100, the formatting kept."""
+    text = path.read_text()
+    edited, n = re.subn(r'("memory_aware_cycles": )\d+', r"\g<1>100", text, count=1)
+    assert n == 1 and edited != text
+    path.write_text(edited)
+
+
+def _tamper_strategy(path: Path, bzl: Path | None = None) -> None:
+    """The issue's edit: mlp_batch32_riscv made to choose tuned (its figures made up to fit), and
+    the matching line of recorded.bzl edited to say so."""
+    text = path.read_text()
+    edited = text.replace('"chosen": "datatiling"', '"chosen": "tuned"', 1).replace('"tuned": 2393904', '"tuned": 1000', 1)
+    assert edited != text
+    path.write_text(edited)
+    if bzl is not None:
+        bzl.write_text(bzl.read_text().replace('"mlp_batch32_riscv": "datatiling"', '"mlp_batch32_riscv": "tuned"'))
+
+
+def test_every_committed_record_carries_the_hash_of_its_figures():
+    """The one-off migration: each committed record's hash is what the tool's function gives."""
+    tiles, strategies = sorted(RECORDS.glob("*.json")), sorted(STRATEGIES.glob("*.json"))
+    assert tiles and strategies
+    for path in tiles:
+        record = records.load_record(path)  # checks figures_sha256
+        assert record.figures_sha256 == records.figures_sha256(record)
+        assert path.read_text() == records.dump_record(record)
+    for path in strategies:
+        record = records.load_strategy_record(path)  # checks choice_sha256
+        assert record.choice_sha256 == records.choice_sha256(record)
+        assert path.read_text() == records.dump_strategy_record(record)
+
+
+def test_a_tile_record_figure_edited_by_hand_is_refused(tmp_path):
+    record = tmp_path / "mlp_riscv.json"
+    shutil.copy(RECORDS / "mlp_riscv.json", record)
+    _tamper_tile(record)
+    with pytest.raises(records.RecordError) as err:
+        records.load_record(record)
+    line = str(err.value)
+    assert "\n" not in line and str(record) in line and "do not match its figures_sha256" in line
+    assert "`bazel run //tools:tune -- //models:mlp_riscv` rewrites it" in line
+
+
+def test_the_replay_refuses_an_edited_tile_record(tmp_path):
+    """choice.tune reads a committed record through load_record before comparing keys: an edited
+    one ends the build with its one line (tune's CLI reports RecordError), never replayed."""
+    from choice.tune import _from_record
+
+    record = tmp_path / "mlp_riscv.json"
+    shutil.copy(RECORDS / "mlp_riscv.json", record)
+    _tamper_tile(record)
+    with pytest.raises(records.RecordError, match="figures_sha256"):
+        _from_record(argparse.Namespace(record=record, record_name="mlp_riscv"), None, None, "riscv_rvv", "p670")
+
+
+def test_records_test_refuses_an_edited_tile_record(tmp_path, capsys):
+    committed, built = tmp_path / "committed", tmp_path / "built"
+    committed.mkdir()
+    built.mkdir()
+    for path in RECORDS.glob("*.json"):  # the tree's records are the committed ones (a replaying build's)
+        shutil.copy(path, committed / path.name)
+        shutil.copy(path, built / f"{path.stem}{check.BUILT_SUFFIX}")
+    argv = ["keys", "--committed", *map(str, sorted(committed.glob("*.json"))),
+            "--built", *map(str, sorted(built.glob("*.json")))]
+    assert check.main(argv) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    _tamper_tile(committed / "mlp_riscv.json")
+    assert check.main(argv) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{committed / 'mlp_riscv.json'}: its figures do not match its figures_sha256")
+    assert "`bazel run //tools:tune -- //models:mlp_riscv`" in lines[0]
+
+
+def test_a_record_without_its_hash_is_refused(tmp_path):
+    record = tmp_path / "mlp_riscv.json"
+    record.write_text(re.sub(r' "figures_sha256": "[0-9a-f]+",\n', "", (RECORDS / "mlp_riscv.json").read_text()))
+    with pytest.raises(records.RecordError, match="no figures_sha256"):
+        records.load_record(record)
+
+
+def _strategy_tree(tmp_path):
+    """Copies of the committed strategy records and recorded.bzl, and built records equal to them."""
+    committed, built = tmp_path / "committed", tmp_path / "built"
+    committed.mkdir()
+    built.mkdir()
+    for path in STRATEGIES.glob("*.json"):
+        shutil.copy(path, committed / path.name)
+        shutil.copy(path, built / f"{path.stem}{check.STRATEGY_SUFFIX}")
+    bzl = committed / "recorded.bzl"
+    shutil.copy(STRATEGIES / "recorded.bzl", bzl)
+    argv = ["strategies", "--recorded-bzl", str(bzl), "--committed", *map(str, sorted(committed.glob("*.json"))),
+            "--built", *map(str, sorted(built.glob("*.json")))]
+    return committed, bzl, argv
+
+
+def test_strategy_records_test_refuses_an_edited_record_and_its_bzl_line(tmp_path, capsys):
+    committed, bzl, argv = _strategy_tree(tmp_path)
+    assert check.main(argv) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    _tamper_strategy(committed / "mlp_batch32_riscv.json", bzl)
+    assert check.main(argv) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{committed / 'mlp_batch32_riscv.json'}: its figures do not match its choice_sha256")
+    assert "`bazel run //tools:tune -- //models:mlp_batch32_riscv`" in lines[0]
+
+
+def test_a_recorded_bzl_line_that_disagrees_with_its_record_is_named(tmp_path, capsys):
+    _, bzl, argv = _strategy_tree(tmp_path)
+    bzl.write_text(bzl.read_text().replace('"mlp_batch32_riscv": "datatiling"', '"mlp_batch32_riscv": "tuned"'))
+    assert check.main(argv) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    assert f"{bzl}: mlp_batch32_riscv ships 'tuned', but its record" in lines[0]
+    assert "chose 'datatiling'" in lines[0]
+
+
+def test_the_replay_refuses_an_edited_strategy_record(tmp_path):
+    """choice.choose reads the committed strategy record through load_strategy_record before
+    comparing keys: an edited one ends the build (its CLI reports RecordError), never shipped."""
+    from choice.choose import _replay
+
+    record = tmp_path / "mlp_batch32_riscv.json"
+    shutil.copy(STRATEGIES / "mlp_batch32_riscv.json", record)
+    _tamper_strategy(record)
+    with pytest.raises(records.RecordError, match="choice_sha256"):
+        _replay(record, None, {})
+
+
+def test_the_tool_seals_what_it_writes_and_refuses_to_reseal_changed_figures():
+    record = records.load_record(RECORDS / "mlp_riscv.json")
+    d = next(iter(record.results))
+    c = next(c for c, r in record.results[d].items() if r.measured is not None)
+    changed = record.model_copy(deep=True)
+    changed.results[d][c].measured.memory_aware_cycles = 100
+    with pytest.raises(records.RecordError, match="changed after its figures_sha256 was computed"):
+        records.dump_record(changed)
+    assert '"figures_sha256"' in records.dump_record(changed.model_copy(update={"figures_sha256": None}))
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
