@@ -13,7 +13,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def import_into(directory, module, framework, name):
+def import_into(directory, module, framework, name, host=None):
     directory.mkdir()
     pythonpath = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
     env = dict(
@@ -22,6 +22,7 @@ def import_into(directory, module, framework, name):
         KERAS_HOME=str(directory / "keras"),
         PYTHONHASHSEED="0",
         PYTHONPATH=pythonpath,
+        **(host or {}),
     )
     out_mlir, out_golden = directory / f"{name}.mlirbc", directory / f"{name}.golden.npz"
     proc = subprocess.run(
@@ -52,6 +53,24 @@ def test_two_imports_are_byte_identical(tmp_path, module, framework, name):
         assert leak.encode() not in data, leak
     golden = np.load(first[1])
     assert golden.files[0] == "input_0" and any(k.startswith("output_") for k in golden.files)
+
+
+# Two hosts as the frameworks see them: the kernels' instruction set and thread count. Before the
+# import pinned its kernels (import_model.PORTABLE_KERNELS), se_net's calibrated batch-norm
+# weights differed between these two, and so did the module every tuning record is keyed by.
+HOSTS = ({"ATEN_CPU_CAPABILITY": "avx512", "OMP_NUM_THREADS": "2", "TF_ENABLE_ONEDNN_OPTS": "1"},
+         {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "OMP_NUM_THREADS": "1",
+          "TF_ENABLE_ONEDNN_OPTS": "1", "MKL_ENABLE_INSTRUCTIONS": "AVX2"})
+
+
+@pytest.mark.parametrize(
+    "module,framework,name",
+    [("models.se_net", "torch", "se_net"), ("models.keras_mobilenet", "tensorflow", "keras_mobilenet")])
+def test_the_import_does_not_depend_on_the_hosts_kernels(tmp_path, module, framework, name):
+    first = import_into(tmp_path / "first", module, framework, name, HOSTS[0])
+    second = import_into(tmp_path / "second", module, framework, name, HOSTS[1])
+    for a, b in zip(first, second):
+        assert sha256(a) == sha256(b), a.name
 
 
 if __name__ == "__main__":

@@ -41,9 +41,29 @@ NAMES = "names"
 SUPPORTED_DTYPES = ("float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
+# The frameworks' CPU kernels pick their instruction set and thread split at run time, and the
+# import runs the model (batch-norm calibration, the golden): with AVX-512 or AVX2 kernels
+# se_net's calibrated weights, keras_mobilenet's too, came out different in the last bits, so
+# the module (and every tuning record keyed by its sha256) depended on the machine that imported
+# it. The import pins the portable kernels and one thread, whatever the caller's environment.
+PORTABLE_KERNELS = {
+    "ATEN_CPU_CAPABILITY": "default",  # torch's own kernels: the baseline build, no AVX dispatch
+    "ONEDNN_MAX_CPU_ISA": "SSE41",  # oneDNN (torch's mkldnn convolutions), where it is used
+    "DNNL_MAX_CPU_ISA": "SSE41",
+    "MKL_CBWR": "COMPATIBLE",  # MKL's conditional bitwise reproducibility across CPUs
+    "TF_ENABLE_ONEDNN_OPTS": "0",  # TensorFlow's Eigen kernels, fixed at its build
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+}
+
+
 def _prepare_environment():
-    """Quiet TensorFlow, and create the scratch dirs the build points HOME-like variables at."""
+    """Quiet TensorFlow, pin the frameworks' kernels (PORTABLE_KERNELS), and create the scratch
+    dirs the build points HOME-like variables at. Before any framework is imported."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.update(PORTABLE_KERNELS)
     for var in ("HOME", "KERAS_HOME", "XDG_CACHE_HOME", "TORCH_HOME", "MPLCONFIGDIR", "TMPDIR"):
         path = os.environ.get(var)
         if path and not os.path.isdir(path):

@@ -62,7 +62,7 @@ def source(name: str, generator: str) -> str:
 
 
 SOURCES = ("IREE default", "default + register/alignment", "ZigZag", "ZigZag + register/alignment",
-           "search", "analytical")
+           "search", "analytical", "tie (equal best figures)")
 
 
 def collect(root: Path) -> dict:
@@ -91,7 +91,9 @@ def collect(root: Path) -> dict:
                                 "model_cycles": c.measured_model_cycles,
                                 "memory_aware_cycles": c.measured_memory_aware_cycles,
                                 "energy_pj": c.measured_energy_pj,
-                                "traffic_bytes": c.measured_traffic_bytes} for c in cands]})
+                                "traffic_bytes": c.measured_traffic_bytes,
+                                "placement_memory_aware_cycles": c.measured_placement_memory_aware_cycles}
+                               for c in cands]})
         models[info.name] = {"split": info.split, "hardware": measured.hardware,
                              "core": measured.measured_choice.core, "dispatches": dispatches}
     return {"what": "per riscv measured choice of the zoo, the candidates measured (choice/tune.py)",
@@ -141,16 +143,42 @@ def _generator(d: dict, name: str) -> str:
     return name.split("+")[0] if name.split("+")[0] in ("zigzag", "search", "analytical") else "iree-default"
 
 
+TIE = "tie (equal best figures)"
+
+
+def _winner(candidates: list[dict], figure: str) -> str | None:
+    """The one candidate with the fewest `figure`, or None when several share it (a tie)."""
+    best = min(c[figure] for c in candidates)
+    names = [c["name"] for c in candidates if c[figure] == best]
+    return names[0] if len(names) == 1 else None
+
+
 def wins(data: dict) -> dict[str, dict[str, Counter]]:
-    """split -> rule -> source -> dispatches won."""
+    """split -> rule -> source -> dispatches won; a tie counts as a tie, for no source."""
     out: dict[str, dict[str, Counter]] = {s: defaultdict(Counter) for s in SPLITS}
     for m in data["models"].values():
         for d in m["dispatches"]:
-            by_model = min(d["candidates"], key=lambda c: c["model_cycles"])
-            by_memory = min(d["candidates"], key=lambda c: c["memory_aware_cycles"])
-            for rule, name in (("predicted", d["predicted_choice"]), ("model cycles", by_model["name"]),
-                               ("memory-aware cycles", by_memory["name"])):
-                out[m["split"]][rule][source(name, _generator(d, name))] += 1
+            for rule, name in (("predicted", d["predicted_choice"]),
+                               ("model cycles", _winner(d["candidates"], "model_cycles")),
+                               ("memory-aware cycles", _winner(d["candidates"], "memory_aware_cycles"))):
+                out[m["split"]][rule][TIE if name is None else source(name, _generator(d, name))] += 1
+    return out
+
+
+def switches(data: dict) -> dict[str, Counter]:
+    """split -> how each dispatch's measured choice ended: switched beyond the placement spread,
+    kept within it (a candidate beat IREE's default at placement 0 only), or default best."""
+    out: dict[str, Counter] = {s: Counter() for s in SPLITS}
+    for m in data["models"].values():
+        for d in m["dispatches"]:
+            default = next((c for c in d["candidates"] if c["name"] == DEFAULT), None)
+            best = min(c["memory_aware_cycles"] for c in d["candidates"])
+            if d["chosen"] not in (None, DEFAULT):
+                out[m["split"]]["switched beyond the placement spread"] += 1
+            elif default is not None and best < default["memory_aware_cycles"]:
+                out[m["split"]]["kept: the win is within the placement spread"] += 1
+            else:
+                out[m["split"]]["kept: IREE's default is best (or tied)"] += 1
     return out
 
 
@@ -314,6 +342,13 @@ def render(data: dict, ranking: dict | None = None, sweeps: dict[str, dict] | No
             lines.append(f"| {s} | {w[split]['predicted'][s]} | {w[split]['model cycles'][s]} | "
                          f"{w[split]['memory-aware cycles'][s]} |")
         lines.append("")
+    lines += ["What the measured choice did with those wins: a candidate replaces IREE's default only "
+              "when its worst buffer placement beats the default's best (choice/tune.py `beyond_spread`, "
+              "4 placements).", "", "| split | outcome | dispatches |", "|---|---|---:|"]
+    for split, outcomes in switches(data).items():
+        for outcome, n in sorted(outcomes.items()):
+            lines.append(f"| {split.replace('_', '-')} | {outcome} | {n} |")
+    lines.append("")
     rows = zigzag_rows(data)
     lines += ["## 2. ZigZag judged by the simulation", "",
               "Every matmul and convolution dispatch whose ZigZag mapping was compiled and run (the "
@@ -371,9 +406,41 @@ def committed_sweeps(workspace: Path) -> dict[str, dict]:
     return {p.name.removesuffix(".sweep.json"): json.loads(p.read_text()) for p in paths if p.is_file()}
 
 
+RECORDS = Path("tuning/records")
+REFRESH = "tools/bazel build //models:zoo_measured_choices && tools/bazel run //tools:report -- --collect memory"
+
+
+def record_differences(data: dict, root: Path) -> list[str]:
+    """Where `data` (measured_choices.json) is not what the committed tuning records say: every
+    measured candidate's figures must be its record's (one source for every figure)."""
+    out = []
+    for model, m in sorted(data["models"].items()):
+        path = root / RECORDS / f"{model}_riscv.json"
+        if not path.is_file():
+            out.append(f"{model}: no committed record {path.relative_to(root)}")
+            continue
+        results = json.loads(path.read_text())["results"]
+        for d in m["dispatches"]:
+            for c in d["candidates"]:
+                measured = results.get(d["name"], {}).get(c["name"], {}).get("measured")
+                if measured is None:
+                    out.append(f"{model} {d['name']} {c['name']}: not measured in its record")
+                    continue
+                for figure in ("model_cycles", "memory_aware_cycles", "energy_pj", "traffic_bytes",
+                               "placement_memory_aware_cycles"):
+                    if c.get(figure) != measured.get(figure):
+                        out.append(f"{model} {d['name']} {c['name']}: {figure} {c.get(figure)} here, "
+                                   f"{measured.get(figure)} in its record")
+    return out
+
+
 def documents(root: Path) -> dict[Path, str]:
-    """docs/results_memory.md from the committed data under the workspace `root`."""
+    """docs/results_memory.md from the committed data under the workspace `root`, which must be
+    what the committed tuning records say."""
     data = json.loads((root / DATA).read_text())
+    drift = record_differences(data, root)
+    if drift:
+        raise ValueError(f"{DATA}: {len(drift)} figures differ from {RECORDS}/ (first: {drift[0]}): {REFRESH}")
     ranking = json.loads((root / RANKING).read_text()) if (root / RANKING).is_file() else None
     traffic = json.loads((root / TRAFFIC).read_text()) if (root / TRAFFIC).is_file() else None
     return {OUT: render(data, ranking, committed_sweeps(root), traffic)}
