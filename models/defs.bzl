@@ -258,7 +258,7 @@ def _chosen_tiles(prefix, choice, module, hardware, target, calibration = None, 
         **dict(choice_args, **kwargs)
     )
 
-def model_pipeline(name, model_name, model, module, framework, split, factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted"):
+def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted"):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -272,7 +272,8 @@ def model_pipeline(name, model_name, model, module, framework, split, factory = 
       model: py_library holding `module`.
       module: dotted Python module with the factory.
       framework: "torch" or "tensorflow".
-      split: "calibration" (the cost model may be fitted on it) or "held_out" (never).
+      split: "calibration" (the cost model may be fitted on it) or "held_out" (never; the
+        default: a model no one declared for fitting is never fitted on).
       factory: function in `module` returning (model, example_inputs).
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
