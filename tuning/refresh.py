@@ -60,6 +60,12 @@ def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> lis
             lm = _LABEL.match(line)
             suffix = MEASURED_SUFFIX if line.endswith(MEASURED_SUFFIX) else STRATEGY_SUFFIX
             found.append((lm.group(1), lm.group(2).removesuffix(suffix), suffix))
+        if not found and target != "all":
+            exists = subprocess.run(bazel + ["query", "--output=label", target], cwd=workspace,
+                                    capture_output=True, text=True)
+            if exists.returncode != 0:
+                raise RefreshError(f"{target}: no such target (bazel query: "
+                                   f"{(exists.stderr.strip().splitlines() or ['no message'])[-1]})")
         if not found:
             raise RefreshError(f"{target}: has neither a measured tile choice nor a strategy choice to record")
         pairs += found
