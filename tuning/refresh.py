@@ -64,8 +64,9 @@ def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> lis
             exists = subprocess.run(bazel + ["query", "--output=label", target], cwd=workspace,
                                     capture_output=True, text=True)
             if exists.returncode != 0:
-                raise RefreshError(f"{target}: no such target (bazel query: "
-                                   f"{(exists.stderr.strip().splitlines() or ['no message'])[-1]})")
+                said = next((line.split("ERROR: ", 1)[1] for line in exists.stderr.splitlines() if "ERROR: " in line),
+                            "no message")
+                raise RefreshError(f"{target}: no such target (bazel query: {said})")
         if not found:
             raise RefreshError(f"{target}: has neither a measured tile choice nor a strategy choice to record")
         pairs += found
