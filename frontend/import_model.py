@@ -46,10 +46,11 @@ SUPPORTED_DTYPES = ("float32", "float16", "int8", "int16", "int32", "int64", "ui
 # se_net's calibrated weights, keras_mobilenet's too, came out different in the last bits, so
 # the module (and every tuning record keyed by its sha256) depended on the machine that imported
 # it. The import pins the portable kernels and one thread, whatever the caller's environment.
+# torch's oneDNN (mkldnn) kernels are switched off in the process instead (_portable_torch): their
+# int8 matmul is wrong below AVX-512 VNNI (torch._int_mm off by up to 104,069 with oneDNN capped
+# at AVX2: a saturating 16-bit product), so an AVX2-only machine wrote a wrong int8 golden.
 PORTABLE_KERNELS = {
     "ATEN_CPU_CAPABILITY": "default",  # torch's own kernels: the baseline build, no AVX dispatch
-    "ONEDNN_MAX_CPU_ISA": "SSE41",  # oneDNN (torch's mkldnn convolutions), where it is used
-    "DNNL_MAX_CPU_ISA": "SSE41",
     "MKL_CBWR": "COMPATIBLE",  # MKL's conditional bitwise reproducibility across CPUs
     "TF_ENABLE_ONEDNN_OPTS": "0",  # TensorFlow's Eigen kernels, fixed at its build
     "OMP_NUM_THREADS": "1",
@@ -198,8 +199,25 @@ def check_finite(golden):
                                     "values: no golden (check the model's weights and example inputs)")
 
 
+def _portable_torch():
+    """torch's own kernels, not oneDNN's: theirs pick an instruction set at run time (and their
+    int8 matmul is wrong without VNNI), ATen's are pinned by PORTABLE_KERNELS."""
+    import torch
+
+    torch.backends.mkldnn.enabled = False
+
+
+# TensorFlow calls oneDNN for some ops even with TF_ENABLE_ONEDNN_OPTS=0 (keras_mobilenet's
+# weights still moved with oneDNN's instruction set): capped at SSE4.1 there, for float models.
+TF_PORTABLE_KERNELS = {"ONEDNN_MAX_CPU_ISA": "SSE41", "DNNL_MAX_CPU_ISA": "SSE41"}
+
+
 def import_model(model_module, factory_name, framework, name):
     """Returns (mlir bytecode, ordered dict of golden arrays)."""
+    if framework == "torch":
+        _portable_torch()
+    else:
+        os.environ.update(TF_PORTABLE_KERNELS)
     factory = _load_factory(model_module, factory_name)
     model, inputs = _call_factory(factory, model_module, factory_name)
     np_inputs = [_to_numpy(x, i) for i, x in enumerate(inputs)]
