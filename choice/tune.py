@@ -293,6 +293,12 @@ def beyond_spread(candidate: list[int], default: list[int]) -> bool:
     return max(candidate) < min(default)
 
 
+def _fewest(names: list[str], cycles_of) -> str:
+    """The name of fewest `cycles_of(name)`; a tie goes to the earlier (the shortlist puts IREE's
+    default first, so a candidate other than it won strictly)."""
+    return min(names, key=lambda n: (cycles_of(n), names.index(n)))
+
+
 def provisional_switches(analysis: Analysis, measured: dict, choices: set[str], size: int) -> dict[str, str]:
     """Dispatch -> the candidate that beats IREE's default at placement 0, for the dispatches
     of `choices` where one does (strictly fewer memory-aware cycles)."""
@@ -303,9 +309,8 @@ def provisional_switches(analysis: Analysis, measured: dict, choices: set[str], 
         names = [n for n in shortlist(d, size) if (d["name"], n) in measured]
         if DEFAULT not in names:
             continue
-        best = min(names, key=lambda n: (measured[(d["name"], n)].memory_aware_cycles, names.index(n)))
-        if best != DEFAULT and (measured[(d["name"], best)].memory_aware_cycles
-                                < measured[(d["name"], DEFAULT)].memory_aware_cycles):
+        best = _fewest(names, lambda n: measured[(d["name"], n)].memory_aware_cycles)
+        if best != DEFAULT:
             out[d["name"]] = best
     return out
 
@@ -379,12 +384,12 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
             raise TuneError(f"IREE's default configs cannot be measured: no dispatch's ran ({log[-1]})")
     switches = provisional_switches(analysis, measured, choices, size) if placements > 1 else {}
     others = tuple(range(1, placements))
-    for what, assign in (("IREE's default", {d: DEFAULT for d in switches}), ("candidates", switches)):
+    for what, tag, assign in (("IREE's default", "placements_default", {d: DEFAULT for d in switches}),
+                              ("candidates", "placements_candidates", switches)):
         if not assign:
             continue
         forced = forced_analysis(base, {**{d: DEFAULT for d in round_assignments(base, size)[0]}, **assign},
                                  f"measured choice, placements of {what}")
-        tag = "placements_default" if what.startswith("IREE") else "placements_candidates"
         try:
             figures = measure_round(forced, set(assign), tag, placements=others)
         except MEASURE_ERRORS as err:
@@ -448,7 +453,7 @@ def decide(analysis: Analysis, measured: dict, failed: dict[tuple[str, str], str
         default_cycles = by_name[DEFAULT].measured_memory_aware_cycles
         ok = [n for n in names if by_name[n].measured_memory_aware_cycles is not None]
         # Fewest memory-aware cycles; ties go to the earlier (IREE's default first).
-        best = min(ok, key=lambda n: (by_name[n].measured_memory_aware_cycles, names.index(n)))
+        best = _fewest(ok, lambda n: by_name[n].measured_memory_aware_cycles)
         spread = ""
         if best != DEFAULT and placements > 1:
             ours, theirs = placement_figures(measured.get((d.name, best))), placement_figures(measured.get((d.name, DEFAULT)))

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from analysis.op_kinds import MAC_KINDS
 from bench import stats
+from choice.records import load_record
 
 DATA = Path("docs/data/measured_choices.json")
 # bench.zigzag_ranking's output over the same analyses (ZigZag's cost model applied to every
@@ -419,10 +420,11 @@ def record_differences(data: dict, root: Path) -> list[str]:
         if not path.is_file():
             out.append(f"{model}: no committed record {path.relative_to(root)}")
             continue
-        results = json.loads(path.read_text())["results"]
+        results = load_record(path).results  # the record as every reader takes it: its hash checked
         for d in m["dispatches"]:
             for c in d["candidates"]:
-                measured = results.get(d["name"], {}).get(c["name"], {}).get("measured")
+                result = results.get(d["name"], {}).get(c["name"])
+                measured = result.measured.model_dump() if result and result.measured else None
                 if measured is None:
                     out.append(f"{model} {d['name']} {c['name']}: not measured in its record")
                     continue

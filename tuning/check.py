@@ -38,6 +38,7 @@ from pathlib import Path
 from common.analysis_schema import Analysis
 from common.perf_schema import PerfReport
 from common.tuning_schema import TuningRecord
+from choice.tune import Measured
 from choice.records import (RecordError, dump_record, dump_strategy_record, key_differences, load_record,
                           load_strategy_record, strategy_key_differences)
 from tuning.strategy_records import recorded_bzl, recorded_choices
@@ -218,10 +219,9 @@ def check_agree(committed: Path, replayed_files: list[Path], perf_json: Path) ->
         if result is None or result.measured is None:
             continue  # no choice was measured for it (a shortlist of one)
         m, compared = result.measured, compared + 1
-        ours = {"model_cycles": d.model_cycles, "memory_aware_cycles": d.memory.cycles,
-                "energy_pj": d.memory.energy_pj,
-                "traffic_bytes": {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels}}
-        for field, value in ours.items():
+        ours = Measured.of(d)  # the report's dispatch as the choice records a measurement
+        for field in ("model_cycles", "memory_aware_cycles", "energy_pj", "traffic_bytes"):
+            value = getattr(ours, field) if ours is not None else None
             if getattr(m, field) != value:
                 problems.append(f"{d.name} ({chosen[d.name]}): {field} {getattr(m, field)} in {committed.name}, "
                                 f"{value} in {perf_json.name}")
