@@ -187,7 +187,10 @@ def join_page_splits(raw: list[tuple[int, Block]]) -> list[Block]:
     for i, (addr, a) in enumerate(raw):
         end = addr + len(a.code)
         words = _words(a.code)
-        if end % PAGE_BYTES or not words or _transfers_control(*words[-1]):
+        # QEMU ends a block before an instruction on the next page, and gives an instruction that
+        # straddles a page a block of its own: either way the block ends at or across a page.
+        at_page = end % PAGE_BYTES == 0 or addr // PAGE_BYTES != (end - 1) // PAGE_BYTES
+        if not at_page or not words or _transfers_control(*words[-1]):
             continue
         successors = by_start.get(end, [])
         if len(successors) != 1:

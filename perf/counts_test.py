@@ -40,6 +40,15 @@ def test_a_block_split_at_a_page_is_priced_joined_with_its_fall_through():
     assert sorted(p.code for p in unsplit) == sorted(by_code)
 
 
+def test_an_instruction_straddling_a_page_is_joined_with_what_follows():
+    """QEMU gives an instruction that crosses a page a block of its own (se_net's dispatch 13: a
+    4-byte block at ...ffe in one link, part of a 16-byte block in another)."""
+    a = _block(ADDI, {16: 64})  # at PAGE - 2: crosses into the next page
+    b = _block(ADDI * 2 + BNEZ, {16: 64})
+    priced = join_page_splits([(PAGE_BYTES - 2, a), (PAGE_BYTES + 2, b)])
+    assert [p.code for p in priced] == [a.code + b.code]
+
+
 def test_the_entry_vtype_of_the_fall_through_follows_a_vset():
     a = _block(ADDI + VSETVLI_M2, {64: 5})
     b = _block(ADDI + BNEZ, {17: 9})  # e32 m2 = slot 2*8+1
