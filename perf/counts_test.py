@@ -61,7 +61,7 @@ def test_the_entry_vtype_of_the_fall_through_follows_a_vset():
 def test_no_join_where_the_block_need_not_fall_through(case):
     a = _block(ADDI * 3 + (BNEZ if case == "branch at the end" else ADDI), {16: 10})
     b = _block(ADDI + BNEZ, {16: 5 if case == "entries do not add up" else 30})
-    start = PAGE_BYTES - 16 + (8 if case == "not at a page" else 0)
+    start = PAGE_BYTES - 16 - (32 if case == "not at a page" else 0)
     priced = join_page_splits([(start, a), (start + 16, b)])
     assert sorted(p.code for p in priced) == sorted([a.code, b.code])
     assert _instructions(priced) == _instructions([a, b])
