@@ -256,7 +256,7 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
         if show_progress or (show_progress is None and sys.stderr.isatty()):
             # Progress only where someone watches: a failing run's stderr is its one error line.
             print(f"analysis: compiling {module.name} to executable configurations", file=sys.stderr)
-        configurations = dsp.compile_to_executable_configurations(module, target.compile_flags(),
+        configurations = dsp.compile_to_executable_configurations(target.compile_input(module), target.compile_flags(),
                                                                   tmp, target_path)
         infos = dsp.read_dispatches(configurations)
         if not infos:

@@ -33,6 +33,7 @@ MEASUREMENT_MODULES = (
     "codegen.configs",
     "common.core_models",
     "common.iree_tools",
+    "common.module_rewrites",
     "perf.code_model.cost",
     "perf.code_model.errors",
     "perf.code_model.ir_text",

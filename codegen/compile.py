@@ -32,6 +32,7 @@ from common.codegen_report import CodegenReport
 from common.errors import OneLineErrors, first_line, validation_error_where
 from common.files import check_new_directory, check_outputs, sha256_file, write_together
 from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
+from common.module_rewrites import RewriteError
 from common.targets import IreeTarget, TargetError, load_target
 
 
@@ -198,7 +199,12 @@ def tuned_sources(module: Path, analysis: Path | Analysis | None, target: Path |
     workdir.mkdir(parents=True, exist_ok=True)
     repro = [f"--mlir-pass-pipeline-crash-reproducer={workdir / REPRODUCER}"] if reproducer else []
     try:
-        result = executable_configurations(module, [*flags, *repro], workdir / "cfg.mlir", "configurations")
+        compiled_module = target.compile_input(module)  # the module, or its rewrite for the strategy
+    except RewriteError as err:
+        raise CompileError(str(err)) from None
+    try:
+        result = executable_configurations(compiled_module, [*flags, *repro], workdir / "cfg.mlir",
+                                           "configurations")
     except IreeCompileError as err:
         # Flags iree-compile refuses (an unknown cpu or flag) are the target's fault, not the module's.
         raise CompileError(f"{target_name}: {err}" if err.of_flags else str(err), err.diagnostics) from None

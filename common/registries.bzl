@@ -25,17 +25,17 @@ OP_KINDS = {
 MAC_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 
 # common/targets.py STRATEGY_FLAGS: every lowering strategy.
-LOWERING_STRATEGIES = ("codegen", "datatiling", "ukernels", "directconv")
+LOWERING_STRATEGIES = ("codegen", "datatiling", "ukernels", "directconv", "channelslast")
 
 # IREE's own lowering.
 DEFAULT_STRATEGY = "codegen"
 
 # The strategies a pipeline builds besides IREE's code emission, each derived from a
 # pipeline target by `strategy_target`.
-STRATEGIES = ("datatiling", "ukernels", "directconv")
+STRATEGIES = ("datatiling", "ukernels", "directconv", "channelslast")
 
 # Strategies whose operands are packed (data tiling) in a layout IREE chooses per target.
-PACKED_STRATEGIES = ("datatiling", "ukernels")
+PACKED_STRATEGIES = ("datatiling", "ukernels", "channelslast")
 
 # IREE's code emission with the analysis' tiles.
 TUNED = "tuned"
@@ -45,12 +45,12 @@ STOCK_IREE_STRATEGY = "directconv"
 
 # model_pipeline's choices among builds -> their candidates, the baseline first.
 CHOICE_CANDIDATES = {
-    "auto": ("tuned", "datatiling", "ukernels", "directconv"),
-    "measured": ("tuned", "codegen", "datatiling", "ukernels", "directconv"),
+    "auto": ("tuned", "datatiling", "ukernels", "directconv", "channelslast"),
+    "measured": ("tuned", "codegen", "datatiling", "ukernels", "directconv", "channelslast"),
 }
 
 # What model_pipeline's `strategy` accepts.
-PIPELINE_STRATEGIES = ("tuned", "codegen", "datatiling", "ukernels", "directconv", "auto", "measured")
+PIPELINE_STRATEGIES = ("tuned", "codegen", "datatiling", "ukernels", "directconv", "channelslast", "auto", "measured")
 
 # common/pipeline_targets.py PIPELINE_TARGETS: what every model_pipeline is built for.
 PIPELINE_TARGETS = {

@@ -26,9 +26,11 @@ _ZVL = re.compile(r"\+zvl\d+b")
 
 
 class StrategyFlags(NamedTuple):
-    """What a strategy adds to a target's flags, and which of its global_flags (by name) it drops."""
+    """What a strategy adds to a target's flags, which of its global_flags (by name) it drops,
+    and which rewrites of the module (common/module_rewrites.py REWRITES) it compiles instead."""
     adds: tuple[str, ...] = ()
     leaves_out: tuple[str, ...] = ()
+    rewrites: tuple[str, ...] = ()
 
 
 # How IREE lowers matmul-like ops and convolutions, one entry per strategy (what it adds to the
@@ -41,12 +43,20 @@ class StrategyFlags(NamedTuple):
 #   directconv  IREE's code emission, but convolutions lowered as convolutions: the target's
 #               im2col rewrite (conv -> im2col copy + matmul) is left out, as in IREE's own
 #               default. im2col pays off for NCHW convs (ResNet-18 on x86 about 6x faster with
-#               it) and costs NHWC depthwise-separable nets (Keras) about 2x.
+#               it) and costs NHWC depthwise-separable nets (Keras) about 2x;
+#   channelslast  convolutions rewritten channels-last (regular ones as im2col GEMMs over NHWC,
+#               depthwise ones as IREE's vectorising NHWC depthwise conv, which the im2col flag
+#               would turn into copies: left out), operands data-tiled (the NHWC GEMMs' weights
+#               are transposed, which IREE's default tiles handle badly). PyTorch's NCHW
+#               depthwise convs otherwise run scalar (issue 58).
 STRATEGY_FLAGS: dict[str, StrategyFlags] = {
     "codegen": StrategyFlags(),
     "datatiling": StrategyFlags(adds=("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=none")),
     "ukernels": StrategyFlags(adds=("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=mmt4d")),
     "directconv": StrategyFlags(leaves_out=("--iree-global-opt-use-im2col-for-convs",)),
+    "channelslast": StrategyFlags(adds=("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=none"),
+                                  leaves_out=("--iree-global-opt-use-im2col-for-convs",),
+                                  rewrites=("channels_last",)),
 }
 # The registry of strategies is STRATEGY_FLAGS: everything below, and Starlark through the
 # generated common/registries.bzl (//common:registries_test fails when the two drift), derives
@@ -146,6 +156,18 @@ class IreeTarget(BaseModel):
         if self.abi:
             flags.append(f"--iree-llvmcpu-target-abi={self.abi}")
         return flags
+
+    @property
+    def module_rewrites(self) -> tuple[str, ...]:
+        """The rewrites of the module this target's strategy compiles (usually none)."""
+        return STRATEGY_FLAGS[self.strategy].rewrites
+
+    def compile_input(self, module: str | Path) -> Path:
+        """What iree-compile gets for `module` under this target: the module itself, or its
+        rewrite for the strategy (common/module_rewrites.py; raises RewriteError)."""
+        from common.module_rewrites import prepared_module
+
+        return prepared_module(Path(module), self.module_rewrites)
 
     def compile_flags(self) -> list[str]:
         """Every flag that decides what a dispatch looks like and how it is compiled."""

@@ -49,6 +49,7 @@ from common.files import check_new_directory, check_outputs, sha256_file, write_
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.provenance import check_build_inputs
 from common.core_models import MODEL_IGNORES, RISCV, core_model
+from common.module_rewrites import RewriteError
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
 from perf import guest
@@ -121,10 +122,12 @@ def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path
             compiled = chk.compile_target(module, target, work)
         else:
             compiled, _ = chk.compile_tuned(module, target, analysis, work)
-        infos = dict(_dispatch_infos(str(module), sha256_file(module), tuple(target.compile_flags())))
+        compiled_module = target.compile_input(module)  # rewritten for its strategy, as codegen compiles it
+        infos = dict(_dispatch_infos(str(compiled_module), sha256_file(compiled_module),
+                                     tuple(target.compile_flags())))
     except SystemExit as err:  # check_dispatches reports bad input this way
         raise PerfError(str(err.code).removeprefix("check_dispatches: ")) from None
-    except dsp.AnalysisInputError as err:
+    except (dsp.AnalysisInputError, RewriteError) as err:
         raise PerfError(str(err)) from None
     return compiled, infos
 

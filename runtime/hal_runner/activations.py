@@ -89,7 +89,7 @@ def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every
             raise CaptureError(f"{module}: no public function to run")
         args = inputs_from(golden, entries[0])
         gold = load_npz(golden)
-        run_iree([str(module), *target.compile_flags(), TRACE_FLAG, "-o", str(vmfb)], "traced host build")
+        run_iree([str(target.compile_input(module)), *target.compile_flags(), TRACE_FLAG, "-o", str(vmfb)], "traced host build")
     except (ManifestError, RunError, CompileError) as err:
         raise CaptureError(str(err)) from None
 

@@ -123,7 +123,7 @@ def compile_build(module: Path, target: IreeTarget, analysis: Path | None, workd
         # tuned.mlir is bufferized: its subspans hold the packed storage, not the layout. The
         # executable sources (same module, same flags) still carry each operand's encoding.
         try:
-            cg.run_iree([str(module), *tuned.flags, "--compile-to=executable-sources", "-o",
+            cg.run_iree([str(target.compile_input(module)), *tuned.flags, "--compile-to=executable-sources", "-o",
                          str(wd / "sources.mlir")], "executable sources")
         except cg.CompileError as err:
             raise SystemExit(f"check_dispatches: {target.name}: {err}") from None
