@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from typing import NamedTuple
 from pathlib import Path
 
 from common.errors import OneLineErrors, first_line
@@ -219,6 +220,12 @@ def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], b
             check_build_inputs(report, report_path, module, target, last)
 
 
+class Measured(NamedTuple):
+    """What `confirm_by_measurement` compares: one call of a build, memory-aware."""
+    cycles: float
+    energy_pj: float
+
+
 class Measure:
     """How `confirm_by_measurement` runs a build: perf.measure on the module's own accelerator."""
 
@@ -227,9 +234,9 @@ class Measure:
         self.module, self.hardware, self.runner, self.plugin = module, hardware, runner, plugin
         self.model_name, self.qemu = model_name, qemu
 
-    def __call__(self, target: Path, analysis: Path | None, compiled: Path | None = None) -> float:
-        """Memory-aware cycles of one call of the build on the description's core model and caches;
-        with `compiled` (the build's codegen report), of exactly the executables it records."""
+    def __call__(self, target: Path, analysis: Path | None, compiled: Path | None = None) -> Measured:
+        """Memory-aware cycles and energy of one call of the build on the description's core model
+        and caches; with `compiled` (the build's codegen report), of exactly the executables it records."""
         from common.codegen_report import ReportError, load_codegen_report
         from perf.measure import MEASURE_ERRORS, measure
 
@@ -241,18 +248,21 @@ class Measure:
             raise ChoiceError(first_line(err)) from None
         except MEASURE_ERRORS as err:
             raise ChoiceError(first_line(err)) from None
-        cycles = report.runs[0].inference_memory_aware_cycles
-        if cycles is None:
+        run = report.runs[0]
+        if run.inference_memory_aware_cycles is None or run.inference_energy_pj is None:
             raise ChoiceError(f"{self.hardware}: no core model: no model cycles to confirm by")
-        return cycles
+        return Measured(run.inference_memory_aware_cycles, run.inference_energy_pj)
 
 
 def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Path, Path | None]],
                            measure) -> str:
     """The code model's choice, kept only if measured faster than the baseline (the first
-    candidate): the code model proposes, the memory-aware cycles of both builds decide. `builds`:
-    strategy -> (target, analysis or None[, codegen report]), the baseline first;
-    `measure(target, analysis[, report])` -> cycles of one call of that build. Adds what was measured to `record`; returns what is chosen.
+    candidate) without spending more energy (issue 58: a faster build that moves more bytes
+    through DRAM, such as one of many small dispatches, is not shipped over it): the code model
+    proposes, the memory-aware cycles and energy of both builds decide. `builds`: strategy ->
+    (target, analysis or None[, codegen report]), the baseline first; `measure(target,
+    analysis[, report])` -> Measured of one call of that build. Adds what was measured to
+    `record`; returns what is chosen.
     The baseline is measured first: when that fails (no qemu, a broken runner) the error stands;
     when only the other build fails to run, the baseline is kept and the manifest says why."""
     baseline = next(iter(builds))
@@ -265,13 +275,17 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
         record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, could not be "
                       f"measured against it ({err}); " + record["reason"])
         return baseline
-    record["measured"] = {s: round(c) for s, c in measured.items()}
-    ratio = measured[chosen] / measured[baseline] if measured[baseline] else 1.0
-    if measured[chosen] < measured[baseline]:
-        record["reason"] += f"; measured {ratio:.3f}x of {baseline}'s memory-aware cycles"
+    record["measured"] = {s: round(m.cycles) for s, m in measured.items()}
+    record["measured_energy_pj"] = {s: round(m.energy_pj) for s, m in measured.items()}
+    ratio = measured[chosen].cycles / measured[baseline].cycles if measured[baseline].cycles else 1.0
+    energy = measured[chosen].energy_pj / measured[baseline].energy_pj if measured[baseline].energy_pj else 1.0
+    if measured[chosen].cycles < measured[baseline].cycles and energy <= 1.0:
+        record["reason"] += (f"; measured {ratio:.3f}x of {baseline}'s memory-aware cycles, "
+                             f"{energy:.3f}x of its energy")
         return chosen
-    record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, measured {ratio:.3f}x "
-                  f"of its memory-aware cycles; " + record["reason"])
+    why = (f"measured {ratio:.3f}x of its memory-aware cycles" if ratio >= 1.0 else
+           f"measured {ratio:.3f}x of its memory-aware cycles but {energy:.3f}x of its energy")
+    record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, {why}; " + record["reason"])
     return baseline
 
 

@@ -55,28 +55,162 @@ def _transposed(value, permutation: list[int]):
     return _as_value(linalg.transpose(value, outs=[empty], permutation=permutation))
 
 
+def _ops_named(module, name: str) -> list:
+    from iree.compiler import ir
+
+    found = []
+
+    def visit(op):
+        if op.name == name:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def _window(op, attribute: str) -> list[int]:
+    from iree.compiler import ir
+
+    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[attribute])]
+
+
+def _reshaped(value, shape: list[int], groups: list[list[int]], expand: bool):
+    """`value` expanded to (or collapsed from) `shape` by `groups` of dims."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import tensor
+
+    shaped = ir.RankedTensorType(value.type)
+    result = ir.RankedTensorType.get(shape, shaped.element_type)
+    if expand:
+        return _as_value(tensor.expand_shape(result, value, groups, [], shape))
+    return _as_value(tensor.collapse_shape(result, value, groups))
+
+
+def _slice(value, index: int, dim: int):
+    """value[..., index, ...] along `dim`, that dim dropped."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import tensor
+
+    shaped = ir.RankedTensorType(value.type)
+    shape = list(shaped.shape)
+    offsets, sizes = [0] * len(shape), list(shape)
+    offsets[dim], sizes[dim] = index, 1
+    result = ir.RankedTensorType.get(shape[:dim] + shape[dim + 1:], shaped.element_type)
+    return _as_value(tensor.extract_slice(result, value, [], [], [], offsets, sizes, [1] * len(shape)))
+
+
+def _inserted(part, into, index: int, dim: int):
+    """`into` with `part` (which lacks `dim`) at `index` along `dim`."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import tensor
+
+    shape = list(ir.RankedTensorType(into.type).shape)
+    offsets, sizes = [0] * len(shape), list(shape)
+    offsets[dim], sizes[dim] = index, 1
+    return _as_value(tensor.insert_slice(part, into, [], [], [], offsets, sizes, [1] * len(shape)))
+
+
+def _conv_1d_as_2d(module) -> int:
+    """Each `linalg.conv_1d_ncw_fcw` becomes a `linalg.conv_2d_nchw_fchw` over a unit height, so
+    the 2-D rewrites below (and IREE's im2col) reach it."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import linalg
+
+    convs = _ops_named(module, "linalg.conv_1d_ncw_fcw")
+    for op in convs:
+        with ir.InsertionPoint(op), op.location:
+            image, filt, init = (op.operands[i] for i in range(3))
+            n, c, w = ir.RankedTensorType(image.type).shape
+            f, _, k = ir.RankedTensorType(filt.type).shape
+            _, _, ow = ir.RankedTensorType(init.type).shape
+            conv = _as_value(linalg.conv_2d_nchw_fchw(
+                _reshaped(image, [n, c, 1, w], [[0], [1], [2, 3]], expand=True),
+                _reshaped(filt, [f, c, 1, k], [[0], [1], [2, 3]], expand=True),
+                outs=[_reshaped(init, [n, f, 1, ow], [[0], [1], [2, 3]], expand=True)],
+                strides=[1] + _window(op, "strides"), dilations=[1] + _window(op, "dilations")))
+            flat = _reshaped(conv, [n, f, ow], [[0], [1], [2, 3]], expand=False)
+        op.results[0].replace_all_uses_with(flat)
+        op.erase()
+    return len(convs)
+
+
+def _grouped_as_per_group(module) -> int:
+    """Each grouped `linalg.conv_2d_ngchw_gfchw` becomes one `linalg.conv_2d_nchw_fchw` per group
+    (IREE lowers the grouped op to scalar loops; its regular convs become GEMMs)."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import linalg
+
+    convs = _ops_named(module, "linalg.conv_2d_ngchw_gfchw")
+    for op in convs:
+        with ir.InsertionPoint(op), op.location:
+            image, filt, init = (op.operands[i] for i in range(3))
+            result = init
+            for g in range(ir.RankedTensorType(filt.type).shape[0]):
+                part = _as_value(linalg.conv_2d_nchw_fchw(
+                    _slice(image, g, 1), _slice(filt, g, 0), outs=[_slice(init, g, 1)],
+                    strides=_window(op, "strides"), dilations=_window(op, "dilations")))
+                result = _inserted(part, result, g, 1)
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+    return len(convs)
+
+
+def _strided(value, offsets: list[int], sizes: list[int], strides: list[int]):
+    from iree.compiler import ir
+    from iree.compiler.dialects import tensor
+
+    shaped = ir.RankedTensorType(value.type)
+    result = ir.RankedTensorType.get(sizes, shaped.element_type)
+    return _as_value(tensor.extract_slice(result, value, [], [], [], offsets, sizes, strides))
+
+
+def _dilated_as_phases(module) -> int:
+    """Each dilated, unit-stride `linalg.conv_2d_nchw_fchw` becomes one undilated conv per phase
+    (output rows and columns of one residue modulo the dilation read input rows and columns of
+    that residue only). IREE's im2col skips dilated convs, and IREE 3.13's CPU configuration of
+    a dilated conv fed by a transpose fails ("slice along dimension N runs out-of-bounds")."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import linalg, tensor
+
+    convs = [op for op in _ops_named(module, "linalg.conv_2d_nchw_fchw")
+             if set(_window(op, "dilations")) != {1} and set(_window(op, "strides")) == {1}]
+    for op in convs:
+        dy, dx = _window(op, "dilations")
+        with ir.InsertionPoint(op), op.location:
+            image, filt, init = (op.operands[i] for i in range(3))
+            n, c, hi, wi = ir.RankedTensorType(image.type).shape
+            _, f, ho, wo = ir.RankedTensorType(init.type).shape
+            result = init
+            for a in range(min(dy, ho)):
+                for b in range(min(dx, wo)):
+                    rows, cols = -(-(ho - a) // dy), -(-(wo - b) // dx)  # output rows/cols of this phase
+                    in_rows, in_cols = -(-(hi - a) // dy), -(-(wi - b) // dx)
+                    part = _as_value(linalg.conv_2d_nchw_fchw(
+                        _strided(image, [0, 0, a, b], [n, c, in_rows, in_cols], [1, 1, dy, dx]), filt,
+                        outs=[_strided(init, [0, 0, a, b], [n, f, rows, cols], [1, 1, dy, dx])],
+                        strides=[1, 1], dilations=[1, 1]))
+                    result = _as_value(tensor.insert_slice(part, result, [], [], [], [0, 0, a, b],
+                                                           [n, f, rows, cols], [1, 1, dy, dx]))
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+    return len(convs)
+
+
 def _depthwise_nchw_to_nhwc(module) -> int:
     """Each `linalg.depthwise_conv_2d_nchw_chw` becomes `linalg.depthwise_conv_2d_nhwc_hwc`
     between transposes (input, filter and init in; result out). Returns how many."""
     from iree.compiler import ir
     from iree.compiler.dialects import linalg
 
-    convs = []
-
-    def visit(op):
-        if op.name == "linalg.depthwise_conv_2d_nchw_chw":
-            convs.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    convs = _ops_named(module, "linalg.depthwise_conv_2d_nchw_chw")
     for op in convs:
         with ir.InsertionPoint(op), op.location:
             image, filt, init = (op.operands[i] for i in range(3))
-            strides = [int(s) for s in ir.DenseIntElementsAttr(op.attributes["strides"])]
-            dilations = [int(d) for d in ir.DenseIntElementsAttr(op.attributes["dilations"])]
             nhwc = _as_value(linalg.depthwise_conv_2d_nhwc_hwc(
                 _transposed(image, [0, 2, 3, 1]), _transposed(filt, [1, 2, 0]),
-                outs=[_transposed(init, [0, 2, 3, 1])], strides=strides, dilations=dilations))
+                outs=[_transposed(init, [0, 2, 3, 1])], strides=_window(op, "strides"),
+                dilations=_window(op, "dilations")))
             nchw = _transposed(nhwc, [0, 3, 1, 2])
         op.results[0].replace_all_uses_with(nchw)
         op.erase()
@@ -86,15 +220,17 @@ def _depthwise_nchw_to_nhwc(module) -> int:
 def _channels_last(module) -> int:
     from iree.compiler import passmanager
 
+    count = _conv_1d_as_2d(module) + _grouped_as_per_group(module) + _dilated_as_phases(module)
     passmanager.PassManager.parse(_IREE_CHANNELS_LAST).run(module.operation)
-    return _depthwise_nchw_to_nhwc(module)
+    return count + _depthwise_nchw_to_nhwc(module)
 
 
 # The registry of rewrites: name -> function rewriting a parsed module in place (returns how many
 # ops it rewrote). A strategy names them in common/targets.py STRATEGY_FLAGS.
 REWRITES: dict[str, Callable] = {
-    # Convolutions channels-last: regular 2-D convs as im2col GEMMs over NHWC (IREE's passes),
-    # depthwise 2-D convs as IREE's vectorising NHWC depthwise convolution.
+    # Convolutions channels-last: 1-D convs as 2-D ones of unit height, grouped convs one per
+    # group, dilated ones one per phase, then regular 2-D convs as im2col GEMMs over NHWC (IREE's
+    # passes) and depthwise 2-D convs as IREE's vectorising NHWC depthwise convolution.
     "channels_last": _channels_last,
 }
 

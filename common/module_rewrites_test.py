@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -30,6 +32,33 @@ func.func @main(%x: tensor<1x8x10x10xf32>, %w1: tensor<16x8x1x1xf32>, %dw: tenso
 }
 """
 
+# A 1-D conv (PyTorch's Conv1d) and a dilated grouped conv (groups=2, dilation 2), as imported.
+SIGNAL = """
+func.func @main(%x: tensor<1x4x32xf32>, %w: tensor<8x4x5xf32>) -> tensor<1x8x14xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x14xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x14xf32>) -> tensor<1x8x14xf32>
+  %c = linalg.conv_1d_ncw_fcw {dilations = dense<1> : vector<1xi64>, strides = dense<2> : vector<1xi64>}
+      ins(%x, %w : tensor<1x4x32xf32>, tensor<8x4x5xf32>) outs(%f : tensor<1x8x14xf32>) -> tensor<1x8x14xf32>
+  return %c : tensor<1x8x14xf32>
+}
+"""
+GROUPED = """
+func.func @main(%x: tensor<1x2x3x11x9xf32>, %w: tensor<2x4x3x3x3xf32>) -> tensor<1x2x4x7x5xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x2x4x7x5xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x2x4x7x5xf32>) -> tensor<1x2x4x7x5xf32>
+  %c = linalg.conv_2d_ngchw_gfchw {dilations = dense<2> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%x, %w : tensor<1x2x3x11x9xf32>, tensor<2x4x3x3x3xf32>) outs(%f : tensor<1x2x4x7x5xf32>) -> tensor<1x2x4x7x5xf32>
+  return %c : tensor<1x2x4x7x5xf32>
+}
+"""
+PROGRAMS = {  # name: (module text, input shapes)
+    "block": (BLOCK, ((1, 8, 10, 10), (16, 8, 1, 1), (16, 3, 3), (4, 16, 3, 3))),
+    "signal": (SIGNAL, ((1, 4, 32), (8, 4, 5))),
+    "grouped": (GROUPED, ((1, 2, 3, 11, 9), (2, 4, 3, 3, 3))),
+}
+
 
 def _ops(bytecode: bytes) -> list[str]:
     from iree.compiler import ir
@@ -46,10 +75,14 @@ def _ops(bytecode: bytes) -> list[str]:
     return names
 
 
-def test_channels_last_rewrites_every_convolution():
-    ops = _ops(rw.rewrite_module(BLOCK.encode(), ("channels_last",), "block"))
-    assert "linalg.depthwise_conv_2d_nhwc_hwc" in ops
-    assert not [o for o in ops if o.startswith("linalg.conv_2d_nchw") or o.endswith("nchw_chw")], ops
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_channels_last_rewrites_every_convolution(program):
+    """No NCHW-family convolution is left for IREE's scalar paths (1-D, grouped, depthwise)."""
+    ops = _ops(rw.rewrite_module(PROGRAMS[program][0].encode(), ("channels_last",), program))
+    convs = [o for o in ops if "conv" in o]
+    assert not [o for o in convs if "nchw" in o or "ncw" in o or "ngchw" in o], convs
+    if program == "block":
+        assert "linalg.depthwise_conv_2d_nhwc_hwc" in convs
 
 
 def _run(module_path, target, inputs):
@@ -63,12 +96,14 @@ def _run(module_path, target, inputs):
     return np.asarray(ctx.modules.module.main(*inputs))
 
 
-def test_channels_last_keeps_the_numbers(tmp_path):
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_channels_last_keeps_the_numbers(tmp_path, program):
     """The host build of the strategy that rewrites gives the original program's outputs."""
-    module = tmp_path / "block.mlir"
-    module.write_text(BLOCK)
+    text, shapes = PROGRAMS[program]
+    module = tmp_path / f"{program}.mlir"
+    module.write_text(text)
     rng = np.random.default_rng(58)
-    inputs = [rng.standard_normal(s).astype(np.float32) for s in ((1, 8, 10, 10), (16, 8, 1, 1), (16, 3, 3), (4, 16, 3, 3))]
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     host = named_target("host")
     rewriting = [s for s, f in STRATEGY_FLAGS.items() if f.rewrites]
     assert rewriting, "no strategy rewrites the module"
@@ -83,3 +118,7 @@ def test_bad_input_is_one_line():
         rw.rewrite_module(BLOCK.encode(), ("nope",), "block")
     with pytest.raises(rw.RewriteError, match="^junk.mlir: not an MLIR module"):
         rw.rewrite_module(b"this is not mlir", ("channels_last",), "junk.mlir")
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
