@@ -10,25 +10,29 @@ import pytest
 from common import module_rewrites as rw
 from common.targets import STRATEGY_FLAGS, named_target
 
-# A PyTorch-style block: depthwise 3x3 (stride 2) between two regular NCHW convs, as
+# A PyTorch-style block: padded depthwise 3x3 (stride 2) between two regular NCHW convs, as
 # torch-mlir imports it.
 BLOCK = """
 func.func @main(%x: tensor<1x8x10x10xf32>, %w1: tensor<16x8x1x1xf32>, %dw: tensor<16x3x3xf32>,
-                %w2: tensor<4x16x3x3xf32>) -> tensor<1x4x2x2xf32> {
+                %w2: tensor<4x16x3x3xf32>) -> tensor<1x4x3x3xf32> {
   %zero = arith.constant 0.0 : f32
   %e1 = tensor.empty() : tensor<1x16x10x10xf32>
   %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x16x10x10xf32>) -> tensor<1x16x10x10xf32>
   %c1 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
       ins(%x, %w1 : tensor<1x8x10x10xf32>, tensor<16x8x1x1xf32>) outs(%f1 : tensor<1x16x10x10xf32>) -> tensor<1x16x10x10xf32>
-  %e2 = tensor.empty() : tensor<1x16x4x4xf32>
-  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %p = tensor.pad %c1 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x16x10x10xf32> to tensor<1x16x12x12xf32>
+  %e2 = tensor.empty() : tensor<1x16x5x5xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x16x5x5xf32>) -> tensor<1x16x5x5xf32>
   %d = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
-      ins(%c1, %dw : tensor<1x16x10x10xf32>, tensor<16x3x3xf32>) outs(%f2 : tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
-  %e3 = tensor.empty() : tensor<1x4x2x2xf32>
-  %f3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+      ins(%p, %dw : tensor<1x16x12x12xf32>, tensor<16x3x3xf32>) outs(%f2 : tensor<1x16x5x5xf32>) -> tensor<1x16x5x5xf32>
+  %e3 = tensor.empty() : tensor<1x4x3x3xf32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
   %c2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
-      ins(%d, %w2 : tensor<1x16x4x4xf32>, tensor<4x16x3x3xf32>) outs(%f3 : tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
-  return %c2 : tensor<1x4x2x2xf32>
+      ins(%d, %w2 : tensor<1x16x5x5xf32>, tensor<4x16x3x3xf32>) outs(%f3 : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  return %c2 : tensor<1x4x3x3xf32>
 }
 """
 
@@ -60,6 +64,13 @@ PROGRAMS = {  # name: (module text, input shapes)
 }
 
 
+def _text(bytecode: bytes) -> str:
+    from iree.compiler import ir
+
+    with ir.Context():
+        return str(ir.Module.parse(bytecode))
+
+
 def _ops(bytecode: bytes) -> list[str]:
     from iree.compiler import ir
 
@@ -83,6 +94,9 @@ def test_channels_last_rewrites_every_convolution(program):
     assert not [o for o in convs if "nchw" in o or "ncw" in o or "ngchw" in o], convs
     if program == "block":
         assert "linalg.depthwise_conv_2d_nhwc_hwc" in convs
+        # the padding moved after the transpose: padded in NHWC, next to the producer's layout
+        text = _text(rw.rewrite_module(BLOCK.encode(), ("channels_last",), program))
+        assert "to tensor<1x12x12x16xf32>" in text and "to tensor<1x16x12x12xf32>" not in text
 
 
 def _run(module_path, target, inputs):
