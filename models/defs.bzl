@@ -174,6 +174,17 @@ def model_zoo(name):
         tags = ["manual"],
     )
     native.filegroup(
+        # What each riscv pipeline ships (its manifest says which build) and the measurement of
+        # every build it may ship, by their PerfInfo: `//tools:report -- --collect bounds`.
+        name = name + "_shipped_perf",
+        srcs = labels + [
+            ":%s_riscv%s" % (r["pipeline"], suffix)
+            for r in infos
+            for suffix in ("", "_shipped_perf_index")
+        ],
+        tags = ["manual"],
+    )
+    native.filegroup(
         # What ships on the host beside IREE with the project's flags and stock IREE (direct
         # convolutions: the device flags alone), with the golden inputs: //tools:host_timings.
         name = name + "_host_modules",

@@ -6,10 +6,12 @@
     bazel run //tools:report -- --check             # exit 1 if any committed document differs
     bazel run //tools:report -- --collect memory    # first refresh docs/data/ from bazel-bin:
     bazel run //tools:report -- --collect riscv_stock   #   (build what each needs first, see below)
+    bazel run //tools:report -- --collect bounds
 
 The data come from measurements committed beside them:
   memory       docs/data/measured_choices.json, *.sweep.json  <- bazel build //models:zoo_measured_choices
   riscv_stock  docs/data/stock_iree_riscv.json  <- bazel build //models:zoo_stock_perf
+  bounds       docs/data/shipped_bounds.json    <- bazel build //models:zoo_shipped_perf
   host         docs/data/host_timings.json      <- bazel run //tools:host_timings
   peers        peers/data/*.json                <- bazel run //peers:measure, //peers:iree_gemm
   strategies   tuning/strategies/*.json         <- bazel run //tools:tune
@@ -26,9 +28,9 @@ import sys
 from pathlib import Path
 
 from common.files import write_together
-from results import memory, plots, strategies, summary
+from results import bounds, memory, plots, strategies, summary
 
-COLLECT = ("memory", "riscv_stock")
+COLLECT = ("memory", "riscv_stock", "bounds")
 
 
 class ReportError(RuntimeError):
@@ -49,6 +51,7 @@ def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     out: dict[Path, str] = {}
     out |= memory.documents(root)
     out |= strategies.documents(root, splits)
+    out |= bounds.documents(root, splits)
     out |= peers_documents(root)
     out[plots.PEERS_SVG] = plots.peers_figure(json.loads(out[summary.PEERS]), json.loads(out[summary.PEER_MODELS]))
     out |= summary.documents(root, splits, pending=dict(out))
@@ -59,6 +62,8 @@ def collected(what: str, root: Path, splits: dict[str, str]) -> dict[Path, str]:
     bin_root = root / "bazel-bin"
     if what == "memory":
         return memory.collected(bin_root)
+    if what == "bounds":
+        return bounds.collected(bin_root, splits)
     return strategies.collected(bin_root, splits)
 
 
@@ -83,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             write_together({root / path: text for path, text in data.items()})
             print(f"report: collected {what} -> {', '.join(str(p) for p in data)}")
         docs = documents(root, splits)
-    except (ReportError, strategies.ResultsError, strategies.RecordError, OSError, ValueError, KeyError) as err:
+    except (ReportError, strategies.ResultsError, strategies.RecordError, bounds.BoundsError, OSError, ValueError,
+            KeyError) as err:
         print(f"report: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
         return 1
     if a.check:

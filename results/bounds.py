@@ -1,0 +1,178 @@
+"""What ships against the hardware's bound, per dispatch, op kind and model (issue 58).
+
+    bazel build //models:zoo_shipped_perf && \
+        bazel run //tools:report -- --collect bounds   # bazel-bin -> docs/data/shipped_bounds.json
+    bazel run //tools:report                           # docs/results_bounds.md (and the rest)
+
+The bound of a dispatch (perf.memory_model.bound, in every perf report) is the fewest cycles the
+described hardware allows: its MACs at the FMA peak for its element types, or its compulsory bytes
+(inputs read once, outputs written once) over the slowest level's bandwidth, whichever is more.
+"% of bound" is bound / memory-aware cycles: 100% is as fast as the description allows. The data
+are the perf reports of exactly the build each riscv pipeline ships (its manifest says which), on
+the pipeline's own core model; calibration and held-out models are reported apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from common.perf_schema import PerfIndexError, PerfReport, load_perf_index
+
+OUT = Path("docs/results_bounds.md")
+DATA = Path("docs/data/shipped_bounds.json")
+SPLITS = ("calibration", "held_out")
+# Issue 58's targets: no convolution dispatch below this vector-instruction share; every op kind
+# at or above KIND_TARGET of its bound, matmuls at MATMUL_TARGET.
+VECTOR_FLOOR = 0.20
+KIND_TARGET = 0.30
+MATMUL_TARGET = 0.80
+
+
+class BoundsError(RuntimeError):
+    pass
+
+
+def _is_conv(kind: str) -> bool:
+    return "conv" in kind
+
+
+def collect(bin_models: Path, pipelines: list[str]) -> dict:
+    """Per riscv pipeline: what ships and, per dispatch of that build, its kind, calls, memory-aware
+    cycles, bound and vector share, from the build's own perf report in bazel-bin."""
+    out = {}
+    for pipeline in sorted(pipelines):
+        manifest_path = bin_models / f"{pipeline}_riscv.manifest.json"
+        index = bin_models / f"{pipeline}_riscv_shipped_perf_index.json"
+        if not manifest_path.is_file() or not index.is_file():
+            missing = manifest_path if not manifest_path.is_file() else index
+            raise BoundsError(f"{missing}: not built (tools/bazel build //models:zoo_shipped_perf)")
+        ships = (json.loads(manifest_path.read_text()).get("strategy_choice") or {}).get("chosen", "tuned")
+        try:
+            perf_path = load_perf_index(index, bin_models.parent).get(ships)
+        except PerfIndexError as err:
+            raise BoundsError(str(err)) from None
+        if perf_path is None or not perf_path.is_file():
+            raise BoundsError(f"{index}: no measurement of the shipped build '{ships}'")
+        try:
+            report = PerfReport.model_validate_json(perf_path.read_text())
+        except ValueError as err:
+            raise BoundsError(f"{perf_path}: not a perf report ({str(err).splitlines()[0]})") from None
+        if not report.runs:
+            raise BoundsError(f"{perf_path}: the shipped build '{ships}' was not measured ({report.failed})")
+        run = report.runs[0]  # the pipeline's own accelerator comes first
+        if run.inference_memory_aware_cycles is None:
+            raise BoundsError(f"{perf_path}: no memory-aware cycles on {run.hardware} (no core model)")
+        out[pipeline] = {
+            "ships": ships, "hardware": run.hardware, "core": run.core,
+            "memory_aware_cycles": run.inference_memory_aware_cycles,
+            "bound_cycles": run.inference_bound_cycles,
+            "energy_pj": round(run.inference_energy_pj or 0.0),
+            "dispatches": [{
+                "name": d.name, "kind": d.kind, "calls": d.calls,
+                "memory_aware_cycles": d.memory.cycles if d.memory else None,
+                "bound_cycles": d.bound_cycles, "bound_by": d.bound_by,
+                "vector_share": round(d.vector_share, 4),
+            } for d in run.dispatches if d.calls],
+        }
+    return {"what": "the shipped riscv build of every zoo pipeline: per dispatch, memory-aware cycles "
+                    "(perf.measure) against the hardware bound (perf.memory_model.bound)",
+            "collected_by": "bazel run //tools:report -- --collect bounds", "pipelines": out}
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _share(bound: float, cycles: float) -> float | None:
+    return bound / cycles if cycles else None
+
+
+def by_kind(data: dict, splits: dict[str, str]) -> dict[str, dict[str, dict]]:
+    """split -> op kind -> dispatches, memory-aware cycles and bound cycles (each x calls)."""
+    out: dict[str, dict[str, dict]] = {s: defaultdict(lambda: {"dispatches": 0, "cycles": 0, "bound": 0})
+                                       for s in SPLITS}
+    for pipeline, p in data["pipelines"].items():
+        for d in p["dispatches"]:
+            if d["memory_aware_cycles"] is None or d["bound_cycles"] is None:
+                continue
+            row = out[splits[pipeline]][d["kind"]]
+            row["dispatches"] += 1
+            row["cycles"] += d["memory_aware_cycles"] * d["calls"]
+            row["bound"] += d["bound_cycles"] * d["calls"]
+    return {s: dict(kinds) for s, kinds in out.items()}
+
+
+def below_floor(data: dict) -> list[dict]:
+    """Convolution dispatches of what ships below VECTOR_FLOOR vector instructions, costliest first."""
+    rows = []
+    for pipeline, p in data["pipelines"].items():
+        for d in p["dispatches"]:
+            if _is_conv(d["kind"]) and d["vector_share"] < VECTOR_FLOOR:
+                share = (d["memory_aware_cycles"] or 0) * d["calls"] / p["memory_aware_cycles"]
+                rows.append({"pipeline": pipeline, "ships": p["ships"], **d, "model_share": share})
+    return sorted(rows, key=lambda r: (-r["model_share"], r["pipeline"], r["name"]))
+
+
+def render(data: dict, splits: dict[str, str]) -> str:
+    unknown = sorted(set(data["pipelines"]) - set(splits))
+    if unknown:
+        raise BoundsError(f"{DATA}: pipeline '{unknown[0]}' has no pipeline info among --infos")
+    lines = [
+        "# What ships against the hardware's bound (issue 58)",
+        "",
+        "Generated by `bazel run //tools:report` from `docs/data/shipped_bounds.json` (`bazel build",
+        "//models:zoo_shipped_perf && bazel run //tools:report -- --collect bounds`); do not edit. Each",
+        "figure is of exactly the build each riscv pipeline ships, on its own core model (P670 for the",
+        "zoo), one call of the model. The **bound** is the fewest cycles the hardware description",
+        "allows: MACs at the FMA peak for the element type, or compulsory bytes (inputs read once,",
+        "outputs written once) over the slowest level's bandwidth. **% of bound** = bound / memory-aware",
+        "cycles. Memory-aware cycles ignore instruction fetch, TLBs and prefetchers, start every dispatch",
+        "with empty caches and write its dirty lines back (docs/design.md section 9).",
+        "",
+        "## Per model",
+        "",
+        "| model | split | ships | memory-aware cycles | bound | % of bound | energy (uJ) |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for pipeline, p in sorted(data["pipelines"].items(), key=lambda kv: (splits[kv[0]], kv[0])):
+        lines.append(f"| {pipeline} | {splits[pipeline]} | {p['ships']} | {p['memory_aware_cycles']:,} | "
+                     f"{p['bound_cycles'] or 0:,} | {_pct(_share(p['bound_cycles'] or 0, p['memory_aware_cycles']))} | "
+                     f"{p['energy_pj'] / 1e6:,.2f} |")
+    kinds = by_kind(data, splits)
+    lines += ["", "## Per op kind", "",
+              f"Targets: every op kind at >= {KIND_TARGET:.0%} of its bound, matmuls at >= {MATMUL_TARGET:.0%}.", ""]
+    for split in SPLITS:
+        lines += [f"### {split}", "", "| op kind | dispatches | memory-aware cycles | bound | % of bound | target met |",
+                  "|---|---:|---:|---:|---:|---|"]
+        for kind, k in sorted(kinds[split].items(), key=lambda kv: -kv[1]["cycles"]):
+            share = _share(k["bound"], k["cycles"])
+            target = MATMUL_TARGET if kind == "matmul" else KIND_TARGET
+            lines.append(f"| {kind} | {k['dispatches']} | {k['cycles']:,} | {k['bound']:,} | {_pct(share)} | "
+                         f"{'yes' if share is not None and share >= target else 'no'} |")
+        lines.append("")
+    floor = below_floor(data)
+    lines += ["## Convolution dispatches below the vector floor", "",
+              f"Target: no convolution dispatch below {VECTOR_FLOOR:.0%} vector instructions "
+              f"(vector instructions and vsetvli over all executed). {len(floor)} below it:", ""]
+    if floor:
+        lines += ["| model | ships | dispatch | kind | vector share | % of bound | share of the model's cycles |",
+                  "|---|---|---|---|---:|---:|---:|"]
+        for r in floor:
+            lines.append(f"| {r['pipeline']} | {r['ships']} | {r['name']} | {r['kind']} | {r['vector_share']:.1%} | "
+                         f"{_pct(_share(r['bound_cycles'] or 0, r['memory_aware_cycles'] or 0))} | {r['model_share']:.1%} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
+    """docs/results_bounds.md from docs/data/shipped_bounds.json (nothing until it is collected)."""
+    if not (root / DATA).is_file():
+        return {}
+    return {OUT: render(json.loads((root / DATA).read_text()), splits)}
+
+
+def collected(bin_root: Path, splits: dict[str, str]) -> dict[Path, str]:
+    """docs/data/shipped_bounds.json from the shipped builds' perf reports under `bin_root` (bazel-bin)."""
+    return {DATA: json.dumps(collect(bin_root / "models", list(splits)), indent=1, sort_keys=True) + "\n"}
