@@ -49,6 +49,10 @@ from choice.records import RecordError, dump_strategy_record
 from runtime.manifest import ManifestError, build
 
 
+# How choose_by_code records a candidate IREE refused (never measured: there is no build).
+REFUSED = "IREE could not compile it"
+
+
 class ChoiceError(RuntimeError):
     pass
 
@@ -142,7 +146,7 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
     excluded: dict[str, str] = {}
     for strategy, target_path, analysis in candidates:
         if strategy in (failed or {}):
-            excluded[strategy] = f"IREE could not compile it: {failed[strategy]}"
+            excluded[strategy] = f"{REFUSED}: {failed[strategy]}"
             continue
         try:
             target = load_target(target_path)
@@ -256,36 +260,49 @@ class Measure:
 
 def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Path, Path | None]],
                            measure) -> str:
-    """The code model's choice, kept only if measured faster than the baseline (the first
-    candidate) without spending more energy (issue 58: a faster build that moves more bytes
-    through DRAM, such as one of many small dispatches, is not shipped over it): the code model
-    proposes, the memory-aware cycles and energy of both builds decide. `builds`: strategy ->
+    """The code model proposes, the measurement decides. Measured against the baseline (the first
+    candidate): the code model's choice when it is not the baseline, and every candidate the code
+    model could not cost (a run-time trip count, say), which is otherwise never compared. The one
+    with the fewest memory-aware cycles among those faster than the baseline that spend no more
+    energy (issue 58: a faster build that moves more bytes through DRAM, such as one of many small
+    dispatches, is not shipped over it) is chosen, else the baseline. `builds`: strategy ->
     (target, analysis or None[, codegen report]), the baseline first; `measure(target,
     analysis[, report])` -> Measured of one call of that build. Adds what was measured to
-    `record`; returns what is chosen.
-    The baseline is measured first: when that fails (no qemu, a broken runner) the error stands;
-    when only the other build fails to run, the baseline is kept and the manifest says why."""
+    `record`; returns what is chosen. The baseline is measured first: when that fails (no qemu, a
+    broken runner) the error stands; a contender that fails to run is left out and the record
+    says why."""
     baseline = next(iter(builds))
-    if chosen == baseline:
+    unpriced = [s for s, why in record.get("excluded", {}).items() if not why.startswith(REFUSED) and s in builds]
+    contenders = ([chosen] if chosen != baseline else []) + [s for s in unpriced if s != chosen]
+    if not contenders:
         return chosen
     measured = {baseline: measure(*builds[baseline])}
-    try:
-        measured[chosen] = measure(*builds[chosen])
-    except ChoiceError as err:
-        record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, could not be "
-                      f"measured against it ({err}); " + record["reason"])
-        return baseline
+    notes = []
+    for strategy in contenders:
+        try:
+            measured[strategy] = measure(*builds[strategy])
+        except ChoiceError as err:
+            notes.append(f"{strategy} could not be measured against it ({err})")
     record["measured"] = {s: round(m.cycles) for s, m in measured.items()}
     record["measured_energy_pj"] = {s: round(m.energy_pj) for s, m in measured.items()}
-    ratio = measured[chosen].cycles / measured[baseline].cycles if measured[baseline].cycles else 1.0
-    energy = measured[chosen].energy_pj / measured[baseline].energy_pj if measured[baseline].energy_pj else 1.0
-    if measured[chosen].cycles < measured[baseline].cycles and energy <= 1.0:
-        record["reason"] += (f"; measured {ratio:.3f}x of {baseline}'s memory-aware cycles, "
-                             f"{energy:.3f}x of its energy")
-        return chosen
-    why = (f"measured {ratio:.3f}x of its memory-aware cycles" if ratio >= 1.0 else
-           f"measured {ratio:.3f}x of its memory-aware cycles but {energy:.3f}x of its energy")
-    record.update(chosen=baseline, reason=f"{baseline} kept: {chosen}, priced cheaper, {why}; " + record["reason"])
+    base = measured[baseline]
+    ratios = {s: (m.cycles / base.cycles if base.cycles else 1.0, m.energy_pj / base.energy_pj if base.energy_pj else 1.0)
+              for s, m in measured.items() if s != baseline}
+    winners = [s for s, (cycles, energy) in ratios.items() if cycles < 1.0 and energy <= 1.0]
+    best = min(winners, key=lambda s: (measured[s].cycles, contenders.index(s))) if winners else baseline
+    how = lambda s: "priced cheaper" if s == chosen else "not costable by the code model"
+    if best != baseline:
+        cycles, energy = ratios[best]
+        measured_note = f"measured {cycles:.3f}x of {baseline}'s memory-aware cycles, {energy:.3f}x of its energy"
+        if best == chosen:
+            record["reason"] += f"; {measured_note}"
+        else:
+            record.update(chosen=best, reason=f"{best} ({how(best)}): {measured_note}; " + record["reason"])
+        return best
+    for s, (cycles, energy) in ratios.items():
+        notes.append(f"{s}, {how(s)}, measured {cycles:.3f}x of its memory-aware cycles"
+                     + (f" but {energy:.3f}x of its energy" if cycles < 1.0 else ""))
+    record.update(chosen=baseline, reason=f"{baseline} kept: {'; '.join(notes)}; " + record["reason"])
     return baseline
 
 

@@ -243,6 +243,27 @@ def test_a_faster_choice_spending_more_energy_keeps_the_baseline(energy, kept):
     assert record["chosen"] == kept and (kept == "tuned") == ("of its energy; " in record["reason"])
 
 
+@pytest.mark.parametrize("cycles, energy, kept", [(50, 900, "datatiling"), (50, 1100, "tuned"), (150, 900, "tuned")])
+def test_a_candidate_the_code_model_could_not_cost_is_measured(cycles, energy, kept):
+    """mobilenet_v2's channels-last build: one dispatch with a run-time trip count left it out of
+    the code model's comparison; on riscv the measurement still judges it (IREE's refusals not)."""
+    builds = {**_BUILDS, "datatiling": (Path("t_dt.yaml"), None)}
+    figures = {builds["tuned"][0]: Measured(100, 1000), builds["datatiling"][0]: Measured(cycles, energy)}
+    record = _priced("tuned")
+    record["excluded"] = {"datatiling": "1 dispatch(es) not costable, e.g. d3: loop %bb2: its trip count is a run-time value",
+                          "ukernels": "IREE could not compile it: failed to legalize"}
+    runs = []
+
+    def measure(target, _):
+        runs.append(target)
+        return figures[target]
+
+    assert confirm_by_measurement("tuned", record, builds, measure) == kept
+    assert runs == [builds["tuned"][0], builds["datatiling"][0]]
+    assert record["chosen"] == kept and record["measured"] == {"tuned": 100, "datatiling": cycles}
+    assert ("not costable by the code model" in record["reason"])
+
+
 def test_the_baseline_kept_by_the_code_model_runs_nothing():
     record = _priced("tuned")
     assert confirm_by_measurement("tuned", record, _BUILDS, lambda *_: pytest.fail("measured")) == "tuned"
