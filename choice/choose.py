@@ -43,6 +43,7 @@ from pathlib import Path
 from common.errors import OneLineErrors, first_line
 from common.files import atomic_write, check_outputs, sha256_file
 from common.perf_schema import PerfReport
+from common.targets import DEFAULT_STRATEGY
 from common.tuning_schema import StrategyRecord
 from perf import mca
 from choice.records import RecordError, dump_strategy_record
@@ -264,8 +265,10 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     candidate): the code model's choice when it is not the baseline, and every candidate the code
     model could not cost (a run-time trip count, say), which is otherwise never compared. The one
     with the fewest memory-aware cycles among those faster than the baseline that spend no more
-    energy (issue 58: a faster build that moves more bytes through DRAM, such as one of many small
-    dispatches, is not shipped over it) is chosen, else the baseline. `builds`: strategy ->
+    energy than IREE's default build (issue 58: the baseline's target with IREE's own
+    configurations, measured too, recorded as DEFAULT_STRATEGY; a faster build that moves more
+    bytes through DRAM, such as one of many small dispatches, is not shipped over it) is chosen,
+    else the baseline. `builds`: strategy ->
     (target, analysis or None[, codegen report]), the baseline first; `measure(target,
     analysis[, report])` -> Measured of one call of that build. Adds what was measured to
     `record`; returns what is chosen. The baseline is measured first: when that fails (no qemu, a
@@ -277,6 +280,7 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     if not contenders:
         return chosen
     measured = {baseline: measure(*builds[baseline])}
+    default = measured[DEFAULT_STRATEGY] = measure(builds[baseline][0], None)
     notes = []
     for strategy in contenders:
         try:
@@ -286,14 +290,16 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     record["measured"] = {s: round(m.cycles) for s, m in measured.items()}
     record["measured_energy_pj"] = {s: round(m.energy_pj) for s, m in measured.items()}
     base = measured[baseline]
-    ratios = {s: (m.cycles / base.cycles if base.cycles else 1.0, m.energy_pj / base.energy_pj if base.energy_pj else 1.0)
-              for s, m in measured.items() if s != baseline}
+    ratios = {s: (m.cycles / base.cycles if base.cycles else 1.0,
+                  m.energy_pj / default.energy_pj if default.energy_pj else 1.0)
+              for s, m in measured.items() if s in contenders}
     winners = [s for s, (cycles, energy) in ratios.items() if cycles < 1.0 and energy <= 1.0]
     best = min(winners, key=lambda s: (measured[s].cycles, contenders.index(s))) if winners else baseline
     how = lambda s: "priced cheaper" if s == chosen else "not costable by the code model"
     if best != baseline:
         cycles, energy = ratios[best]
-        measured_note = f"measured {cycles:.3f}x of {baseline}'s memory-aware cycles, {energy:.3f}x of its energy"
+        measured_note = (f"measured {cycles:.3f}x of {baseline}'s memory-aware cycles, {energy:.3f}x of the "
+                         f"energy of IREE's default")
         if best == chosen:
             record["reason"] += f"; {measured_note}"
         else:
@@ -301,7 +307,7 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
         return best
     for s, (cycles, energy) in ratios.items():
         notes.append(f"{s}, {how(s)}, measured {cycles:.3f}x of its memory-aware cycles"
-                     + (f" but {energy:.3f}x of its energy" if cycles < 1.0 else ""))
+                     + (f" but {energy:.3f}x of the energy of IREE's default" if cycles < 1.0 else ""))
     record.update(chosen=baseline, reason=f"{baseline} kept: {'; '.join(notes)}; " + record["reason"])
     return baseline
 
