@@ -55,7 +55,7 @@ PEERS = ("autovec", "openblas", "blis", "xnnpack", "eigen")
 IREE = ("iree-default", "iree-chosen")
 # IREE's build of the GEMM alone, per strategy (peers/iree_gemm.py), and with run-time packing.
 ALONE_OF = {s: "iree-codegen-alone" if s == DEFAULT_STRATEGY else f"iree-{s}" for s in STRATEGIES}
-PACKED_OF = {s: f"iree-{s}+packing" for s in PACKED_STRATEGIES}
+PACKED_OF = {s: f"iree-{s}+packing" for s in STRATEGIES if s in PACKED_STRATEGIES}
 ALONE = tuple(ALONE_OF.values())
 PACKED = tuple(PACKED_OF.values())
 LABELS = {"autovec": "naive C + clang-19 autovec", "openblas": "OpenBLAS sgemm", "blis": "BLIS sgemm",
