@@ -162,28 +162,19 @@ def model_zoo(name):
         # The strategy measurements are not part of `//...` (//tools:report_microkernels).
         tags = ["manual"],
     )
-    native.filegroup(
-        # What each riscv pipeline ships (its manifest says which build) and the measurements of
-        # its tuned and stock IREE builds, by their PerfInfo: `//tools:report -- --collect riscv_stock`.
-        name = name + "_stock_perf",
-        srcs = labels + [
-            ":%s_riscv%s" % (r["pipeline"], suffix)
-            for r in infos
-            for suffix in ("", "_stock_perf_index")
-        ],
-        tags = ["manual"],
-    )
-    native.filegroup(
-        # What each riscv pipeline ships (its manifest says which build) and the measurement of
-        # every build it may ship, by their PerfInfo: `//tools:report -- --collect bounds`.
-        name = name + "_shipped_perf",
-        srcs = labels + [
-            ":%s_riscv%s" % (r["pipeline"], suffix)
-            for r in infos
-            for suffix in ("", "_shipped_perf_index")
-        ],
-        tags = ["manual"],
-    )
+    # What each riscv pipeline ships (its manifest says which build) beside measurements, by their
+    # PerfInfo: `_stock_perf` of its tuned and stock IREE builds (`//tools:report -- --collect
+    # riscv_stock`), `_shipped_perf` of every build it may ship (`-- --collect bounds`).
+    for measured in ("stock_perf", "shipped_perf"):
+        native.filegroup(
+            name = "%s_%s" % (name, measured),
+            srcs = labels + [
+                ":%s_riscv%s" % (r["pipeline"], suffix)
+                for r in infos
+                for suffix in ("", "_%s_index" % measured)
+            ],
+            tags = ["manual"],
+        )
     native.filegroup(
         # What ships on the host beside IREE with the project's flags and stock IREE (direct
         # convolutions: the device flags alone), with the golden inputs: //tools:host_timings.

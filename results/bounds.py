@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from common.perf_schema import PerfIndexError, PerfReport, load_perf_index
+from common.targets import TUNED
 
 OUT = Path("docs/results_bounds.md")
 DATA = Path("docs/data/shipped_bounds.json")
@@ -48,7 +49,7 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
         if not manifest_path.is_file() or not index.is_file():
             missing = manifest_path if not manifest_path.is_file() else index
             raise BoundsError(f"{missing}: not built (tools/bazel build //models:zoo_shipped_perf)")
-        ships = (json.loads(manifest_path.read_text()).get("strategy_choice") or {}).get("chosen", "tuned")
+        ships = (json.loads(manifest_path.read_text()).get("strategy_choice") or {}).get("chosen", TUNED)
         try:
             perf_path = load_perf_index(index, bin_models.parent).get(ships)
         except PerfIndexError as err:
