@@ -213,7 +213,7 @@ def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
     if entry["inputs"] is None:  # --no-manifest: input_0, input_1, ... as they are (IREE checks them)
         args = []
         while f"input_{len(args)}" in data:
-            args.append(np.ascontiguousarray(data[f"input_{len(args)}"]))
+            args.append(np.asarray(data[f"input_{len(args)}"], order="C"))
         return args
     args = []
     for i, spec in enumerate(entry["inputs"]):
@@ -226,7 +226,7 @@ def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
         if a.dtype != np.dtype(spec["dtype"]):
             # Never cast: float64 or complex64 data silently narrowed would "match" anyway.
             raise RunError(f"{npz}: {key} is {a.dtype}, {entry['name']} takes {spec['dtype']}")
-        args.append(np.ascontiguousarray(a))
+        args.append(np.asarray(a, order="C"))  # not ascontiguousarray: it makes a 0-d input 1-d
     return args
 
 

@@ -746,10 +746,13 @@ def compare_outputs(out_dir: Path, expected: list[tuple[Subspan, np.ndarray]], e
     worst = 0.0
     for i, (s, want) in enumerate(expected):
         buf = np.fromfile(out_dir / f"out{s.binding}.bin", dtype=np.uint8)
-        got = np.ascontiguousarray(s.load(buf[s.offset : s.offset + s.nbytes].view(s.dtype)).reshape(want.shape))
+        # np.asarray(order="C"), not np.ascontiguousarray: that makes a 0-d output (an amax of
+        # dynamic quantization) 1-d, and a shape () to (1,) compare failed as "non-finite values differ".
+        got = np.asarray(s.load(buf[s.offset : s.offset + s.nbytes].view(s.dtype)).reshape(want.shape), order="C")
         if exact:
-            if not np.array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8)):
-                differ = int(np.sum(got.view(np.uint8) != np.ascontiguousarray(want).view(np.uint8)))
+            want_bytes = np.asarray(want, order="C").reshape(-1).view(np.uint8)
+            if not np.array_equal(got.reshape(-1).view(np.uint8), want_bytes):
+                differ = int(np.sum(got.reshape(-1).view(np.uint8) != want_bytes))
                 err, scale = _error(want, got)
                 return (f"output {i} (binding {s.binding}): {differ} bytes differ, max abs error {err:.3g} "
                         f"(scale {scale:.3g})"), err / scale

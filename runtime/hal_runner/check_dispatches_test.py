@@ -322,5 +322,21 @@ def test_a_runner_listing_fewer_exports_than_it_declares_is_named(tmp_path):
     assert _library_exports([runner], Path("m.so")) == {"d0": 0}
 
 
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_0d_output_compares_as_0d(tmp_path, exact):
+    """Issue 64: the amax of a dynamic per-tensor quantization is a 0-d tensor. Written right, it
+    failed as "non-finite values differ" (the checker made it shape (1,) against the capture's ())."""
+    import numpy as np
+    from runtime.hal_runner.check_dispatches import Subspan, compare_outputs
+
+    s = Subspan(binding=1, offset=8, access="readwrite", shape=(), dtype=np.dtype(np.float32))
+    buf = np.zeros(4, dtype=np.float32)
+    buf[2] = 3.9702249
+    buf.tofile(tmp_path / "out1.bin")
+    assert compare_outputs(tmp_path, [(s, np.array(3.9702249, dtype=np.float32))], exact) == (None, 0.0)
+    problem, _ = compare_outputs(tmp_path, [(s, np.array(2.5, dtype=np.float32))], exact)
+    assert problem and "non-finite" not in problem
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
