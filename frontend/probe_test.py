@@ -3,7 +3,9 @@ naming the culprit and the reason, a non-zero exit, and the directory as it was 
 Issue 51's cases: an output that is the model's own source or the other output, earlier outputs
 deleted by a failed import, NaN/Inf goldens, a factory that exits, torch-mlir's reason lost,
 unwritable outputs, SIGTERM. Issue 62's: a torch model declared as TensorFlow (a bare TypeError), and
-a Keras model declared as torch."""
+a Keras model declared as torch. Issue 64's: PyTorch's own quantization flow (PT2E) where torch-mlir
+cannot take it, dynamic quantization and the integer reference representation, each named; the
+static PT2E model imports (models/pt2e_cnn.py)."""
 
 import signal
 import sys
@@ -61,6 +63,28 @@ def keras_model():
 
     x = keras.Input((3,), batch_size=2)
     return keras.Model(x, keras.layers.Dense(2)(x)), (np.ones((2, 3), np.float32),)
+
+
+def _pt2e(dynamic, reference):
+    from torchao.quantization.pt2e import allow_exported_model_train_eval
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torchao.testing.pt2e._xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
+
+    x = torch.ones((2, 3))
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_dynamic=dynamic))
+    prepared = prepare_pt2e(torch.export.export(_linear(), (x,)).module(), quantizer)
+    prepared(x)
+    model = convert_pt2e(prepared, use_reference_representation=reference)
+    allow_exported_model_train_eval(model)
+    return model, (np.ones((2, 3), np.float32),)
+
+
+def pt2e_dynamic():
+    return _pt2e(dynamic=True, reference=False)
+
+
+def pt2e_reference():
+    return _pt2e(dynamic=False, reference=True)
 
 
 def exits_in_forward():
@@ -150,6 +174,19 @@ def _keras_model_declared_torch(p):
                                            "declare framework tensorflow")
 
 
+def _pt2e_dynamic(p):
+    """Issue 64: PT2E's dynamic quantization computes its scale in the graph (choose_qparams)."""
+    return import_("pt2e_dynamic"), "tiny", ("cannot be lowered to linalg by torch-mlir",
+                                            "torch.quantized_decomposed.choose_qparams.tensor")
+
+
+def _pt2e_reference(p):
+    """Issue 64: the integer reference representation exports; torch-mlir's FX importer has no
+    out_dtype (it was reported as a torch.export failure)."""
+    return import_("pt2e_reference"), "tiny", ("cannot be imported by torch-mlir's FX importer",
+                                              "'out_dtype' not implemented")
+
+
 def convert(src, dst):
     return ("frontend.stablehlo_to_linalg", src, dst)
 
@@ -177,7 +214,7 @@ def _stablehlo_out_under_a_file(p):
 CASES = [_mlir_is_the_model_source, _golden_is_the_model_source, _mlir_is_the_golden,
          _failed_import_keeps_earlier_outputs, _nan_weights, _inf_input, _factory_exits, _module_exits_on_import,
          _model_exits_in_forward, _torch_mlir_cannot_lower, _torch_model_declared_tensorflow,
-         _keras_model_declared_torch, _mlir_under_a_file, _golden_is_a_directory, _stablehlo_out_is_in,
+         _keras_model_declared_torch, _pt2e_dynamic, _pt2e_reference, _mlir_under_a_file, _golden_is_a_directory, _stablehlo_out_is_in,
          _stablehlo_in_missing, _stablehlo_in_junk, _stablehlo_out_under_a_file]
 PROGS = {"frontend.import_model": "import_model: tiny", "frontend.stablehlo_to_linalg": "stablehlo_to_linalg"}
 

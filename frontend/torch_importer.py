@@ -65,23 +65,30 @@ def import_torch(model, inputs, np_inputs):
         raise ImportFailure(f"framework torch needs a torch.nn.Module, got {type(model).__name__}{hint}")
     # The golden inputs are exactly what the model sees.
     tensors = tuple(torch.from_numpy(x.copy()) for x in np_inputs)
-    model = model.eval()
+    model.eval()  # not `model = model.eval()`: a PT2E-converted GraphModule's eval() returns None
     with torch.no_grad():
         outputs = [(name, t.detach().cpu().numpy().copy()) for name, t in _flatten(model(*tensors))]
 
     import torch_mlir.fx
     from torch_mlir import passmanager
 
+    # torch.export first, then torch-mlir on its program: a failure names the stage that failed
+    # (a PT2E reference model exports, and torch-mlir's FX importer has no `out_dtype`).
+    try:
+        program = torch.export.export(model, tensors, strict=False)
+    except Exception as e:  # noqa: BLE001
+        raise ImportFailure(f"cannot be exported with torch.export: {type(e).__name__}: {first_line(e)}") from e
     with _diagnostics() as captured:
         try:
-            module = torch_mlir.fx.export_and_import(model, *tensors, output_type="linalg-on-tensors")
+            module = torch_mlir.fx.export_and_import(program, output_type="linalg-on-tensors")
         except Exception as e:  # noqa: BLE001
             from common.iree_tools import summarize
 
             diagnostics = captured()
             if "error:" in diagnostics:  # torch-mlir's lowering: MLIR said why
                 raise ImportFailure(f"cannot be lowered to linalg by torch-mlir: {summarize(diagnostics)}") from e
-            raise ImportFailure(f"cannot be exported with torch.export: {type(e).__name__}: {first_line(e)}") from e
+            raise ImportFailure(f"cannot be imported by torch-mlir's FX importer: {type(e).__name__}: "
+                                f"{first_line(e)}") from e
     with module.context:
         # Locations carry absolute source paths: strip them for location-independent output.
         passmanager.PassManager.parse("builtin.module(strip-debuginfo)").run(module.operation)

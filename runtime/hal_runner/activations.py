@@ -51,9 +51,33 @@ class Capture:
     golden_error: float = 0.0  # max abs error of the traced run's outputs vs the golden outputs
     seconds: float = 0.0  # compile + run
 
+    # Each export's traces not yet paired, per side. A trace of inputs that are the function's own
+    # arguments depends on nothing the dispatch does, so IREE's stream scheduler may emit it after
+    # the dispatch's outputs (PT2E's first quantize, pt2e_cnn): the k-th inputs trace of an export
+    # pairs with its k-th outputs trace, whichever arrives first.
+    pending: dict[tuple[str, str], list[list[np.ndarray]]] = field(default_factory=dict)
+
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for cs in self.calls.values() for c in cs for a in (*c.inputs, *c.outputs))
+
+    def add(self, key: str, arrays: list[np.ndarray], every_call: bool) -> None:
+        """One dispatch trace (`key` as IREE names it): a call once both its sides arrived; all
+        of an export's calls kept with `every_call`, else its first."""
+        export, side = _export_of(key)
+        other = self.pending.get((export, "outputs" if side == "inputs" else "inputs"))
+        if not other:
+            self.pending.setdefault((export, side), []).append(arrays)
+            return
+        inputs, outputs = (arrays, other.pop(0)) if side == "inputs" else (other.pop(0), arrays)
+        self.counts[export] = self.counts.get(export, 0) + 1
+        kept = self.calls.setdefault(export, [])
+        if every_call or not kept:
+            kept.append(Call(inputs, outputs))
+
+    def unpaired(self) -> list[str]:
+        """'<export> <side>' of every trace whose other side never came."""
+        return sorted(f"{export} {side}" for (export, side), left in self.pending.items() if left)
 
 
 def _export_of(key: str) -> tuple[str, str]:
@@ -94,7 +118,6 @@ def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every
         raise CaptureError(str(err)) from None
 
     result = Capture()
-    pending: dict[str, list[np.ndarray]] = {}
     problems: list[str] = []  # raised after the run: an exception would end inside IREE's C callback
 
     def sink(key: str, views) -> None:
@@ -107,15 +130,7 @@ def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every
         # A copy: the views' memory is the run's transient allocation, reused by later dispatches.
         arrays = [np.array(v.map().asarray(v.shape, rt.HalElementType.map_to_dtype(v.element_type)))
                   for v in views]
-        export, side = _export_of(key)
-        if side == "inputs":
-            pending[export] = arrays
-            return
-        result.counts[export] = result.counts.get(export, 0) + 1
-        kept = result.calls.setdefault(export, [])
-        call = Call(pending.pop(export, []), arrays)
-        if every_call or not kept:
-            kept.append(call)
+        result.add(key, arrays, every_call)
 
     config = rt.Config("local-sync")  # one thread: traces arrive in program order
     hal = rt.create_hal_module(config.vm_instance, config.device, debug_sink=rt.HalModuleDebugSink(sink))
@@ -129,6 +144,9 @@ def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every
     finally:
         del modules, hal, config
         gc.collect()
+    unpaired = result.unpaired()
+    if unpaired and not problems:
+        problems.append(f"{module.name}: dispatch traces without their other side: {', '.join(unpaired[:3])}")
     if problems:
         raise CaptureError(problems[0])
     try:

@@ -338,5 +338,24 @@ def test_a_0d_output_compares_as_0d(tmp_path, exact):
     assert problem and "non-finite" not in problem
 
 
+def test_a_dispatch_traced_outputs_first_pairs_its_inputs():
+    """Issue 64: IREE may emit the trace of a dispatch's function-argument inputs after its outputs
+    (pt2e_cnn's first quantize); the capture took it as a call without inputs ("0 captured inputs")."""
+    import numpy as np
+    from runtime.hal_runner.activations import Capture
+
+    x, y, z = np.zeros(4, np.float32), np.ones(4, np.int8), np.full(4, 2, np.float32)
+    cap = Capture()
+    cap.add("main_dispatch_0::main_dispatch_0_q outputs", [y], every_call=True)
+    cap.add("main_dispatch_1::main_dispatch_1_dq inputs", [y], every_call=True)
+    cap.add("main_dispatch_1::main_dispatch_1_dq outputs with {0} decoded to row major layout", [z], True)
+    cap.add("main_dispatch_0::main_dispatch_0_q inputs", [x], every_call=True)
+    assert [(c.inputs, c.outputs) for c in cap.calls["main_dispatch_0_q"]] == [([x], [y])]
+    assert [(c.inputs, c.outputs) for c in cap.calls["main_dispatch_1_dq"]] == [([y], [z])]
+    assert cap.counts == {"main_dispatch_0_q": 1, "main_dispatch_1_dq": 1} and cap.unpaired() == []
+    cap.add("main_dispatch_1::main_dispatch_1_dq inputs", [y], every_call=True)
+    assert cap.unpaired() == ["main_dispatch_1_dq inputs"]
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
