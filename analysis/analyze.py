@@ -23,7 +23,6 @@ import multiprocessing
 import os
 import signal
 import sys
-import tempfile
 import time
 from math import prod
 from pathlib import Path
@@ -41,6 +40,7 @@ from common.core_models import core_model
 from common.errors import OneLineErrors, validation_error_where
 from common.files import check_outputs, sha256_file, write_together
 from common.targets import TargetError, load_target
+from common.scratch import scratch_directory
 
 
 def _progress(total: int, desc: str, show: bool | None):
@@ -251,7 +251,7 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
                 "derive the target from the hardware description (python -m "
                 "analysis.accelerator_target / accelerator_target in analysis/defs.bzl)"
                 if target.is_riscv else "the analysis' lanes would not be the code's"))
-    with tempfile.TemporaryDirectory(prefix="analysis_") as tmp:
+    with scratch_directory("analysis_") as tmp:
         tmp = Path(tmp)
         if show_progress or (show_progress is None and sys.stderr.isatty()):
             # Progress only where someone watches: a failing run's stderr is its one error line.

@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from typing import NamedTuple
 from pathlib import Path
 
 from common.errors import OneLineErrors, first_line
 from common.files import atomic_write, check_outputs, sha256_file
 from common.perf_schema import PerfReport
-from common.targets import DEFAULT_STRATEGY
+from common.scratch import scratch_directory
+from common.targets import DEFAULT_STRATEGY, STRATEGY_FLAGS, TUNED
 from common.tuning_schema import StrategyRecord
 from perf import mca
 from choice.records import RecordError, dump_strategy_record
@@ -204,6 +204,9 @@ def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], b
         raise ChoiceError(f"{module}: module file not found")
     module_sha256 = sha256_file(module)
     for strategy, (vmfb, report_path, target, last) in by_strategy.items():
+        if strategy not in (TUNED, *STRATEGY_FLAGS):
+            raise ChoiceError(f"candidate {strategy}: not a strategy (expected one of {TUNED}, "
+                              f"{', '.join(STRATEGY_FLAGS)})")
         for path in (report_path, target, last):
             if path is not None and not path.is_file():
                 raise ChoiceError(f"{path}: candidate {strategy}'s file not found")
@@ -213,6 +216,11 @@ def _check_candidates(module: Path, by_strategy: dict[str, list[Path | None]], b
             report = load_codegen_report(report_path)
         except ReportError as err:
             raise ChoiceError(str(err)) from None
+        # The label is what the manifest records as shipped: it must be what the report built
+        # (a swapped or mislabelled candidate shipped under another strategy's name, issue 62).
+        built = TUNED if report.strategy == DEFAULT_STRATEGY and report.tuned else report.strategy
+        if built != strategy:
+            raise ChoiceError(f"{report_path}: candidate {strategy}'s compile report is of a {built} build")
         if by == "memory-aware-cycles":
             check_build_inputs(report, report_path, module, target)
             if last is not None:
@@ -418,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
                        **{f"--candidate {s}": [f for f in files if f is not None] for s, files in by_strategy.items()},
                        **{f"--code {s}": d for s, d in a.code}, "--confirm": (a.confirm or [None] * 3)[:3]})
         _check_candidates(a.module, by_strategy, a.by)
-        with tempfile.TemporaryDirectory(prefix="perf_choose_") as tmp:
+        with scratch_directory("perf_choose_") as tmp:
             note = ""
             if a.by == "memory-aware-cycles":
                 if None in (files[3] for files in by_strategy.values()):

@@ -43,6 +43,7 @@ MEASUREMENT_MODULES = (
     "perf.code_model.machine",
     "perf.code_model.scev",
     "perf.counts",
+    "perf.guest",
     "perf.mca",
     "perf.measure",
     "perf.memory_model",

@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +61,7 @@ from common.files import check_outputs, sha256_file, write_together
 from common.perf_schema import DispatchPerf
 from common.tuning_schema import TuningRecord
 from common.targets import TargetError, load_target
+from common.scratch import scratch_directory
 from choice.choose import clears_margin
 from perf import mca
 from perf.code_model.cost import module_call_cycles
@@ -819,7 +819,7 @@ def main(argv: list[str] | None = None) -> int:
         if result is not None:
             log.append(f"replayed tuning record {a.record}: nothing compiled or run")
         else:
-            with tempfile.TemporaryDirectory(prefix="tune_") as tmp:
+            with scratch_directory("tune_") as tmp:
                 if a.code_ranked:
                     analysis, log = code_rank(analysis, _CodeRound(a, hw.model_core, Path(tmp)), a.code_ranked)
                 if a.by == "code-model":

@@ -22,7 +22,6 @@ import hashlib
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -34,6 +33,7 @@ from common.files import check_new_directory, check_outputs, sha256_file, write_
 from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
 from common.module_rewrites import RewriteError
 from common.targets import IreeTarget, TargetError, load_target
+from common.scratch import scratch_directory
 
 
 TARGETS_IR = "targets.mlir"  # run_codegen(targets_ir=True): the executable-targets IR
@@ -342,7 +342,7 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
     executable, so a choice by the code model need not compile the module again."""
     if keep_temps is not None:
         check_new_directory(keep_temps, "--keep-temps")
-    with tempfile.TemporaryDirectory(prefix="codegen.") as tmp:
+    with scratch_directory("codegen.") as tmp:
         try:
             return _compile_in(Path(tmp), module, target_path, analysis_path, out_vmfb, out_configs,
                                out_report, out_binaries, allow_untuned_dispatches,

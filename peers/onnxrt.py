@@ -36,7 +36,6 @@ import re
 import struct
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +46,7 @@ from common import processes
 from common.core_models import MODEL_IGNORES
 from common.errors import OneLineErrors, last_line
 from common.files import check_outputs, sha256_file, write_together
+from common.scratch import scratch_directory
 from perf import counts as cnt
 from perf import mca
 from perf import memory_model as mem
@@ -154,7 +154,7 @@ def run(harness: Path, model: Model, *, qemu: Path, sysroot: Path, vlen: int, pl
     ins, outs = golden(model)
     if not Path(model.onnx).is_file():
         raise pr.PeerError(f"{model.onnx}: model not found")
-    with tempfile.TemporaryDirectory(prefix=GUEST_RUN_PREFIX, dir=GUEST_RUN_ROOT) as tmp:
+    with scratch_directory(GUEST_RUN_PREFIX, GUEST_RUN_ROOT, suffix="") as tmp:
         here = Path(tmp)
         shutil.copy(harness, here / "harness")
         shutil.copy(model.onnx, here / "model.onnx")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 from analysis.hardware import Hardware
 from common import processes
 from common.targets import named_target
+from common.scratch import scratch_directory
 from perf import counts as cnt
 from perf import mca
 from perf import memory_model as mem
@@ -122,7 +122,7 @@ def run(harness: Path, shape: GemmShape, *, qemu: Path, sysroot: Path, vlen: int
     is given. The guest sees the same paths on every machine (perf/measure.py says why)."""
     check_tools(harness, qemu, sysroot, plugin)
     a, b = inputs(shape)
-    with tempfile.TemporaryDirectory(prefix=GUEST_RUN_PREFIX, dir=GUEST_RUN_ROOT) as tmp:
+    with scratch_directory(GUEST_RUN_PREFIX, GUEST_RUN_ROOT, suffix="") as tmp:
         here = Path(tmp)
         shutil.copy(harness, here / "harness")
         a.tofile(here / "a.bin")

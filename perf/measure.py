@@ -50,10 +50,11 @@ from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.provenance import check_build_inputs
 from common.core_models import MODEL_IGNORES, RISCV, core_model
 from common.module_rewrites import RewriteError
+from common.scratch import scratch_directory
 from common.targets import IreeTarget, TargetError, load_target
 from perf import counts as cnt
 from perf import guest
-from perf.guest import GUEST_ADDRESS_SPACE, GUEST_RUN_PREFIX, GUEST_RUN_ROOT  # noqa: F401 (peers use them)
+from perf.guest import GUEST_RUN_PREFIX, GUEST_RUN_ROOT
 from perf import mca
 from perf import memory_model as mem
 from runtime.hal_runner import check_dispatches as chk
@@ -110,7 +111,7 @@ def _dispatch_infos(module: str, module_sha256: str, flags: tuple[str, ...]) -> 
     """Each dispatch's root op as the analysis reads it, from IREE's own configurations of the
     module: read once per process (choice.tune measures one module a few times; ResNet-18's take
     3 s to read). The bytes are in the key with the path."""
-    with tempfile.TemporaryDirectory(prefix="perf_configs_") as tmp:
+    with scratch_directory("perf_configs_") as tmp:
         configs = dsp.compile_to_executable_configurations(Path(module), list(flags), Path(tmp))
         return {i.name: i for i in dsp.read_dispatches(configs)}
 
@@ -161,7 +162,7 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], run
     # there under fixed names (the guest's argv is on its stack too), and the environment is
     # the guest's own (perf.guest).
     out = out.absolute()
-    with tempfile.TemporaryDirectory(prefix=GUEST_RUN_PREFIX, dir=GUEST_RUN_ROOT) as tmp:
+    with scratch_directory(GUEST_RUN_PREFIX, GUEST_RUN_ROOT, suffix="") as tmp:
         here = Path(tmp)
         shutil.copy(runner, here / "hal_runner")
         shutil.copy(lib, here / "dispatch.so")
@@ -308,6 +309,12 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     if not target.is_riscv:
         raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
     hws = [(load_hardware(p), p) for p in hardware]
+    first_of: dict[str, Path] = {}
+    for hw, p in hws:  # a report's sections and the counts files are named by the description's name
+        if hw.name in first_of:
+            raise PerfError(f"{p}: hardware name {hw.name!r} is also {first_of[hw.name]}'s: "
+                            "each --hardware needs a name of its own")
+        first_of[hw.name] = p
     for hw, p in hws:
         if hw.model_core is None and not counts_only_ok:
             raise PerfError(f"{p}: no model_core: model cycles need a core model of VLEN {hw.compute.vector_bits} "
@@ -331,7 +338,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         mca.tool(name)
     mattr = ",".join(target.cpu_features)
 
-    with tempfile.TemporaryDirectory(prefix="perf_") as tmp:
+    with scratch_directory("perf_") as tmp:
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         compiled, infos = _compile(module, target, analysis, work)
@@ -347,9 +354,10 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
         for lib in compiled.libraries:
             try:
                 listed = chk._library_exports(_qemu_cmd(qemu, target.vector_bits, root) + [str(runner)], lib)
-            except SystemExit as err:  # a runner of another architecture, say
-                raise PerfError(f"{runner}: cannot list {lib.name}'s dispatches under qemu: "
-                                f"{str(err.code).split(': ', 2)[-1]}") from None
+            except SystemExit as err:  # a runner of another architecture, or a qemu that ran nothing;
+                # the message starts with which (it was cut to its reason, blaming the runner for the qemu)
+                raise PerfError(f"{str(err.code).removeprefix('check_dispatches: ')}, listing "
+                                f"{lib.name}'s dispatches under qemu") from None
             for name, index in listed.items():
                 exports[name] = (lib, index)
         names = sorted(compiled.dispatches)

@@ -168,7 +168,21 @@ def _measure_md_is_a_directory(p):
 def _measure_runner_of_another_architecture(p):
     p.put(Path(sys.executable).resolve(), "runner")  # an x86-64 binary
     p.write("plugin.so", b"")
-    return measure(), "runner", ("cannot list", "Invalid ELF image for this architecture")
+    return measure(), "runner", ("listing", "Invalid ELF image for this architecture")
+
+
+def _measure_qemu_exits_0_without_running(p):
+    """Was blamed on the runner: the qemu's name was cut off the message (issue 62)."""
+    p.write("runner", b"#!/bin/sh\n").chmod(0o755)
+    p.write("plugin.so", b"")
+    p.write("qemu", b"#!/bin/sh\nexit 0\n").chmod(0o755)
+    return measure(), "perf: qemu: exited 0 but did not run the runner", "listing"
+
+
+def _measure_two_hardware_of_one_name(p):
+    """Two descriptions of one name gave two identical headings and one counts file (issue 62)."""
+    p.put(p.root / "riscv_rvv.yaml", "again.yaml")
+    return measure("--hardware", "again.yaml"), "again.yaml", ("hardware name", "also riscv_rvv.yaml's")
 
 
 def _measure_runner_not_executable(p):
@@ -258,6 +272,18 @@ def _choose_perf_not_a_report(p):
     return choose(cand(None, "t"), cand(None, "u", last="x.perf.json")), "x.perf.json", "not a perf report"
 
 
+def _choose_candidate_not_a_strategy(p):
+    """An unknown label was shipped as the manifest's strategy (issue 62 probe)."""
+    return choose(cand(None, "t"), cand("fastest", "u")), "candidate fastest", "not a strategy"
+
+
+def _choose_candidates_tuned_and_codegen_swapped(p):
+    """The tuned build labelled codegen and the untuned one tuned: the manifest recorded the
+    other's strategy as shipped (issue 62 probe)."""
+    return choose(cand("codegen", "t"), cand("tuned", "u")), "t.report.json", \
+        "candidate codegen's compile report is of a tuned build"
+
+
 def _choose_target_not_the_reports(p):
     return choose(cand(None, "t"), cand(None, "k", "host.yaml")), "host.yaml", \
         "not the target file k.report.json was compiled for"
@@ -300,11 +326,13 @@ def _choose_code_tuned_build_given_as_untuned(p):
 CASES = [_measure_json_is_module, _measure_json_is_md, _measure_md_is_compiled_report, _measure_keep_temps_not_empty,
          _measure_report_of_another_module, _measure_report_of_another_target,
          _measure_report_of_a_tuned_build_measured_untuned, _measure_report_not_a_report, _measure_json_under_a_file,
-         _measure_md_is_a_directory, _measure_runner_of_another_architecture, _measure_runner_not_executable,
+         _measure_md_is_a_directory, _measure_runner_of_another_architecture, _measure_qemu_exits_0_without_running,
+         _measure_two_hardware_of_one_name, _measure_runner_not_executable,
          _measure_l1_simulated_write_through, _tune_out_is_analysis,
          _tune_out_is_out_md, _tune_out_under_a_file, _tune_target_not_the_analysis, _tune_hardware_not_the_analysis,
          _choose_perf_reports_swapped, _choose_perf_of_another_strategy, _choose_perf_of_another_module,
-         _choose_perf_says_refused_but_it_compiled, _choose_perf_not_a_report, _choose_target_not_the_reports,
+         _choose_perf_says_refused_but_it_compiled, _choose_perf_not_a_report, _choose_candidate_not_a_strategy,
+         _choose_candidates_tuned_and_codegen_swapped, _choose_target_not_the_reports,
          _choose_module_not_the_candidates, _choose_manifest_is_a_report, _choose_vmfb_is_manifest,
          _choose_manifest_under_a_file, _choose_code_analysis_not_the_builds, _choose_code_tuned_build_given_as_untuned]
 PROGS = {"perf.measure": "perf", "choice.tune": "choice.tune", "choice.choose": "choice.choose"}

@@ -52,7 +52,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +62,7 @@ import numpy as np
 from common import processes
 from common.errors import first_line, last_line
 from common.targets import IreeTarget, TargetError, load_target, named_target
+from common.scratch import scratch_directory
 
 if TYPE_CHECKING:
     from runtime.hal_runner.activations import Capture
@@ -881,7 +881,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     ref_cmd = [str(host_runner)]
     dut_cmd = [str(qemu), "-cpu", f"rv64,v=true,vlen={vlen}", "-L", str(find_riscv_sysroot()), str(riscv_runner)]
 
-    with tempfile.TemporaryDirectory(prefix="check_dispatches_") as tmp:
+    with scratch_directory("check_dispatches_") as tmp:
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
