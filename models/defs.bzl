@@ -103,6 +103,7 @@ def _pipeline_info_impl(ctx):
         module = ctx.attr.module,
         framework = ctx.attr.framework,
         split = ctx.attr.split,
+        float_reference = ctx.attr.float_reference or None,
     )) + "\n")
     return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
@@ -116,6 +117,8 @@ _pipeline_info = rule(
         "module": attr.string(mandatory = True),
         "framework": attr.string(mandatory = True),
         "split": attr.string(mandatory = True, values = list(SPLITS)),
+        # A quantized model's float twin (its pipeline name): results report the two side by side.
+        "float_reference": attr.string(),
     },
     doc = "<name>_pipeline_info.json: what bench, report and calibrate need to know of a model_pipeline.",
 )
@@ -260,7 +263,7 @@ def _chosen_tiles(prefix, choice, module, hardware, target, calibration = None, 
         **dict(choice_args, **kwargs)
     )
 
-def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted"):
+def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted", float_reference = None):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -294,6 +297,8 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         "measured" (of tuned, codegen and STRATEGIES the build with the fewest model cycles per
         call, all measured under qemu; host time is not a reproducible build input). The
         manifest records the choice and every candidate's figure.
+      float_reference: for a quantized model, the pipeline of the same network in float: results
+        report the two beside each other (cycles, energy, output error; docs/results_bounds.md).
       host_tiles: how <name>_host_analysis chooses the host's tiles: "predicted" (the default:
         the analysis' choice, IREE's defaults while the host has no calibration) or "code"
         (choice:code_choice: the candidate the static code model prices cheapest on host.yaml's
@@ -334,6 +339,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         module = module,
         framework = framework,
         split = split,
+        float_reference = float_reference or "",
     )
     imported = model_name + "_import"
     mlir_import(

@@ -18,6 +18,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from common.perf_schema import PerfIndexError, PerfReport, load_perf_index
 from common.targets import TUNED
 
@@ -80,6 +82,37 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
     return {"what": "the shipped riscv build of every zoo pipeline: per dispatch, memory-aware cycles "
                     "(perf.measure) against the hardware bound (perf.memory_model.bound)",
             "collected_by": "bazel run //tools:report -- --collect bounds", "pipelines": out}
+
+
+def quantized_pairs(bin_models: Path, infos: list[dict]) -> dict:
+    """Per quantized pipeline (its info names a `float_reference`): how far its framework outputs
+    (the golden, computed by the quantized model itself) are from its float twin's on the same
+    inputs, per output: max abs error and the twin's max |output|."""
+    by_name = {i["name"]: i for i in infos}
+    out = {}
+    for info in sorted(infos, key=lambda i: i["name"]):
+        ref = info.get("float_reference")
+        if not ref:
+            continue
+        if ref not in by_name:
+            raise BoundsError(f"{info['name']}: float_reference '{ref}' is not a pipeline among --infos")
+        goldens = [bin_models / f"{i['model_name']}.golden.npz" for i in (info, by_name[ref])]
+        for g in goldens:
+            if not g.is_file():
+                raise BoundsError(f"{g}: not built (tools/bazel build //models:zoo_shipped_perf)")
+        quant, flt = (np.load(g) for g in goldens)
+        for key in sorted(k for k in flt.files if k.startswith("input_")):
+            if key not in quant.files or not np.array_equal(quant[key], flt[key]):
+                raise BoundsError(f"{goldens[0]}: {key} is not {ref}'s: the two are compared on the same inputs")
+        outputs = []
+        for key in sorted(k for k in flt.files if k.startswith("output_")):
+            if key not in quant.files or quant[key].shape != flt[key].shape:
+                raise BoundsError(f"{goldens[0]}: {key} does not match {ref}'s")
+            diff = np.abs(quant[key].astype(np.float64) - flt[key].astype(np.float64))
+            outputs.append({"name": key, "max_abs_error": float(diff.max(initial=0.0)),
+                            "scale": float(np.abs(flt[key]).max(initial=0.0))})
+        out[info["name"]] = {"float_reference": ref, "outputs": outputs}
+    return out
 
 
 def _pct(x: float | None) -> str:
@@ -153,6 +186,24 @@ def render(data: dict, splits: dict[str, str]) -> str:
             lines.append(f"| {kind} | {k['dispatches']} | {k['cycles']:,} | {k['bound']:,} | {_pct(share)} | "
                          f"{'yes' if share is not None and share >= target else 'no'} |")
         lines.append("")
+    pairs = data.get("quantized", {})
+    if pairs:
+        lines += ["## Quantized models beside their float twin", "",
+                  "The same network, weights and inputs; memory-aware cycles and energy of what each ships, and",
+                  "the quantized model's output error against the float model's (framework outputs, max abs",
+                  "error over max |float output|). Below 1.00x the quantized build is cheaper.", "",
+                  "| quantized | float | ships | memory-aware cycles | vs float | energy (uJ) | vs float | "
+                  "output error |", "|---|---|---|---:|---:|---:|---:|---:|"]
+        for name, q in sorted(pairs.items()):
+            mine, theirs = data["pipelines"][name], data["pipelines"][q["float_reference"]]
+            error = max((o["max_abs_error"] / o["scale"] if o["scale"] else o["max_abs_error"] for o in q["outputs"]),
+                        default=0.0)
+            lines.append(f"| {name} | {q['float_reference']} | {mine['ships']} / {theirs['ships']} | "
+                         f"{mine['memory_aware_cycles']:,} / {theirs['memory_aware_cycles']:,} | "
+                         f"{mine['memory_aware_cycles'] / theirs['memory_aware_cycles']:.2f}x | "
+                         f"{mine['energy_pj'] / 1e6:,.2f} / {theirs['energy_pj'] / 1e6:,.2f} | "
+                         f"{mine['energy_pj'] / theirs['energy_pj']:.2f}x | {error:.2%} |")
+        lines.append("")
     floor = below_floor(data)
     lines += ["## Convolution dispatches below the vector floor", "",
               f"Target: no convolution dispatch below {VECTOR_FLOOR:.0%} vector instructions "
@@ -174,6 +225,9 @@ def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     return {OUT: render(json.loads((root / DATA).read_text()), splits)}
 
 
-def collected(bin_root: Path, splits: dict[str, str]) -> dict[Path, str]:
-    """docs/data/shipped_bounds.json from the shipped builds' perf reports under `bin_root` (bazel-bin)."""
-    return {DATA: json.dumps(collect(bin_root / "models", list(splits)), indent=1, sort_keys=True) + "\n"}
+def collected(bin_root: Path, splits: dict[str, str], infos: list[dict]) -> dict[Path, str]:
+    """docs/data/shipped_bounds.json from the shipped builds' perf reports under `bin_root` (bazel-bin),
+    with the quantized pipelines beside their float twins (`infos`: the pipeline infos' contents)."""
+    data = collect(bin_root / "models", list(splits))
+    data["quantized"] = quantized_pairs(bin_root / "models", infos)
+    return {DATA: json.dumps(data, indent=1, sort_keys=True) + "\n"}

@@ -58,5 +58,26 @@ def test_collect_refuses_what_is_not_built(tmp_path):
         bounds.collect(models, ["a"])
 
 
+def test_a_quantized_model_is_shown_beside_its_float_twin(tmp_path):
+    """Issue 64 item 5: cycles, energy and output error of the int8 model against the f32 one."""
+    import numpy as np
+
+    x = np.ones((2, 3), np.float32)
+    np.savez(tmp_path / "q.golden.npz", input_0=x, output_0=np.array([1.0, -1.9], np.float32))
+    np.savez(tmp_path / "f.golden.npz", input_0=x, output_0=np.array([1.0, -2.0], np.float32))
+    infos = [{"name": "a", "model_name": "q", "float_reference": "b"}, {"name": "b", "model_name": "f"}]
+    pairs = bounds.quantized_pairs(tmp_path, infos)
+    assert pairs["a"]["float_reference"] == "b"
+    assert pairs["a"]["outputs"][0]["max_abs_error"] == pytest.approx(0.1, rel=1e-6)
+    assert pairs["a"]["outputs"][0]["scale"] == 2.0
+    text = bounds.render({**DATA, "quantized": pairs}, SPLITS)
+    assert "| a | b | tuned / channelslast | 1,000 / 300 | 3.33x | 2.00 / 1.00 | 2.00x | 5.00% |" in text
+    np.savez(tmp_path / "q.golden.npz", input_0=x + 1, output_0=np.array([1.0, -1.9], np.float32))
+    with pytest.raises(bounds.BoundsError, match="input_0 is not b's"):
+        bounds.quantized_pairs(tmp_path, infos)
+    with pytest.raises(bounds.BoundsError, match="float_reference 'c' is not a pipeline"):
+        bounds.quantized_pairs(tmp_path, [{"name": "a", "model_name": "q", "float_reference": "c"}])
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

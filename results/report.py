@@ -58,12 +58,12 @@ def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     return out
 
 
-def collected(what: str, root: Path, splits: dict[str, str]) -> dict[Path, str]:
+def collected(what: str, root: Path, splits: dict[str, str], infos: list[Path]) -> dict[Path, str]:
     bin_root = root / "bazel-bin"
     if what == "memory":
         return memory.collected(bin_root)
     if what == "bounds":
-        return bounds.collected(bin_root, splits)
+        return bounds.collected(bin_root, splits, [json.loads(i.read_text()) for i in infos])
     return strategies.collected(bin_root, splits)
 
 
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.check and a.collect:
             raise ReportError("--check compares the committed documents; --collect would change their data")
         for what in a.collect:
-            data = collected(what, root, splits)
+            data = collected(what, root, splits, a.infos)
             write_together({root / path: text for path, text in data.items()})
             print(f"report: collected {what} -> {', '.join(str(p) for p in data)}")
         docs = documents(root, splits)
