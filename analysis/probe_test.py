@@ -6,6 +6,7 @@ RISC-V hardware, unwritable outputs, and a signal mid-run."""
 
 import os
 import signal
+import stat
 import sys
 from pathlib import Path
 
@@ -200,6 +201,31 @@ def test_refused(p, case):
 def test_zigzag_level_name_refused(p, name):
     argv, culprit, reason = _zigzag_name(p, name)
     p.refused(*argv, prog="analysis", culprit=culprit, reason=reason)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_output_naming_a_fifo_or_device_is_refused_not_replaced(tmp_path, kind):
+    """Issue 62: the output was renamed over the FIFO or device node. The node lives beside the
+    probe's directory (snapshot() would read it) and is checked to be there, unchanged, after."""
+    (tmp_path / "run").mkdir()
+    p = Probe(tmp_path / "run")
+    p.put(TARGETS / "riscv64_rvv.yaml")
+    p.put(HW / "riscv_rvv.yaml")
+    node = tmp_path / "out"
+    if kind == "fifo":
+        os.mkfifo(node)
+    else:
+        try:
+            os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+        except PermissionError:
+            pytest.skip("creating a device node needs root")
+    before = node.lstat()
+    what = {"fifo": "a FIFO", "device": "a character device"}[kind]
+    p.refused(*accelerator(out=node), prog="accelerator_target", culprit=f"--out {node}",
+              reason=f"is {what}, not a regular file: refusing to replace it")
+    p.refused(*variant(out=node), prog="hardware_variant", culprit=f"--out {node}", reason=f"is {what}")
+    after = node.lstat()
+    assert (after.st_ino, after.st_mode, after.st_rdev) == (before.st_ino, before.st_mode, before.st_rdev)
 
 
 TWO_MATMULS = """
