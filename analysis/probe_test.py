@@ -180,13 +180,27 @@ def _accelerator_hardware_name_twice(p):
     return accelerator(hardware="hw.yaml"), "hw.yaml", "'l2' is used by an earlier level"
 
 
+# Issue 62: hardware the CLIs accepted with exit 0 (a YAML boolean taken as 1, levels faster than
+# the one inside them, a level shared by more cores than exist, 12-bit accesses, a key set twice)
+# or named poorly (YAML 1.1's 1e30 is a string; a tab's line).
+def _accelerator_yaml11_string_number(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "size_bytes: 2147483648", "size_bytes: 1e30")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"
+
+
+def _accelerator_tab_indent(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "cores: 1", "\tcores: 1")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("not valid YAML: line 12, column 1", "'\\t'")
+
+
 CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
          _host_target_riscv_hardware, _riscv_target_host_hardware, _host_target_coreless_riscv_hardware,
          _level_name_twice, _level_name_twice_in_another_case, _hardware_key_twice, _level_key_twice,
          _target_key_twice, _target_vector_bits_96, _target_vector_bits_32, _out_under_a_file, _out_is_a_directory,
          _variant_out_is_base, _variant_duplicate_level_name, _variant_zigzag_level_name, _variant_renamed_by_set,
          _variant_base_key_twice, _variant_out_under_a_file, _accelerator_out_is_base, _accelerator_out_is_hardware,
-         _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice]
+         _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice,
+         _accelerator_yaml11_string_number, _accelerator_tab_indent]
 PROGS = {"analysis.analyze": "analysis", "analysis.hardware_variant": "hardware_variant",
          "analysis.accelerator_target": "accelerator_target"}
 
@@ -201,6 +215,21 @@ def test_refused(p, case):
 def test_zigzag_level_name_refused(p, name):
     argv, culprit, reason = _zigzag_name(p, name)
     p.refused(*argv, prog="analysis", culprit=culprit, reason=reason)
+
+
+@pytest.mark.parametrize("cli", ["accelerator_target", "analyze", "variant"])
+def test_a_fifo_as_hardware_is_refused_not_read(tmp_path, cli):
+    """Issue 62: a FIFO as --hardware (--base) blocked the CLI forever. The FIFO lives beside the
+    probe's directory (snapshot() would read it); the timeout turns a hang into a failure."""
+    (tmp_path / "run").mkdir()
+    p = Probe(tmp_path / "run")
+    p.write("m.mlir", MATMUL_MLIR)
+    p.put(TARGETS / "riscv64_rvv.yaml")
+    fifo = tmp_path / "hw.fifo"
+    os.mkfifo(fifo)
+    argv = {"accelerator_target": accelerator(hardware=fifo), "analyze": analyze(p, hardware=fifo),
+            "variant": variant(base=fifo)}[cli]
+    p.refused(*argv, prog=PROGS[argv[0]], culprit=fifo, reason="is a FIFO, not a regular file", timeout=60)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
