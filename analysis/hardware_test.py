@@ -100,6 +100,9 @@ def _edited(tmp_path, old: str, new: str) -> Path:
 # Issue 62: each was accepted with exit 0 (a boolean became 1: fma_pipes: true halved the peak;
 # an L2 or DRAM faster than the level inside it made misses cheap), or named poorly.
 @pytest.mark.parametrize("old,new,field,words", [
+    ("fma_pipes: 2", "fma_pipes: true", "compute.fma_pipes", "true is a YAML boolean"),
+    ("cores: 1", "cores: yes", "cores", "true is a YAML boolean"),
+    ("clock_ghz: 1.0", "clock_ghz: on", "clock_ghz", "true is a YAML boolean"),
     ("size_bytes: 2147483648", "size_bytes: 1e30", "memory.3.size_bytes",
      "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"),
     ("size_bytes: 32768", "size_bytes: 3.2768e4", "memory.1.size_bytes",
@@ -195,6 +198,8 @@ def test_variant_derives_register_file_and_core_model_from_vlen(tmp_path, vlen, 
     ("model_core=sifive-x280", "derived from compute.vector_bits"),
     ("l3.size_bytes=1", "has no l3 level"),
     ("compute.vector_bits", "expected KEY=VALUE"),
+    ("cores=true", "--set cores=true: 'true' is a YAML boolean, not a number"),
+    ("compute.fma_pipes=yes", "'yes' is a YAML boolean"),
 ])
 def test_variant_refuses_settings_that_could_contradict(setting, words):
     from analysis.hardware_variant import VariantError, apply

@@ -183,6 +183,16 @@ def _accelerator_hardware_name_twice(p):
 # Issue 62: hardware the CLIs accepted with exit 0 (a YAML boolean taken as 1, levels faster than
 # the one inside them, a level shared by more cores than exist, 12-bit accesses, a key set twice)
 # or named poorly (YAML 1.1's 1e30 is a string; a tab's line).
+def _accelerator_fma_pipes_true(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "fma_pipes: 2", "fma_pipes: true")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("compute.fma_pipes", "true is a YAML boolean")
+
+
+def _accelerator_cores_yes(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "cores: 1", "cores: yes")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("'cores'", "true is a YAML boolean")
+
+
 def _accelerator_yaml11_string_number(p):
     edited(p, "riscv_rvv.yaml", "hw.yaml", "size_bytes: 2147483648", "size_bytes: 1e30")
     return accelerator(hardware="hw.yaml"), "hw.yaml", "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"
@@ -193,6 +203,14 @@ def _accelerator_tab_indent(p):
     return accelerator(hardware="hw.yaml"), "hw.yaml", ("not valid YAML: line 12, column 1", "'\\t'")
 
 
+def _variant_set_cores_true(p):
+    return variant("--set", "cores=true"), "--set cores=true", "YAML boolean, not a number"
+
+
+def _variant_set_fma_pipes_true(p):
+    return variant("--set", "compute.fma_pipes=on"), "--set compute.fma_pipes=on", "YAML boolean, not a number"
+
+
 CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
          _host_target_riscv_hardware, _riscv_target_host_hardware, _host_target_coreless_riscv_hardware,
          _level_name_twice, _level_name_twice_in_another_case, _hardware_key_twice, _level_key_twice,
@@ -200,7 +218,8 @@ CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_li
          _variant_out_is_base, _variant_duplicate_level_name, _variant_zigzag_level_name, _variant_renamed_by_set,
          _variant_base_key_twice, _variant_out_under_a_file, _accelerator_out_is_base, _accelerator_out_is_hardware,
          _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice,
-         _accelerator_yaml11_string_number, _accelerator_tab_indent]
+         _accelerator_fma_pipes_true, _accelerator_cores_yes, _accelerator_yaml11_string_number,
+         _accelerator_tab_indent, _variant_set_cores_true, _variant_set_fma_pipes_true]
 PROGS = {"analysis.analyze": "analysis", "analysis.hardware_variant": "hardware_variant",
          "analysis.accelerator_target": "accelerator_target"}
 
