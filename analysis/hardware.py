@@ -152,6 +152,15 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
             return (f"memory.{i}.size_bytes",
                     f"level '{hw.memory[i].name}' ({hw.memory[i].size_bytes} B) must be larger than "
                     f"'{hw.memory[i - 1].name}' ({hw.memory[i - 1].size_bytes} B)")
+    for i in range(1, len(hw.memory)):
+        # A level farther from the core is never faster than the one inside it (an equal latency
+        # is an idealised level): an L2 or DRAM below its inner level's latency makes misses
+        # cheaper than hits, and the memory-aware figures came out low without a word (issue 62).
+        inner, outer = hw.memory[i - 1], hw.memory[i]
+        if outer.latency_cycles < inner.latency_cycles:
+            return (f"memory.{i}.latency_cycles",
+                    f"level '{outer.name}' ({outer.latency_cycles} cycles) is faster than '{inner.name}' "
+                    f"({inner.latency_cycles} cycles) inside it: latencies must not decrease outward")
     for i, m in enumerate(hw.memory):
         if m.role in CACHE_ROLES:
             ways_bytes = m.associativity * m.line_bytes

@@ -103,6 +103,10 @@ def _edited(tmp_path, old: str, new: str) -> Path:
     ("fma_pipes: 2", "fma_pipes: true", "compute.fma_pipes", "true is a YAML boolean"),
     ("cores: 1", "cores: yes", "cores", "true is a YAML boolean"),
     ("clock_ghz: 1.0", "clock_ghz: on", "clock_ghz", "true is a YAML boolean"),
+    ("latency_cycles: 12", "latency_cycles: 2", "memory.2.latency_cycles",
+     "level 'l2' (2 cycles) is faster than 'l1d' (3 cycles)"),
+    ("latency_cycles: 100", "latency_cycles: 2", "memory.3.latency_cycles",
+     "level 'dram' (2 cycles) is faster than 'l2' (12 cycles)"),
     ("size_bytes: 2147483648", "size_bytes: 1e30", "memory.3.size_bytes",
      "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"),
     ("size_bytes: 32768", "size_bytes: 3.2768e4", "memory.1.size_bytes",
@@ -115,6 +119,14 @@ def test_issue62_values_are_refused_with_their_reason(tmp_path, old, new, field,
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith(f"{path}: field '{field}': "), msg
     assert words in msg, msg
+
+
+def test_equal_latencies_and_numbers_as_written_still_load(tmp_path):
+    """An idealised level as fast as the one inside it is allowed; an integral float is an int."""
+    hw = hardware.load_hardware(_edited(tmp_path, "latency_cycles: 12", "latency_cycles: 3"))
+    assert hw.level("l2").latency_cycles == 3
+    hw = hardware.load_hardware(_edited(tmp_path, "size_bytes: 32768", "size_bytes: 32768.0"))
+    assert hw.level("l1").size_bytes == 32768
 
 
 def test_a_yaml_error_names_its_line(tmp_path):

@@ -193,6 +193,18 @@ def _accelerator_cores_yes(p):
     return accelerator(hardware="hw.yaml"), "hw.yaml", ("'cores'", "true is a YAML boolean")
 
 
+def _accelerator_l2_faster_than_l1(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "latency_cycles: 12", "latency_cycles: 1")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", \
+        ("memory.2.latency_cycles", "'l2' (1 cycles) is faster than 'l1d' (3 cycles)")
+
+
+def _analyze_dram_faster_than_l2(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "latency_cycles: 100", "latency_cycles: 2")
+    return analyze(p, hardware="hw.yaml"), "hw.yaml", \
+        ("memory.3.latency_cycles", "'dram' (2 cycles) is faster than 'l2' (12 cycles)")
+
+
 def _accelerator_yaml11_string_number(p):
     edited(p, "riscv_rvv.yaml", "hw.yaml", "size_bytes: 2147483648", "size_bytes: 1e30")
     return accelerator(hardware="hw.yaml"), "hw.yaml", "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"
@@ -218,8 +230,9 @@ CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_li
          _variant_out_is_base, _variant_duplicate_level_name, _variant_zigzag_level_name, _variant_renamed_by_set,
          _variant_base_key_twice, _variant_out_under_a_file, _accelerator_out_is_base, _accelerator_out_is_hardware,
          _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice,
-         _accelerator_fma_pipes_true, _accelerator_cores_yes, _accelerator_yaml11_string_number,
-         _accelerator_tab_indent, _variant_set_cores_true, _variant_set_fma_pipes_true]
+         _accelerator_fma_pipes_true, _accelerator_cores_yes, _accelerator_l2_faster_than_l1,
+         _analyze_dram_faster_than_l2, _accelerator_yaml11_string_number, _accelerator_tab_indent,
+         _variant_set_cores_true, _variant_set_fma_pipes_true]
 PROGS = {"analysis.analyze": "analysis", "analysis.hardware_variant": "hardware_variant",
          "analysis.accelerator_target": "accelerator_target"}
 
