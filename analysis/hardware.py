@@ -99,6 +99,15 @@ class MemoryLevel(_Strict):
 
     _line_power_of_two = field_validator("line_bytes")(_power_of_two)
 
+    @field_validator("access_bits")
+    @classmethod
+    def _whole_bytes(cls, bits: int) -> int:
+        # Energies are per access and perf/ prices bytes moved in accesses of access_bits / 8
+        # bytes: a width of 12 bits is no access a memory makes.
+        if bits % 8:
+            raise ValueError(f"{bits} is not a whole number of bytes (a multiple of 8 bits)")
+        return bits
+
     @model_validator(mode="after")
     def _known_operands(self):
         for op in self.operands:
@@ -161,6 +170,13 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
             return (f"memory.{i}.latency_cycles",
                     f"level '{outer.name}' ({outer.latency_cycles} cycles) is faster than '{inner.name}' "
                     f"({inner.latency_cycles} cycles) inside it: latencies must not decrease outward")
+    for i, m in enumerate(hw.memory):
+        # A level cannot be shared by more cores than there are: its per-core share (what perf/
+        # simulates and ZigZag sees) would shrink below the size the file gives.
+        if m.shared_by_cores > hw.cores:
+            return (f"memory.{i}.shared_by_cores",
+                    f"level '{m.name}' is shared by {m.shared_by_cores} cores, but the hardware has "
+                    f"cores: {hw.cores}")
     for i, m in enumerate(hw.memory):
         if m.role in CACHE_ROLES:
             ways_bytes = m.associativity * m.line_bytes

@@ -107,6 +107,9 @@ def _edited(tmp_path, old: str, new: str) -> Path:
      "level 'l2' (2 cycles) is faster than 'l1d' (3 cycles)"),
     ("latency_cycles: 100", "latency_cycles: 2", "memory.3.latency_cycles",
      "level 'dram' (2 cycles) is faster than 'l2' (12 cycles)"),
+    ("    latency_cycles: 12\n", "    latency_cycles: 12\n    shared_by_cores: 8\n", "memory.2.shared_by_cores",
+     "level 'l2' is shared by 8 cores, but the hardware has cores: 1"),
+    ("access_bits: 64", "access_bits: 12", "memory.3.access_bits", "12 is not a whole number of bytes"),
     ("size_bytes: 2147483648", "size_bytes: 1e30", "memory.3.size_bytes",
      "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"),
     ("size_bytes: 32768", "size_bytes: 3.2768e4", "memory.1.size_bytes",
@@ -219,6 +222,16 @@ def test_variant_refuses_settings_that_could_contradict(setting, words):
     base = yaml.safe_load((HERE / "hardware" / "riscv_rvv.yaml").read_text())
     with pytest.raises(VariantError, match=words):
         apply(base, "v", [setting])
+
+
+def test_variant_refuses_a_key_set_twice():
+    """Issue 62: the last --set won silently, where a YAML key given twice is refused."""
+    from analysis.hardware_variant import VariantError, apply
+
+    base = yaml.safe_load((HERE / "hardware" / "riscv_rvv.yaml").read_text())
+    with pytest.raises(VariantError, match=r"^--set l1.size_bytes given twice \(l1.size_bytes=16384 and "
+                                           r"l1.size_bytes=65536\): which one is meant\?$"):
+        apply(base, "v", ["l1.size_bytes=16384", "compute.vector_bits=256", "l1.size_bytes=65536"])
 
 
 def test_cli_reports_one_line_and_fails(tmp_path):

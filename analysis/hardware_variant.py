@@ -52,10 +52,15 @@ def apply(base: dict, name: str, settings: list[str]) -> dict:
     data["name"] = name
     data["description"] = f"{base.get('name')} with {', '.join(settings) or 'no change'}"
     levels = {m.get("role"): m for m in data.get("memory", [])}
+    given: dict[str, str] = {}
     for setting in settings:
         key, sep, text = setting.partition("=")
         if not sep:
             raise VariantError(f"--set {setting!r}: expected KEY=VALUE")
+        # Refused like a YAML key given twice: the last one would win silently.
+        if key in given:
+            raise VariantError(f"--set {key} given twice ({given[key]} and {setting}): which one is meant?")
+        given[key] = setting
         if key in DERIVED:
             raise VariantError(f"--set {key}: derived from compute.vector_bits, not set by hand")
         if key in ("name", "description"):

@@ -205,6 +205,16 @@ def _analyze_dram_faster_than_l2(p):
         ("memory.3.latency_cycles", "'dram' (2 cycles) is faster than 'l2' (12 cycles)")
 
 
+def _accelerator_shared_by_more_cores_than_exist(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "    latency_cycles: 12\n", "    latency_cycles: 12\n    shared_by_cores: 8\n")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("memory.2.shared_by_cores", "shared by 8 cores")
+
+
+def _accelerator_access_bits_12(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "access_bits: 64", "access_bits: 12")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("memory.3.access_bits", "not a whole number of bytes")
+
+
 def _accelerator_yaml11_string_number(p):
     edited(p, "riscv_rvv.yaml", "hw.yaml", "size_bytes: 2147483648", "size_bytes: 1e30")
     return accelerator(hardware="hw.yaml"), "hw.yaml", "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"
@@ -223,6 +233,11 @@ def _variant_set_fma_pipes_true(p):
     return variant("--set", "compute.fma_pipes=on"), "--set compute.fma_pipes=on", "YAML boolean, not a number"
 
 
+def _variant_same_key_twice(p):
+    return variant("--set", "l1.size_bytes=16384", "--set", "l1.size_bytes=65536"), "--set l1.size_bytes", \
+        "given twice (l1.size_bytes=16384 and l1.size_bytes=65536)"
+
+
 CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
          _host_target_riscv_hardware, _riscv_target_host_hardware, _host_target_coreless_riscv_hardware,
          _level_name_twice, _level_name_twice_in_another_case, _hardware_key_twice, _level_key_twice,
@@ -231,8 +246,9 @@ CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_li
          _variant_base_key_twice, _variant_out_under_a_file, _accelerator_out_is_base, _accelerator_out_is_hardware,
          _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice,
          _accelerator_fma_pipes_true, _accelerator_cores_yes, _accelerator_l2_faster_than_l1,
-         _analyze_dram_faster_than_l2, _accelerator_yaml11_string_number, _accelerator_tab_indent,
-         _variant_set_cores_true, _variant_set_fma_pipes_true]
+         _analyze_dram_faster_than_l2, _accelerator_shared_by_more_cores_than_exist, _accelerator_access_bits_12,
+         _accelerator_yaml11_string_number, _accelerator_tab_indent, _variant_set_cores_true,
+         _variant_set_fma_pipes_true, _variant_same_key_twice]
 PROGS = {"analysis.analyze": "analysis", "analysis.hardware_variant": "hardware_variant",
          "analysis.accelerator_target": "accelerator_target"}
 
