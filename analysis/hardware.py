@@ -9,10 +9,10 @@ ZigZag wants bits: `zigzag_accelerator()` converts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from common.core_models import CoreModelError, core_model
 from common.yaml_model import load_yaml_model
@@ -44,6 +44,19 @@ MAX_ENERGY_PJ = 1e6
 MAX_LATENCY_CYCLES = 1 << 20
 
 
+def _not_a_bool(value: object) -> object:
+    # YAML 1.1 reads true/yes/on as a boolean and pydantic would take it as 1: `fma_pipes: true`
+    # silently halved the peak (issue 62). No hardware field is a boolean.
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is a YAML boolean (true/yes/on, false/no/off), not a number")
+    return value
+
+
+# Numbers that refuse a YAML boolean; otherwise as pydantic's int and float (2.0 is the int 2).
+Int = Annotated[int, BeforeValidator(_not_a_bool)]
+Float = Annotated[float, BeforeValidator(_not_a_bool)]
+
+
 def _power_of_two(n: int) -> int:
     if n & (n - 1):
         raise ValueError(f"{n} is not a power of two")
@@ -51,13 +64,13 @@ def _power_of_two(n: int) -> int:
 
 
 class Compute(_Strict):
-    vector_bits: int = Field(ge=32, le=65536)  # VLEN
-    vector_registers: int = Field(gt=0, le=1024)
-    fma_pipes: int = Field(gt=0, le=64)
+    vector_bits: Int = Field(ge=32, le=65536)  # VLEN
+    vector_registers: Int = Field(gt=0, le=1024)
+    fma_pipes: Int = Field(gt=0, le=64)
     # Cycles from one FMA to the next that accumulates into its result: a register tile with
     # too few independent accumulators waits on this, however many pipes there are.
-    fma_latency_cycles: int = Field(ge=1, le=64)
-    mac_energy_pj: float = Field(gt=0, le=MAX_ENERGY_PJ)
+    fma_latency_cycles: Int = Field(ge=1, le=64)
+    mac_energy_pj: Float = Field(gt=0, le=MAX_ENERGY_PJ)
 
     _vlen_power_of_two = field_validator("vector_bits")(_power_of_two)
 
@@ -65,26 +78,35 @@ class Compute(_Strict):
 class MemoryLevel(_Strict):
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)
     role: Literal["register", "l1", "l2", "l3", "dram"]
-    size_bytes: int = Field(gt=0, le=MAX_BYTES)
+    size_bytes: Int = Field(gt=0, le=MAX_BYTES)
     # ZigZag counts bandwidth in whole bits per cycle: a multiple of 1/8 byte converts exactly.
-    read_bytes_per_cycle: float = Field(ge=0.125, le=MAX_BYTES_PER_CYCLE, multiple_of=0.125)
-    write_bytes_per_cycle: float = Field(ge=0.125, le=MAX_BYTES_PER_CYCLE, multiple_of=0.125)
-    read_energy_pj: float = Field(ge=0, le=MAX_ENERGY_PJ)  # per access of access_bits
-    write_energy_pj: float = Field(ge=0, le=MAX_ENERGY_PJ)
-    access_bits: int = Field(gt=0, le=65536)
-    latency_cycles: int = Field(ge=1, le=MAX_LATENCY_CYCLES)
+    read_bytes_per_cycle: Float = Field(ge=0.125, le=MAX_BYTES_PER_CYCLE, multiple_of=0.125)
+    write_bytes_per_cycle: Float = Field(ge=0.125, le=MAX_BYTES_PER_CYCLE, multiple_of=0.125)
+    read_energy_pj: Float = Field(ge=0, le=MAX_ENERGY_PJ)  # per access of access_bits
+    write_energy_pj: Float = Field(ge=0, le=MAX_ENERGY_PJ)
+    access_bits: Int = Field(gt=0, le=65536)
+    latency_cycles: Int = Field(ge=1, le=MAX_LATENCY_CYCLES)
     operands: tuple[str, ...] = OPERANDS
-    shared_by_cores: int = Field(default=1, ge=1, le=4096)
+    shared_by_cores: Int = Field(default=1, ge=1, le=4096)
     # Cache geometry and policy, for the levels with a cache role (l1, l2, l3): what perf/'s
     # trace-driven cache simulation uses. Defaults: 64 B lines, 8 ways, write-back with write
     # allocate, 8 misses in flight to the next level (an application core's miss-status
     # registers). The register file and DRAM ignore them.
-    line_bytes: int = Field(default=64, ge=4, le=4096)
-    associativity: int = Field(default=8, ge=1, le=1024)
+    line_bytes: Int = Field(default=64, ge=4, le=4096)
+    associativity: Int = Field(default=8, ge=1, le=1024)
     write_policy: Literal["write-back", "write-through"] = "write-back"
-    outstanding_misses: int = Field(default=8, ge=1, le=1024)
+    outstanding_misses: Int = Field(default=8, ge=1, le=1024)
 
     _line_power_of_two = field_validator("line_bytes")(_power_of_two)
+
+    @field_validator("access_bits")
+    @classmethod
+    def _whole_bytes(cls, bits: int) -> int:
+        # Energies are per access and perf/ prices bytes moved in accesses of access_bits / 8
+        # bytes: a width of 12 bits is no access a memory makes.
+        if bits % 8:
+            raise ValueError(f"{bits} is not a whole number of bytes (a multiple of 8 bits)")
+        return bits
 
     @model_validator(mode="after")
     def _known_operands(self):
@@ -99,8 +121,8 @@ class MemoryLevel(_Strict):
 class Hardware(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)
     description: str = ""
-    clock_ghz: float = Field(gt=0, le=20)
-    cores: int = Field(ge=1, le=4096)
+    clock_ghz: Float = Field(gt=0, le=20)
+    cores: Int = Field(ge=1, le=4096)
     compute: Compute
     memory: tuple[MemoryLevel, ...]
     # The llvm-mca core model RISC-V code for this accelerator is measured on (perf/):
@@ -139,6 +161,22 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
             return (f"memory.{i}.size_bytes",
                     f"level '{hw.memory[i].name}' ({hw.memory[i].size_bytes} B) must be larger than "
                     f"'{hw.memory[i - 1].name}' ({hw.memory[i - 1].size_bytes} B)")
+    for i in range(1, len(hw.memory)):
+        # A level farther from the core is never faster than the one inside it (an equal latency
+        # is an idealised level): an L2 or DRAM below its inner level's latency makes misses
+        # cheaper than hits, and the memory-aware figures came out low without a word (issue 62).
+        inner, outer = hw.memory[i - 1], hw.memory[i]
+        if outer.latency_cycles < inner.latency_cycles:
+            return (f"memory.{i}.latency_cycles",
+                    f"level '{outer.name}' ({outer.latency_cycles} cycles) is faster than '{inner.name}' "
+                    f"({inner.latency_cycles} cycles) inside it: latencies must not decrease outward")
+    for i, m in enumerate(hw.memory):
+        # A level cannot be shared by more cores than there are: its per-core share (what perf/
+        # simulates and ZigZag sees) would shrink below the size the file gives.
+        if m.shared_by_cores > hw.cores:
+            return (f"memory.{i}.shared_by_cores",
+                    f"level '{m.name}' is shared by {m.shared_by_cores} cores, but the hardware has "
+                    f"cores: {hw.cores}")
     for i, m in enumerate(hw.memory):
         if m.role in CACHE_ROLES:
             ways_bytes = m.associativity * m.line_bytes

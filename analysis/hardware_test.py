@@ -1,5 +1,6 @@
 """Hardware descriptions: the shipped ones validate; each malformed file gets one precise error."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,81 @@ def test_impossible_values_are_rejected(tmp_path, edit, field, words):
     assert words in msg, msg
 
 
+def _edited(tmp_path, old: str, new: str) -> Path:
+    """The shipped riscv_rvv.yaml with the text `old` replaced by `new` (as a user would type it:
+    YAML 1.1's `yes`, `1e30` and tabs survive), written to tmp_path."""
+    text = (HERE / "hardware" / "riscv_rvv.yaml").read_text()
+    assert old in text, old
+    path = tmp_path / "hw.yaml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+# Issue 62: each was accepted with exit 0 (a boolean became 1: fma_pipes: true halved the peak;
+# an L2 or DRAM faster than the level inside it made misses cheap), or named poorly.
+@pytest.mark.parametrize("old,new,field,words", [
+    ("fma_pipes: 2", "fma_pipes: true", "compute.fma_pipes", "true is a YAML boolean"),
+    ("cores: 1", "cores: yes", "cores", "true is a YAML boolean"),
+    ("clock_ghz: 1.0", "clock_ghz: on", "clock_ghz", "true is a YAML boolean"),
+    ("latency_cycles: 12", "latency_cycles: 2", "memory.2.latency_cycles",
+     "level 'l2' (2 cycles) is faster than 'l1d' (3 cycles)"),
+    ("latency_cycles: 100", "latency_cycles: 2", "memory.3.latency_cycles",
+     "level 'dram' (2 cycles) is faster than 'l2' (12 cycles)"),
+    ("    latency_cycles: 12\n", "    latency_cycles: 12\n    shared_by_cores: 8\n", "memory.2.shared_by_cores",
+     "level 'l2' is shared by 8 cores, but the hardware has cores: 1"),
+    ("access_bits: 64", "access_bits: 12", "memory.3.access_bits", "12 is not a whole number of bytes"),
+    ("size_bytes: 2147483648", "size_bytes: 1e30", "memory.3.size_bytes",
+     "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"),
+    ("size_bytes: 32768", "size_bytes: 3.2768e4", "memory.1.size_bytes",
+     "YAML 1.1 reads 3.2768e4 as a string, not a number: write 32768"),
+])
+def test_issue62_values_are_refused_with_their_reason(tmp_path, old, new, field, words):
+    path = _edited(tmp_path, old, new)
+    with pytest.raises(hardware.HardwareError) as err:
+        hardware.load_hardware(path)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: field '{field}': "), msg
+    assert words in msg, msg
+
+
+def test_equal_latencies_and_numbers_as_written_still_load(tmp_path):
+    """An idealised level as fast as the one inside it is allowed; an integral float is an int."""
+    hw = hardware.load_hardware(_edited(tmp_path, "latency_cycles: 12", "latency_cycles: 3"))
+    assert hw.level("l2").latency_cycles == 3
+    hw = hardware.load_hardware(_edited(tmp_path, "size_bytes: 32768", "size_bytes: 32768.0"))
+    assert hw.level("l1").size_bytes == 32768
+
+
+def test_a_yaml_error_names_its_line(tmp_path):
+    """Issue 62: a tab gave only PyYAML's first line, 'while scanning for the next token'."""
+    path = _edited(tmp_path, "cores: 1", "\tcores: 1")
+    line = (HERE / "hardware" / "riscv_rvv.yaml").read_text().splitlines().index("cores: 1") + 1
+    with pytest.raises(hardware.HardwareError) as err:
+        hardware.load_hardware(path)
+    assert str(err.value).startswith(f"{path}: not valid YAML: line {line}, column 1: found character '\\t'"), \
+        str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "missing"])
+def test_a_hardware_file_that_is_not_a_regular_file_is_named(tmp_path, kind):
+    """Issue 62: a FIFO was read and blocked forever (the FIFO case runs in a child with a
+    timeout so the old behaviour fails instead of hanging the suite)."""
+    path = {"fifo": tmp_path / "hw.fifo", "directory": tmp_path, "device": Path("/dev/null"),
+            "missing": tmp_path / "none.yaml"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    want = {"fifo": "is a FIFO, not a regular file", "directory": "is a directory, not a hardware file",
+            "device": "is a character device, not a regular file", "missing": "hardware file not found"}[kind]
+    code = f"from analysis.hardware import load_hardware; load_hardware({str(path)!r})"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                              cwd=HERE.parent, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"load_hardware({path}) still reading after 60 s")
+    assert proc.returncode != 0
+    assert f"HardwareError: {path}: {want}" in proc.stderr.strip().splitlines()[-1], proc.stderr
+
+
 def test_slow_dram_converts_to_whole_bits_zigzag_accepts(tmp_path):
     """0.5 B/cycle is 4 bits/cycle: the port's minimum access must not exceed it (ZigZag rejected
     every layer when the minimum was fixed at 8 bits)."""
@@ -137,6 +213,8 @@ def test_variant_derives_register_file_and_core_model_from_vlen(tmp_path, vlen, 
     ("model_core=sifive-x280", "derived from compute.vector_bits"),
     ("l3.size_bytes=1", "has no l3 level"),
     ("compute.vector_bits", "expected KEY=VALUE"),
+    ("cores=true", "--set cores=true: 'true' is a YAML boolean, not a number"),
+    ("compute.fma_pipes=yes", "'yes' is a YAML boolean"),
 ])
 def test_variant_refuses_settings_that_could_contradict(setting, words):
     from analysis.hardware_variant import VariantError, apply
@@ -144,6 +222,16 @@ def test_variant_refuses_settings_that_could_contradict(setting, words):
     base = yaml.safe_load((HERE / "hardware" / "riscv_rvv.yaml").read_text())
     with pytest.raises(VariantError, match=words):
         apply(base, "v", [setting])
+
+
+def test_variant_refuses_a_key_set_twice():
+    """Issue 62: the last --set won silently, where a YAML key given twice is refused."""
+    from analysis.hardware_variant import VariantError, apply
+
+    base = yaml.safe_load((HERE / "hardware" / "riscv_rvv.yaml").read_text())
+    with pytest.raises(VariantError, match=r"^--set l1.size_bytes given twice \(l1.size_bytes=16384 and "
+                                           r"l1.size_bytes=65536\): which one is meant\?$"):
+        apply(base, "v", ["l1.size_bytes=16384", "compute.vector_bits=256", "l1.size_bytes=65536"])
 
 
 def test_cli_reports_one_line_and_fails(tmp_path):

@@ -33,10 +33,15 @@ class VariantError(ValueError):
     pass
 
 
-def _value(text: str):
+def _value(key: str, text: str) -> int | float | str:
     value = yaml.safe_load(text)
-    if not isinstance(value, (int, float, str, bool)):
-        raise VariantError(f"value {text!r} is not a number, string or boolean")
+    # No hardware field is a boolean: YAML 1.1's true/yes/on would become the number 1
+    # (`--set cores=true` gave cores: 1, issue 62).
+    if isinstance(value, bool):
+        raise VariantError(f"--set {key}={text}: {text!r} is a YAML boolean, not a number (no hardware "
+                           "field is a boolean)")
+    if not isinstance(value, (int, float, str)):
+        raise VariantError(f"value {text!r} is not a number or string")
     return value
 
 
@@ -47,23 +52,28 @@ def apply(base: dict, name: str, settings: list[str]) -> dict:
     data["name"] = name
     data["description"] = f"{base.get('name')} with {', '.join(settings) or 'no change'}"
     levels = {m.get("role"): m for m in data.get("memory", [])}
+    given: dict[str, str] = {}
     for setting in settings:
         key, sep, text = setting.partition("=")
         if not sep:
             raise VariantError(f"--set {setting!r}: expected KEY=VALUE")
+        # Refused like a YAML key given twice: the last one would win silently.
+        if key in given:
+            raise VariantError(f"--set {key} given twice ({given[key]} and {setting}): which one is meant?")
+        given[key] = setting
         if key in DERIVED:
             raise VariantError(f"--set {key}: derived from compute.vector_bits, not set by hand")
         if key in ("name", "description"):
             raise VariantError(f"--set {key}: the variant's {key} comes from --name")
         head, _, field = key.partition(".")
         if head == "compute" and field:
-            data.setdefault("compute", {})[field] = _value(text)
+            data.setdefault("compute", {})[field] = _value(key, text)
         elif head in levels and field:
-            levels[head][field] = _value(text)
+            levels[head][field] = _value(key, text)
         elif head in (*ROLES, "l3") and field:
             raise VariantError(f"--set {key}: {base.get('name')} has no {head} level")
         elif not field:
-            data[head] = _value(text)
+            data[head] = _value(key, text)
         else:
             raise VariantError(f"--set {key}: expected compute.<field>, <role>.<field> or a "
                                "top-level field")

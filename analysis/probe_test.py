@@ -6,6 +6,7 @@ RISC-V hardware, unwritable outputs, and a signal mid-run."""
 
 import os
 import signal
+import stat
 import sys
 from pathlib import Path
 
@@ -179,13 +180,75 @@ def _accelerator_hardware_name_twice(p):
     return accelerator(hardware="hw.yaml"), "hw.yaml", "'l2' is used by an earlier level"
 
 
+# Issue 62: hardware the CLIs accepted with exit 0 (a YAML boolean taken as 1, levels faster than
+# the one inside them, a level shared by more cores than exist, 12-bit accesses, a key set twice)
+# or named poorly (YAML 1.1's 1e30 is a string; a tab's line).
+def _accelerator_fma_pipes_true(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "fma_pipes: 2", "fma_pipes: true")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("compute.fma_pipes", "true is a YAML boolean")
+
+
+def _accelerator_cores_yes(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "cores: 1", "cores: yes")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("'cores'", "true is a YAML boolean")
+
+
+def _accelerator_l2_faster_than_l1(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "latency_cycles: 12", "latency_cycles: 1")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", \
+        ("memory.2.latency_cycles", "'l2' (1 cycles) is faster than 'l1d' (3 cycles)")
+
+
+def _analyze_dram_faster_than_l2(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "latency_cycles: 100", "latency_cycles: 2")
+    return analyze(p, hardware="hw.yaml"), "hw.yaml", \
+        ("memory.3.latency_cycles", "'dram' (2 cycles) is faster than 'l2' (12 cycles)")
+
+
+def _accelerator_shared_by_more_cores_than_exist(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "    latency_cycles: 12\n", "    latency_cycles: 12\n    shared_by_cores: 8\n")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("memory.2.shared_by_cores", "shared by 8 cores")
+
+
+def _accelerator_access_bits_12(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "access_bits: 64", "access_bits: 12")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("memory.3.access_bits", "not a whole number of bytes")
+
+
+def _accelerator_yaml11_string_number(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "size_bytes: 2147483648", "size_bytes: 1e30")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"
+
+
+def _accelerator_tab_indent(p):
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "cores: 1", "\tcores: 1")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", ("not valid YAML: line 12, column 1", "'\\t'")
+
+
+def _variant_set_cores_true(p):
+    return variant("--set", "cores=true"), "--set cores=true", "YAML boolean, not a number"
+
+
+def _variant_set_fma_pipes_true(p):
+    return variant("--set", "compute.fma_pipes=on"), "--set compute.fma_pipes=on", "YAML boolean, not a number"
+
+
+def _variant_same_key_twice(p):
+    return variant("--set", "l1.size_bytes=16384", "--set", "l1.size_bytes=65536"), "--set l1.size_bytes", \
+        "given twice (l1.size_bytes=16384 and l1.size_bytes=65536)"
+
+
 CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
          _host_target_riscv_hardware, _riscv_target_host_hardware, _host_target_coreless_riscv_hardware,
          _level_name_twice, _level_name_twice_in_another_case, _hardware_key_twice, _level_key_twice,
          _target_key_twice, _target_vector_bits_96, _target_vector_bits_32, _out_under_a_file, _out_is_a_directory,
          _variant_out_is_base, _variant_duplicate_level_name, _variant_zigzag_level_name, _variant_renamed_by_set,
          _variant_base_key_twice, _variant_out_under_a_file, _accelerator_out_is_base, _accelerator_out_is_hardware,
-         _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice]
+         _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice,
+         _accelerator_fma_pipes_true, _accelerator_cores_yes, _accelerator_l2_faster_than_l1,
+         _analyze_dram_faster_than_l2, _accelerator_shared_by_more_cores_than_exist, _accelerator_access_bits_12,
+         _accelerator_yaml11_string_number, _accelerator_tab_indent, _variant_set_cores_true,
+         _variant_set_fma_pipes_true, _variant_same_key_twice]
 PROGS = {"analysis.analyze": "analysis", "analysis.hardware_variant": "hardware_variant",
          "analysis.accelerator_target": "accelerator_target"}
 
@@ -200,6 +263,46 @@ def test_refused(p, case):
 def test_zigzag_level_name_refused(p, name):
     argv, culprit, reason = _zigzag_name(p, name)
     p.refused(*argv, prog="analysis", culprit=culprit, reason=reason)
+
+
+@pytest.mark.parametrize("cli", ["accelerator_target", "analyze", "variant"])
+def test_a_fifo_as_hardware_is_refused_not_read(tmp_path, cli):
+    """Issue 62: a FIFO as --hardware (--base) blocked the CLI forever. The FIFO lives beside the
+    probe's directory (snapshot() would read it); the timeout turns a hang into a failure."""
+    (tmp_path / "run").mkdir()
+    p = Probe(tmp_path / "run")
+    p.write("m.mlir", MATMUL_MLIR)
+    p.put(TARGETS / "riscv64_rvv.yaml")
+    fifo = tmp_path / "hw.fifo"
+    os.mkfifo(fifo)
+    argv = {"accelerator_target": accelerator(hardware=fifo), "analyze": analyze(p, hardware=fifo),
+            "variant": variant(base=fifo)}[cli]
+    p.refused(*argv, prog=PROGS[argv[0]], culprit=fifo, reason="is a FIFO, not a regular file", timeout=60)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_output_naming_a_fifo_or_device_is_refused_not_replaced(tmp_path, kind):
+    """Issue 62: the output was renamed over the FIFO or device node. The node lives beside the
+    probe's directory (snapshot() would read it) and is checked to be there, unchanged, after."""
+    (tmp_path / "run").mkdir()
+    p = Probe(tmp_path / "run")
+    p.put(TARGETS / "riscv64_rvv.yaml")
+    p.put(HW / "riscv_rvv.yaml")
+    node = tmp_path / "out"
+    if kind == "fifo":
+        os.mkfifo(node)
+    else:
+        try:
+            os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+        except PermissionError:
+            pytest.skip("creating a device node needs root")
+    before = node.lstat()
+    what = {"fifo": "a FIFO", "device": "a character device"}[kind]
+    p.refused(*accelerator(out=node), prog="accelerator_target", culprit=f"--out {node}",
+              reason=f"is {what}, not a regular file: refusing to replace it")
+    p.refused(*variant(out=node), prog="hardware_variant", culprit=f"--out {node}", reason=f"is {what}")
+    after = node.lstat()
+    assert (after.st_ino, after.st_mode, after.st_rdev) == (before.st_ino, before.st_mode, before.st_rdev)
 
 
 TWO_MATMULS = """

@@ -9,12 +9,20 @@ Outputs never alias inputs or each other (`check_outputs`, called by every CLI b
 any work, and `write_together` itself), and a CLI never deletes what it did not create: a
 directory it is asked to fill must be new or empty (`check_new_directory`). An output that
 cannot be written is an `OutputError` naming it, one line like any other error.
+
+An output replaces only a regular file: an existing FIFO, device node or socket at an output's
+path is refused (renaming over it would delete it; as root, `--out /dev/null` replaced the
+system's /dev/null: issue 62). The path is followed through symlinks: a symlink to a regular
+file (or a dangling one) is replaced by the new file as before, a symlink to a FIFO or device is
+refused like the node itself. An input read whole is checked the same way (`check_input`): a
+FIFO would block the reader forever, and "not found" misnames a directory or a device.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterable
@@ -31,7 +39,55 @@ class OutputClash(NamedError, ValueError):
     not new; the message names both paths."""
 
 
+class InputError(NamedError, OSError):
+    """An input is missing or not a regular file; the message names it and what it is."""
+
+
 PathArg = str | Path | None
+
+# What a path is when it is not a regular file, by the file type bits of its mode.
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO", "a directory", ...); None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for is_kind, kind in _KINDS if is_kind(mode)), "not a regular file")
+
+
+def check_input(path: str | Path, what: str) -> Path:
+    """`path` as a Path, or InputError "<path>: <what> not found" / "<path>: is a directory, not
+    a <what>" / "<path>: is a FIFO, not a regular file" (a device or a socket likewise). Called
+    before reading: a FIFO would block the read forever. Symlinks are followed."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read the {what}: {err.strerror or err}") from None
+    kind = _kind(mode)
+    if kind == "a directory":
+        raise InputError(f"{path}: is a directory, not a {what}")
+    if kind is not None:
+        raise InputError(f"{path}: is {kind}, not a regular file")
+    return path
+
+
+def _not_replaceable(path: str | Path) -> str | None:
+    """Why an output at `path` must not be replaced ("is a FIFO, ...") or None: an existing path
+    that is neither a regular file nor a directory (a directory is refused by the write itself,
+    or filled by a CLI that checked it with check_new_directory)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # absent, a dangling symlink, or under a non-directory: the write names it
+    kind = _kind(mode)
+    if kind is None or kind == "a directory":
+        return None
+    return f"is {kind}, not a regular file: refusing to replace it"
 
 
 def _paths(value: PathArg | Iterable[PathArg]) -> list[str]:
@@ -61,6 +117,11 @@ def check_outputs(outputs: dict[str, PathArg | Iterable[PathArg]],
     `{"--out": path}`; a value may be a list (a repeated flag) or None (not given)."""
     outs = [(flag, p) for flag, value in outputs.items() for p in _paths(value)]
     ins = [(flag, p) for flag, value in (inputs or {}).items() for p in _paths(value)]
+    for flag, out in outs:
+        # Before any work: write_together would refuse it only once everything is computed.
+        why = _not_replaceable(out)
+        if why:
+            raise OutputError(f"{flag} {out}: {why}")
     for i, (flag, out) in enumerate(outs):
         for in_flag, inp in ins:
             if same_file(out, inp):
@@ -101,6 +162,9 @@ def _umask() -> int:
 
 
 def _temporary_beside(path: Path, data: bytes | str) -> Path:
+    why = _not_replaceable(path)
+    if why:
+        raise OutputError(f"{path}: {why}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
@@ -134,7 +198,8 @@ def write_together(outputs: dict[str | Path, bytes | str]) -> None:
     ones are untouched. If a rename fails part-way (the destination directory vanished, say),
     the files already renamed are restored to their previous versions or removed. Two outputs
     that are one file (`a` and `./a`) are refused before anything is written; a failure is an
-    OutputError naming the output.
+    OutputError naming the output. An existing FIFO, device or socket at an output's path is
+    refused before anything is written: it is never replaced.
     """
     paths = [Path(path) for path in outputs]
     for i, path in enumerate(paths):

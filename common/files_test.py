@@ -2,13 +2,15 @@
 inputs or each other; a directory to fill is new or empty; an unwritable output is named."""
 
 import os
+import re
+import socket
 import stat
 import sys
 
 import pytest
 
-from common.files import (OutputClash, OutputError, atomic_write, check_new_directory, check_outputs,
-                          write_together)
+from common.files import (InputError, OutputClash, OutputError, atomic_write, check_input, check_new_directory,
+                          check_outputs, write_together)
 
 
 def _listing(d):
@@ -98,6 +100,70 @@ def test_an_output_that_cannot_be_written_is_named(tmp_path):
         with pytest.raises(OutputError, match=f"^{out}: cannot write the output: .*{why}"):
             write_together({tmp_path / "ok.json": "1", out: "2"})
     assert _listing(tmp_path) == ["dir", "file"]
+
+
+def _special_files(tmp_path) -> dict[str, object]:
+    """Nodes no output may replace, each with its kind: a FIFO, a socket, and (where this user
+    may create one: root) a character device like /dev/null, made here, never the system's."""
+    made = {}
+    os.mkfifo(tmp_path / "fifo")
+    made["fifo"] = "a FIFO"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    sock.close()
+    made["sock"] = "a socket"
+    try:
+        os.mknod(tmp_path / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        made["null"] = "a character device"
+    except PermissionError:
+        pass
+    return made
+
+
+def _kinds(tmp_path) -> dict[str, bool]:
+    return {p.name: stat.S_ISREG(p.lstat().st_mode) for p in tmp_path.iterdir()}
+
+
+def test_an_existing_fifo_device_or_socket_is_never_replaced(tmp_path, monkeypatch):
+    """Issue 62: an output naming a FIFO or a device node was renamed over it (as root, `--out-vmfb
+    /dev/null` would replace the system's /dev/null); now it is refused before anything is written,
+    directly or through a symlink, and check_outputs refuses it before a CLI does any work."""
+    monkeypatch.chdir(tmp_path)
+    made = _special_files(tmp_path)
+    (tmp_path / "to_fifo").symlink_to("fifo")
+    before = _kinds(tmp_path)
+    for name, kind in [*made.items(), ("to_fifo", "a FIFO")]:
+        with pytest.raises(OutputError, match=f"^{re.escape(str(tmp_path / name))}: is {kind}, not a regular file: refusing"):
+            write_together({tmp_path / "ok.json": "1", tmp_path / name: "2"})
+        with pytest.raises(OutputError, match=f"^--out-report {name}: is {kind}, not a regular file: refusing"):
+            check_outputs({"--out-vmfb": "ok.vmfb", "--out-report": name})
+    assert _kinds(tmp_path) == before  # every node as it was, no ok.json, no temporaries
+
+
+def test_a_symlink_to_a_regular_file_is_still_replaced(tmp_path):
+    """What a symlinked output did before issue 62's check: the link is replaced by the new file,
+    the file it named is untouched; a dangling symlink is replaced too."""
+    (tmp_path / "old").write_text("old")
+    (tmp_path / "link").symlink_to("old")
+    (tmp_path / "dangling").symlink_to("gone")
+    write_together({tmp_path / "link": "new", tmp_path / "dangling": "new"})
+    assert (tmp_path / "old").read_text() == "old"
+    for name in ("link", "dangling"):
+        assert not (tmp_path / name).is_symlink() and (tmp_path / name).read_text() == "new"
+
+
+def test_check_input_names_what_the_path_is(tmp_path):
+    made = _special_files(tmp_path)
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "ok.yaml").write_text("a: 1")
+    assert check_input(str(tmp_path / "ok.yaml"), "hardware file") == tmp_path / "ok.yaml"
+    for name, kind in made.items():
+        with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path / name))}: is {kind}, not a regular file$"):
+            check_input(tmp_path / name, "hardware file")
+    with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path / 'dir'))}: is a directory, not a hardware file$"):
+        check_input(tmp_path / "dir", "hardware file")
+    with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path / 'gone'))}: hardware file not found$"):
+        check_input(tmp_path / "gone", "hardware file")
 
 
 if __name__ == "__main__":
