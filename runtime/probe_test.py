@@ -127,6 +127,18 @@ def _manifest_under_a_file(p):
     return manifest(out_manifest="m.mlir/o.json"), "m.mlir/o.json", "m.mlir is not a directory"
 
 
+def _tuned_build_without_its_analysis(p):
+    """Issue 62 (B10): a tuned build packaged without --analysis/--hardware was accepted; its manifest
+    recorded neither."""
+    return manifest(vmfb="t.c.vmfb", report="t.report.json"), "t.report.json", \
+        ("a tuned build", "give --analysis, the analysis it was compiled with")
+
+
+def _tuned_build_without_its_hardware(p):
+    return manifest("--analysis", "a.json", vmfb="t.c.vmfb", report="t.report.json"), "t.report.json", \
+        ("a tuned build", "give --hardware, the hardware description its analysis was made for")
+
+
 def _report_of_another_vmfb(p):
     p.write("other.vmfb", (p.root / "u.c.vmfb").read_bytes() + b"\0")
     return manifest(vmfb="other.vmfb"), "other.vmfb", "not the vmfb u.report.json describes"
@@ -437,6 +449,7 @@ def _no_manifest_on_garbage(p):
 CASES = [_manifest_is_report, _out_vmfb_is_vmfb, _out_vmfb_is_out_manifest, _target_of_another_triple,
          _target_runnable_flag_flipped, _hardware_for_an_untuned_build, _hardware_of_another_accelerator,
          _analysis_for_an_untuned_build, _analysis_missing, _manifest_under_a_file, _report_of_another_vmfb,
+         _tuned_build_without_its_analysis, _tuned_build_without_its_hardware,
          _golden_output_never_returned, _golden_nan, _golden_without_outputs, _golden_wrong_values, _npz_garbage,
          _npz_pickled_object_array, _manifest_corrupted, _manifest_without_target, _input_of_another_dtype,
          _golden_named_output_wrong_values, _input_nan, _atol_inf, _rtol_negative, _rtol_nan, _npz_text_file,
