@@ -155,7 +155,10 @@ def _measured_choice_analysis(hardware: str, core: str) -> str:
                             "dispatches": 1, "measured": 2, "failed": 1},
         "dispatches": [{"name": "d_matmul", "executable": "e", "root_op": "linalg.matmul",
                         "kind": "matmul", "loops": loops, "operands": [], "signature": "s",
-                        "provenance": "iree-default", "reason": "r", "tiles": None,
+                        # The chosen candidate's tiles, as choice.tune writes them (issue 62's schema
+                        # check: tiles None here, IREE's default, contradicted chosen "ab").
+                        "provenance": "search", "reason": "r",
+                        "tiles": {"register": [1, 4, 1], "l1": [4, 8, 8], "l2": [4, 8, 8]},
                         "cost": {"latency_cycles": 1.0, "model": "tile-cost:uncalibrated"},
                         "candidates": [cand("iree-default", 8, 500), cand("ab", 4, 400),
                                        cand("abc", 2, None)],

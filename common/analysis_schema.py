@@ -16,7 +16,10 @@ Each level's tile fits in (is at most) the next level's tile and the loop bound.
 Every dispatch the analysis can configure lists its `candidates`: complete tile sets
 (IREE's own default, read from its lowering_config, among them), each with the cost
 model's prediction for exactly those tiles and its features; `chosen` names the one
-compiled, and `cost` is that candidate's prediction.
+compiled, and `cost` is that candidate's prediction. The dispatch's `tiles` are the chosen
+candidate's, or None when it is `iree-default` (IREE configures it). A dispatch without
+candidates has no `chosen` and its `tiles` are taken as given (a hand-written analysis, or
+IREE's default when None); `chosen` None with candidates is not checked either.
 """
 
 from __future__ import annotations
@@ -88,6 +91,16 @@ class Candidate(_Strict):
     code_error: str | None = None
 
 
+# The candidate that is IREE's own configuration: choosing it compiles no tiles of ours.
+IREE_DEFAULT = "iree-default"
+
+
+def _tile_text(tiles: dict[str, list[int]] | None) -> str:
+    if tiles is None:
+        return "none (IREE's default configuration)"
+    return " ".join(f"{role} {tiles[role]}" for role in LEVEL_ROLES if role in tiles)
+
+
 def check_tiles(tiles: dict[str, list[int]], bounds: list[int], what: str) -> None:
     """Every level present, one tile per loop, 1 <= tile <= bound, and each level's tile
     inside the next level's (register <= l1 <= l2)."""
@@ -143,9 +156,18 @@ class Dispatch(_Strict):
             check_tiles(self.tiles, bounds, self.name)
         for c in self.candidates:
             check_tiles(c.tiles, bounds, f"{self.name}: candidate {c.name}")
-        if self.chosen is not None and self.candidates and \
-                self.chosen not in {c.name for c in self.candidates}:
+        by_name = {c.name: c for c in self.candidates}
+        if self.chosen is not None and self.candidates and self.chosen not in by_name:
             raise ValueError(f"{self.name}: chosen '{self.chosen}' is not one of its candidates")
+        if self.chosen is not None and self.candidates:
+            # The tiles compiled are the chosen candidate's, which the choice predicted or measured:
+            # tiles edited by hand were compiled as given (issue 62). IREE's default is compiled
+            # as IREE configures it, so choosing it means no tiles (`tiles` None), as every
+            # producer writes it (analysis.analyze, choice/tune.py).
+            want = None if self.chosen == IREE_DEFAULT else by_name[self.chosen].tiles
+            if self.tiles != want:
+                raise ValueError(f"{self.name}: tiles {_tile_text(self.tiles)} are not its chosen candidate "
+                                 f"{self.chosen}'s {_tile_text(want)}")
         return self
 
 

@@ -22,7 +22,9 @@ Outputs:
 Bad input gives one line `import_model: <name>: <reason>` on stderr, exit code 1,
 and no output files (both are written to temporaries next to the outputs, then
 renamed; outputs of an earlier run are left as they were). Goldens are finite: a NaN or
-Inf the framework computes is refused. SIGINT/SIGTERM/SIGHUP: one line, exit 128 + the signal.
+Inf the framework computes is refused. Goldens are reproducible: the model is run once more on
+the same inputs (forward only) and refused when any output differs in any bit (a random op);
+a model returning no outputs is refused. SIGINT/SIGTERM/SIGHUP: one line, exit 128 + the signal.
 """
 
 import argparse
@@ -141,6 +143,12 @@ def _to_numpy(value, index):
     import numpy as np
 
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch.Tensor
+        # numpy has no bfloat16 (torch's .numpy() raised a bare TypeError): the dtype is checked
+        # first, in torch's name for it, which is numpy's for every supported one.
+        name = str(getattr(value, "dtype", "")).removeprefix("torch.")
+        if name not in SUPPORTED_DTYPES:
+            raise ImportFailure(f"example input {index} has unsupported dtype {name} "
+                                f"(supported dtypes: {', '.join(SUPPORTED_DTYPES)})")
         value = value.detach().cpu().numpy()
     elif hasattr(value, "numpy") and not isinstance(value, np.ndarray):  # tf.Tensor
         value = value.numpy()
@@ -199,6 +207,64 @@ def check_finite(golden):
                                     "values: no golden (check the model's weights and example inputs)")
 
 
+def forward_again(framework: str, model, np_inputs: list) -> list[tuple[str, "np.ndarray"]]:
+    """[(name, numpy output)] of one more forward pass, run as the importer ran the one that gave
+    the golden (torch: eval mode, no_grad, the golden inputs; TensorFlow: a tf.function of the same
+    signature, as frontend/tf_importer.py's _to_stablehlo calls it). Forward only: an import pays
+    one extra inference, not a second export."""
+    import numpy as np
+
+    if framework == "torch":
+        import torch
+
+        from frontend.torch_importer import _flatten
+
+        tensors = tuple(torch.from_numpy(x.copy()) for x in np_inputs)
+        model.eval()  # as torch_importer.import_torch: a PT2E GraphModule's eval() returns None
+        with torch.no_grad():
+            return [(name, t.detach().cpu().numpy().copy()) for name, t in _flatten(model(*tensors))]
+    import keras
+    import tensorflow as tf
+
+    from frontend.tf_importer import _flatten
+
+    specs = [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"input_{i}") for i, x in enumerate(np_inputs)]
+    is_keras = isinstance(model, keras.Model)
+
+    def call(*args):
+        arg = args[0] if len(args) == 1 else list(args)
+        return model(arg, training=False) if is_keras else model(*args)
+
+    fn = tf.function(call, input_signature=specs, autograph=False)
+    return [(name, np.asarray(t).copy()) for name, t in _flatten(fn(*np_inputs))]
+
+
+def check_deterministic(first: list[tuple[str, "np.ndarray"]], second: list[tuple[str, "np.ndarray"]]) -> None:
+    """Refuses a model whose two forward passes on the same inputs differ in any bit (a random
+    op such as torch.rand_like, or state a call changes): its golden could not be reproduced, and
+    `runtime.run --check` would report the difference as a miscompile (issue 62). Bit for bit: the
+    frameworks' kernels are pinned (PORTABLE_KERNELS, one thread), so a deterministic model
+    repeats itself exactly."""
+    import numpy as np
+
+    for i, ((name, a), (_, b)) in enumerate(zip(first, second)):
+        if a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes():
+            continue
+        where = f"output_{i}" + (f" {name}" if name and name != f"[{i}]" else "")
+        if a.shape != b.shape or a.dtype != b.dtype:
+            detail = f"shape/dtype {list(a.shape)} {a.dtype} then {list(b.shape)} {b.dtype}"
+        else:
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            worst = float(np.max(diff, initial=0.0, where=~np.isnan(diff)))  # a NaN in the second pass
+            detail = f"max abs difference {worst:.3g}" + (", NaN in the second" if np.isnan(diff).any() else "")
+        raise ImportFailure(f"{where} differs between two forward passes on the same inputs ({detail}): the "
+                            "model is not deterministic (a random op, or state a call changes), so its golden "
+                            "cannot check the module")
+    if len(first) != len(second):
+        raise ImportFailure(f"the model returned {len(first)} outputs, then {len(second)} on the same inputs: "
+                            "it is not deterministic, so its golden cannot check the module")
+
+
 def _portable_torch():
     """torch's own kernels, not oneDNN's: theirs pick an instruction set at run time (and their
     int8 matmul is wrong without VNNI), ATen's are pinned by PORTABLE_KERNELS."""
@@ -229,12 +295,18 @@ def import_model(model_module, factory_name, framework, name):
         from frontend import tf_importer
 
         mlir_bytes, outputs = tf_importer.import_tf(model, np_inputs)
+    if not outputs:
+        # An empty tuple (or dict) exports to a function returning nothing: no golden, no
+        # dispatch, and codegen failed later on an internal temporary path (issue 62).
+        raise ImportFailure("the model returns no outputs (an empty tuple, list or dict): nothing to "
+                            "compile or to check")
     golden = {}
     for i, x in enumerate(np_inputs):
         golden[f"input_{i}"] = x
     for i, (_, y) in enumerate(outputs):
         golden[f"output_{i}"] = y
     check_finite(golden)
+    check_deterministic(outputs, forward_again(framework, model, np_inputs))
     names = [name for name, _ in outputs]
     if names not in ([""], [f"[{i}]" for i in range(len(names))]):
         import numpy as np

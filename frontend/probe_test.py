@@ -87,6 +87,43 @@ def pt2e_reference():
     return _pt2e(dynamic=False, reference=True)
 
 
+def returns_nothing():
+    class Nothing(nn.Module):
+        def forward(self, x):
+            return ()
+    return Nothing(), (np.ones((2, 3), np.float32),)
+
+
+def nondeterministic():
+    class Noisy(nn.Module):
+        def forward(self, x):
+            return x + torch.rand_like(x)
+    return Noisy(), (np.ones((2, 3), np.float32),)
+
+
+def counts_its_calls():
+    """Deterministic code, but state a call changes: the second pass differs from the golden's."""
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(()))
+
+        def forward(self, x):
+            self.calls.add_(1)
+            return {"scaled": x * self.calls}
+    return Counter(), (np.ones((2, 3), np.float32),)
+
+
+def keras_nondeterministic():
+    import tensorflow as tf
+
+    return (lambda x: x + tf.random.uniform(tf.shape(x))), (np.ones((2, 3), np.float32),)
+
+
+def bf16_input():
+    return _linear().to(torch.bfloat16), (torch.ones((2, 3), dtype=torch.bfloat16),)
+
+
 def exits_in_forward():
     class Quits(nn.Module):
         def forward(self, x):
@@ -144,6 +181,34 @@ def _module_exits_on_import(p):
 
 def _model_exits_in_forward(p):
     return import_("exits_in_forward"), "tiny", "sys.exit(3)"
+
+
+def _returns_no_outputs(p):
+    """Issue 62 (B7): a model returning () imported with exit 0 (a golden without outputs; codegen
+    then failed on an internal temporary path)."""
+    return import_("returns_nothing"), "tiny", "the model returns no outputs"
+
+
+def _nondeterministic(p):
+    """Issue 62 (B8): x + torch.rand_like(x) imported with exit 0; `runtime.run --check` then said
+    "mismatch, max abs error 0.615", which reads as a miscompile."""
+    return import_("nondeterministic"), "tiny", ("output_0 differs between two forward passes on the same inputs",
+                                                "max abs difference", "not deterministic")
+
+
+def _stateful_forward(p):
+    return import_("counts_its_calls"), "tiny", ("output_0 ['scaled'] differs between two forward passes",
+                                                "max abs difference 1")
+
+
+def _keras_nondeterministic(p):
+    return import_("keras_nondeterministic", framework="tensorflow"), "tiny", ("output_0 differs between two",
+                                                                             "not deterministic")
+
+
+def _bf16_input(p):
+    """Issue 62: a bfloat16 example input was a bare "TypeError: Got unsupported ScalarType BFloat16"."""
+    return import_("bf16_input"), "tiny", "example input 0 has unsupported dtype bfloat16 (supported dtypes:"
 
 
 def _torch_mlir_cannot_lower(p):
@@ -215,7 +280,8 @@ CASES = [_mlir_is_the_model_source, _golden_is_the_model_source, _mlir_is_the_go
          _failed_import_keeps_earlier_outputs, _nan_weights, _inf_input, _factory_exits, _module_exits_on_import,
          _model_exits_in_forward, _torch_mlir_cannot_lower, _torch_model_declared_tensorflow,
          _keras_model_declared_torch, _pt2e_dynamic, _pt2e_reference, _mlir_under_a_file, _golden_is_a_directory, _stablehlo_out_is_in,
-         _stablehlo_in_missing, _stablehlo_in_junk, _stablehlo_out_under_a_file]
+         _stablehlo_in_missing, _stablehlo_in_junk, _stablehlo_out_under_a_file, _returns_no_outputs,
+         _nondeterministic, _stateful_forward, _keras_nondeterministic, _bf16_input]
 PROGS = {"frontend.import_model": "import_model: tiny", "frontend.stablehlo_to_linalg": "stablehlo_to_linalg"}
 
 

@@ -49,7 +49,17 @@ def splits_of(infos: list[Path]) -> dict[str, str]:
     """Pipeline -> its split, from the zoo's <pipeline>_pipeline_info.json files."""
     out = {}
     for path in infos:
-        info = json.loads(path.read_text())
+        # An empty file was "Expecting value: line 1 column 1", one without `split` "'split'":
+        # neither named the file (issue 62).
+        try:
+            text = path.read_text()
+            info = json.loads(text)
+        except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+            why = "an empty file" if not text.strip() else f"not JSON ({err})"
+            raise ResultsError(f"{path}: not a pipeline info: {why}") from None
+        missing = [k for k in ("name", "split") if not isinstance(info, dict) or not isinstance(info.get(k), str)]
+        if missing:
+            raise ResultsError(f"{path}: not a pipeline info: no '{missing[0]}'")
         out[info["name"]] = info["split"]
     return out
 

@@ -26,6 +26,21 @@ def test_host_table_names_slower_models_and_untimed_ones():
     assert "Not timed: c." in text
 
 
+@pytest.mark.parametrize("text, why", [("", "not a pipeline info: an empty file"),
+                                       ('{"name": "mlp", "module": "models.mlp"}', "not a pipeline info: no 'split'"),
+                                       ("[1, 2]", "not a pipeline info: no 'name'")],
+                         ids=["empty", "without_split", "not_an_object"])
+def test_a_pipeline_info_that_is_not_one_is_named(tmp_path, capsys, text, why):
+    """Issue 62: an empty --infos file was "report: Expecting value: line 1 column 1 (char 0)", one
+    without `split` "report: 'split'": the file was not named."""
+    from results import report
+
+    info = tmp_path / "mlp_pipeline_info.json"
+    info.write_text(text)
+    assert report.main(["--infos", str(info), "--check", "--root", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"report: {info}: {why}"]
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
 

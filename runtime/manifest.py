@@ -27,6 +27,10 @@ class ManifestError(RuntimeError):
     pass
 
 
+# The sha256 a hand-written fixture analysis records for a hardware description it has no file of.
+NO_FILE_SHA256 = "0" * 64
+
+
 def _tensor(ty) -> dict:
     from iree.compiler import ir
 
@@ -62,10 +66,30 @@ def entry_points(module: Path) -> list[dict]:
     return out
 
 
+def check_tuning_inputs_given(rep: CodegenReport, report: Path, analysis: Path | None,
+                              hardware: Path | None) -> None:
+    """A tuned build's report records the analysis it was compiled with and the hardware that
+    analysis was made for: packaged without them (runtime.manifest without --analysis and
+    --hardware), its manifest recorded neither and was accepted (issue 62). A hand-written
+    analysis made for no description file records the hardware sha256 as all zeros
+    (codegen/testdata, runtime/hal_runner/testdata: AnalysisInfo.hardware None): no --hardware
+    can match it, so none is asked for."""
+    for flag, given, kind, what in (
+            ("--analysis", analysis, "analysis", "the analysis it was compiled with"),
+            ("--hardware", hardware, "hardware", "the hardware description its analysis was made for")):
+        if given is None and rep.inputs_sha256.get(kind, NO_FILE_SHA256) != NO_FILE_SHA256:
+            raise ManifestError(f"{report}: a tuned build (it records the sha256 of its {kind}): give {flag}, "
+                                f"{what}")
+
+
 def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: Path | None,
-          hardware: Path | None, out_vmfb: Path, out_manifest: Path, extra: dict | None = None) -> dict:
+          hardware: Path | None, out_vmfb: Path, out_manifest: Path, extra: dict | None = None,
+          tuning_inputs_required: bool = False) -> dict:
     """Checks the files belong together and writes the vmfb and its manifest (with `extra`
-    keys, e.g. how a later stage chose this build) all or nothing."""
+    keys, e.g. how a later stage chose this build) all or nothing. `tuning_inputs_required`
+    (runtime.manifest's CLI): a tuned build needs its analysis and hardware. choice.choose's
+    memory-aware choice packages a tuned build without them (its candidates carry perf reports,
+    not analyses), so it is not required there."""
     for p in (vmfb, report, module, analysis, hardware):
         if p is not None and not p.is_file():
             raise ManifestError(f"{p}: file not found")
@@ -82,6 +106,8 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
     dispatches = [d.model_dump(include={"name", "executable", "root_op", "pipeline", "status", "provenance",
                                         "reason", "applied", "adjustments", "landed_config"})
                   for d in rep.dispatches]
+    if tuning_inputs_required:
+        check_tuning_inputs_given(rep, report, analysis, hardware)
     if rep.target != target.name:
         raise ManifestError(f"{report}: compiled for target '{rep.target}', manifest target is '{target.name}'")
     inputs = {"module": sha256_file(module), "vmfb": sha256_file(vmfb), "report": sha256_file(report), "target": sha256_file(target_path)}
@@ -156,7 +182,8 @@ def main(argv=None) -> int:
         check_outputs({"--out-vmfb": a.out_vmfb, "--out-manifest": a.out_manifest},
                       {"--vmfb": a.vmfb, "--report": a.report, "--module": a.module, "--target": a.target,
                        "--analysis": a.analysis, "--hardware": a.hardware})
-        build(a.vmfb, a.report, a.module, a.target, a.analysis, a.hardware, a.out_vmfb, a.out_manifest)
+        build(a.vmfb, a.report, a.module, a.target, a.analysis, a.hardware, a.out_vmfb, a.out_manifest,
+              tuning_inputs_required=True)
     if cli.failed:
         return cli.exit_code
     return 0

@@ -127,6 +127,18 @@ def _manifest_under_a_file(p):
     return manifest(out_manifest="m.mlir/o.json"), "m.mlir/o.json", "m.mlir is not a directory"
 
 
+def _tuned_build_without_its_analysis(p):
+    """Issue 62 (B10): a tuned build packaged without --analysis/--hardware was accepted; its manifest
+    recorded neither."""
+    return manifest(vmfb="t.c.vmfb", report="t.report.json"), "t.report.json", \
+        ("a tuned build", "give --analysis, the analysis it was compiled with")
+
+
+def _tuned_build_without_its_hardware(p):
+    return manifest("--analysis", "a.json", vmfb="t.c.vmfb", report="t.report.json"), "t.report.json", \
+        ("a tuned build", "give --hardware, the hardware description its analysis was made for")
+
+
 def _report_of_another_vmfb(p):
     p.write("other.vmfb", (p.root / "u.c.vmfb").read_bytes() + b"\0")
     return manifest(vmfb="other.vmfb"), "other.vmfb", "not the vmfb u.report.json describes"
@@ -238,6 +250,128 @@ def _input_of_another_dtype(p):
     return run("g.npz"), "g.npz", "input_0 is float64"
 
 
+def _npz_extra_input(p):
+    """Issue 62 (B4): an input the entry point does not take was accepted (exit 0), never passed."""
+    _golden(p, input_2=np.zeros((4, 4), np.float32))
+    return run("g.npz", "--check"), "g.npz", "input_2 is never passed: main takes 2 inputs (input_0..input_1)"
+
+
+def _npz_unused_huge_array(p):
+    """Issue 62 (B4): a 0.5 MB npz carrying an unused 512 MB compressed array was decompressed whole
+    (RSS 555 MB), then accepted. Here 64 MB: refused by its name, before anything is read."""
+    with np.load(p.root / "golden.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays, junk=np.zeros(2**24, np.float32))
+    p.write("g.npz", buf.getvalue())
+    return run("g.npz", "--check"), "g.npz", "junk is neither an input_<i> nor a golden output_<i>"
+
+
+def _npz_input_of_another_shape_is_refused_unread(p):
+    """The shape is read from the .npy header: a wrong-shaped input is refused before its bytes are
+    (here they are corrupt; reading them gave "Bad CRC-32")."""
+    _golden(p, input_1=np.ones((96, 64), np.float32))
+    _flip(p, "g.npz", _archive_offset(p, "g.npz", "input_1.npy") + 1000)
+    return run("g.npz"), "g.npz", "input_1 has shape [96, 64], main expects [96, 128]"
+
+
+def _atol_huge_finite(p):
+    """Issue 62 (B5): `--atol 1e300` passed any output (`--atol inf` was refused)."""
+    with np.load(p.root / "golden.npz") as data:
+        _golden(p, output_0=data["output_0"] + 100)
+    return run("g.npz", "--check", "--atol", "1e300"), "--atol 1e+300", ("passes any output", "at most 1")
+
+
+def _rtol_huge_finite(p):
+    """Issue 62 (B5): `--rtol 1e10` passed an output of the wrong sign."""
+    with np.load(p.root / "golden.npz") as data:
+        _golden(p, output_0=data["output_0"] * -3)
+    return run("g.npz", "--check", "--rtol", "1e10"), "--rtol 1e+10", ("passes any output", "below 1")
+
+
+def _atol_an_all_zero_output_would_pass(p):
+    """An --atol within the bound, but not below the golden's largest value: checks nothing."""
+    with np.load(p.root / "golden.npz") as data:
+        a, b = data["input_0"] * 1e-3, data["input_1"]
+    _golden(p, input_0=a, output_0=a @ b)
+    return run("g.npz", "--check", "--atol", "0.5"), "--atol 0.5", "an all-zero output_0 would pass"
+
+
+def _golden_of_another_dtype(p):
+    """Issue 62: an int32 golden against a float32 output was a bare "mismatch"."""
+    with np.load(p.root / "golden.npz") as data:
+        _golden(p, output_0=np.rint(data["output_0"]).astype(np.int32))
+    return run("g.npz", "--check"), "output_0", ("mismatch", "the golden is int32, the module returns float32")
+
+
+def _runs_zero(p):
+    """Issue 62: --runs 0 (or -3) ran once without a word."""
+    return run("golden.npz", "--runs", "0"), "--runs 0", "at least 1 run"
+
+
+def _runs_negative(p):
+    return run("golden.npz", "--runs", "-3", "--check"), "--runs -3", "at least 1 run"
+
+
+def _vmfb_is_a_directory(p):
+    """Issue 62: a directory, /dev/null or a FIFO given as a file was "not found"."""
+    (p.root / "d.vmfb").mkdir()
+    return run("golden.npz", vmfb="d.vmfb"), "d.vmfb", "is a directory, not a vmfb"
+
+
+def _vmfb_is_dev_null(p):
+    return run("golden.npz", vmfb="/dev/null"), "/dev/null", "is a device, not a vmfb"
+
+
+def _npz_is_a_directory(p):
+    (p.root / "g.npz").mkdir()
+    return run("g.npz"), "g.npz", "is a directory, not an .npz"
+
+
+def _npz_is_dev_null(p):
+    return run("/dev/null"), "/dev/null", "is a device, not an .npz"
+
+
+def _manifest_is_a_directory(p):
+    (p.root / "u.manifest.json").unlink()
+    (p.root / "u.manifest.json").mkdir()
+    return run("golden.npz"), "u.manifest.json", "is a directory, not a manifest"
+
+
+def _edit_manifest(p, edit) -> None:
+    m = json.loads((p.root / "u.manifest.json").read_text())
+    edit(m)
+    p.write("u.manifest.json", json.dumps(m))
+
+
+def _manifest_without_entry_points(p):
+    """Issue 62: hand-edited manifests were blamed on the vmfb ("no entry point (have [])",
+    KeyError, TypeError) or on the npz ("main expects 4x64")."""
+    _edit_manifest(p, lambda m: m.update(entry_points=[]))
+    return run("golden.npz"), "u.manifest.json", ("not a manifest", "field 'entry_points'", "at least 1 item")
+
+
+def _manifest_input_shape_a_string(p):
+    _edit_manifest(p, lambda m: m["entry_points"][0]["inputs"][0].update(shape="64x96"))
+    return run("golden.npz"), "u.manifest.json", ("not a manifest", "field 'entry_points.0.inputs.0.shape'")
+
+
+def _manifest_input_without_dtype(p):
+    _edit_manifest(p, lambda m: m["entry_points"][0]["inputs"][0].pop("dtype"))
+    return run("golden.npz"), "u.manifest.json", ("field 'entry_points.0.inputs.0.dtype'", "Field required")
+
+
+def _manifest_dtype_bogus(p):
+    _edit_manifest(p, lambda m: m["entry_points"][0]["inputs"][0].update(dtype="float17"))
+    return run("golden.npz"), "u.manifest.json", ("field 'entry_points.0.inputs.0.dtype'", "'float17' is not a dtype")
+
+
+def _manifest_entry_renamed(p):
+    _edit_manifest(p, lambda m: m["entry_points"][0].update(name="forward"))
+    return run("golden.npz"), "u.manifest.json", ("entry point 'forward' is not a function of u.vmfb",
+                                                  "the manifest was edited")
+
+
 def _flip(p, name: str, offset: int, n: int = 16):
     data = bytearray((p.root / name).read_bytes())
     data[offset:offset + n] = bytes(b ^ 0x5A for b in data[offset:offset + n])
@@ -315,13 +449,20 @@ def _no_manifest_on_garbage(p):
 CASES = [_manifest_is_report, _out_vmfb_is_vmfb, _out_vmfb_is_out_manifest, _target_of_another_triple,
          _target_runnable_flag_flipped, _hardware_for_an_untuned_build, _hardware_of_another_accelerator,
          _analysis_for_an_untuned_build, _analysis_missing, _manifest_under_a_file, _report_of_another_vmfb,
+         _tuned_build_without_its_analysis, _tuned_build_without_its_hardware,
          _golden_output_never_returned, _golden_nan, _golden_without_outputs, _golden_wrong_values, _npz_garbage,
          _npz_pickled_object_array, _manifest_corrupted, _manifest_without_target, _input_of_another_dtype,
          _golden_named_output_wrong_values, _input_nan, _atol_inf, _rtol_negative, _rtol_nan, _npz_text_file,
          _npz_is_an_npy, _vmfb_bytes_flipped_in_its_module_fb, _vmfb_bytes_flipped_in_an_executable,
          _vmfb_of_another_build_under_its_name, _manifest_forged_to_another_vmfbs_sha256,
          _manifest_naming_another_vmfb, _manifest_given_is_another_vmfbs, _manifest_given_missing,
-         _vmfb_without_a_manifest, _no_manifest_with_a_manifest_beside_it, _no_manifest_on_garbage]
+         _vmfb_without_a_manifest, _no_manifest_with_a_manifest_beside_it, _no_manifest_on_garbage,
+         _npz_extra_input, _npz_unused_huge_array, _npz_input_of_another_shape_is_refused_unread,
+         _atol_huge_finite, _rtol_huge_finite, _atol_an_all_zero_output_would_pass, _golden_of_another_dtype,
+         _runs_zero, _runs_negative, _vmfb_is_a_directory, _vmfb_is_dev_null, _npz_is_a_directory,
+         _npz_is_dev_null, _manifest_is_a_directory, _manifest_without_entry_points,
+         _manifest_input_shape_a_string, _manifest_input_without_dtype, _manifest_dtype_bogus,
+         _manifest_entry_renamed]
 PROGS = {"runtime.manifest": "runtime.manifest: error", "runtime.run": "runtime.run: error"}
 
 
@@ -329,6 +470,40 @@ PROGS = {"runtime.manifest": "runtime.manifest: error", "runtime.run": "runtime.
 def test_refused(p, case):
     argv, culprit, reason = case(p)
     p.refused(*argv, prog=PROGS[argv[0]], culprit=culprit, reason=reason)
+
+
+@pytest.fixture
+def elsewhere(tmp_path_factory):
+    """A directory beside the probe's: a FIFO cannot be inside it (its snapshot reads every file)."""
+    return tmp_path_factory.mktemp("fifo")
+
+
+def test_a_fifo_as_the_npz_or_manifest_is_named(p, elsewhere):
+    """Issue 62: a FIFO given as the npz was "input file not found", as the manifest "not found"
+    (and reading one would block)."""
+    import os
+
+    fifo = elsewhere / "g.npz"
+    os.mkfifo(fifo)
+    p.refused(*run(fifo), prog="runtime.run: error", culprit=fifo, reason="is a FIFO, not an .npz",
+              timeout=60)
+    p.refused(*run("golden.npz", "--manifest", fifo), prog="runtime.run: error", culprit=fifo,
+              reason="is a FIFO, not a manifest", timeout=60)
+
+
+def test_an_unread_golden_output_is_never_decompressed(p):
+    """Issue 62 (B4): every array of the npz was read before anything ran; now only those used are
+    (output_0 here is corrupt: reading it gave "Bad CRC-32"; without --check nothing reads it)."""
+    _flip(p, "golden.npz", _archive_offset(p, "golden.npz", "output_0.npy") + 1000)
+    r = p.run(*run("golden.npz"))
+    assert r.returncode == 0, r.stderr
+    r = p.run(*run("golden.npz", "--check"))
+    assert r.returncode == 1 and "Bad CRC-32" in r.stderr, r.stderr
+
+
+def test_tolerances_at_their_bounds_are_taken(p):
+    r = p.run(*run("golden.npz", "--check", "--rtol", "0.5", "--atol", "1"))
+    assert r.returncode == 0, r.stderr
 
 
 def test_the_tuned_build_packages_with_its_own_hardware(p):

@@ -11,7 +11,10 @@ refused unless --no-manifest says to run it unchecked.
 Only host-target modules can run here: there is no riscv64 IREE runtime on this machine.
 --check compares output_<i> of the npz with the module's i-th result (a structured model's
 golden names each by its place, `names`); it refuses a NaN or Inf input and a tolerance that is
-negative or not finite.
+negative, not finite, or so large that an all-zero output would pass (rtol >= 1, atol > 1, or atol
+not below a golden output's largest value). The npz is read one array at a time, each checked
+against what the entry point takes from its .npy header first; an array nothing reads (an input
+the entry point does not take, a key that is no input or output) is refused, never decompressed.
 """
 
 from __future__ import annotations
@@ -20,20 +23,108 @@ import argparse
 import hashlib
 import json
 import math
+import stat
 import statistics
 import sys
 import time
 import zipfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 
 from common import vmfb_executables
-from common.errors import OneLineErrors, first_line
+from common.errors import OneLineErrors, first_line, validation_error_where
 
 
 class RunError(RuntimeError):
     pass
+
+
+# The tolerances --check accepts (issue 62: `--atol 1e300` and `--rtol 1e10` passed any output).
+# |out - golden| <= atol + rtol * |golden| element by element: at rtol >= 1 an all-zero output
+# passes every golden, so rtol < 1. atol is for values near zero, where rtol cannot help; a scale
+# beyond 1 is --rtol's, so atol <= 1; and an atol at which an all-zero output would pass a golden
+# output (atol >= (1 - rtol) x its largest |value|) is refused once the golden is read.
+MAX_RTOL = 1.0  # exclusive
+MAX_ATOL = 1.0  # inclusive
+
+
+def check_file(path: Path, what: str, noun: str) -> None:
+    """RunError naming `path` unless it is a regular file (or a symlink to one): "<what> not found",
+    or what it is instead ("is a FIFO, not <noun>"): a directory, a FIFO or a device (/dev/null)
+    exists, so "not found" blamed the wrong thing, and reading a FIFO would block."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise RunError(f"{path}: {what} not found") from None
+    except OSError as err:
+        raise RunError(f"{path}: cannot read the {what}: {err.strerror}") from None
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket or other special file")
+    raise RunError(f"{path}: is {kind}, not {noun}")
+
+
+class _Tensor(BaseModel):
+    """One entry point argument as runtime.manifest writes it: its shape (None: unknown; a None
+    dimension: dynamic) and its numpy dtype name."""
+    model_config = ConfigDict(extra="allow")
+    shape: list[StrictInt | None] | None
+    dtype: StrictStr
+
+    @field_validator("shape")
+    @classmethod
+    def _sizes(cls, shape: list[int | None] | None) -> list[int | None] | None:
+        if shape is not None and any(d is not None and d < 0 for d in shape):
+            raise ValueError(f"negative dimension in {shape}")
+        return shape
+
+    @field_validator("dtype")
+    @classmethod
+    def _numpy(cls, dtype: str) -> str:
+        if dtype == "bfloat16":  # runtime.manifest's name for bf16: numpy has none, refused at the input
+            return dtype
+        try:
+            np.dtype(dtype)
+        except TypeError:
+            raise ValueError(f"'{dtype}' is not a dtype") from None
+        return dtype
+
+
+class _EntryPoint(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: StrictStr = Field(min_length=1)
+    inputs: list[_Tensor]
+
+
+class _Target(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: StrictStr
+    triple: StrictStr
+    runnable_on_host: StrictBool
+
+
+class _ManifestShape(BaseModel):
+    """What runtime.run reads of a manifest (runtime/manifest.py writes it): a field edited by
+    hand was a KeyError or TypeError blamed on the vmfb, or a "main expects 4x64" blamed on the
+    npz (issue 62). Other fields pass through unread."""
+    model_config = ConfigDict(extra="allow")
+    vmfb: StrictStr
+    target: _Target
+    tuned: StrictBool
+    entry_points: list[_EntryPoint] = Field(min_length=1)
+    inputs_sha256: dict[str, StrictStr]
+    executables_sha256: dict[str, StrictStr] | None = None
+
+    @field_validator("inputs_sha256")
+    @classmethod
+    def _has_vmfb(cls, sha: dict[str, str]) -> dict[str, str]:
+        if "vmfb" not in sha:
+            raise ValueError("no sha256 of the vmfb")
+        return sha
 
 
 def manifest_path(vmfb: Path) -> Path:
@@ -46,20 +137,19 @@ def manifest_for(vmfb: Path, path: Path | None = None) -> dict:
     """The manifest of `vmfb` (at `path`, default beside it), checked to be one."""
     given = path is not None
     path = path if given else manifest_path(vmfb)
-    if not path.is_file():
-        if given:
-            raise RunError(f"{path}: manifest not found")
+    if not given and not path.exists() and not path.is_symlink():
         raise RunError(f"{vmfb}: no manifest next to it (expected {path.name}): nothing says it is the build "
                        "that was shipped; give --manifest, or --no-manifest to run it unchecked")
+    check_file(path, "manifest", "a manifest")
     try:
         manifest = json.loads(path.read_text())
-        manifest["target"]["runnable_on_host"], manifest["entry_points"]
-        if not isinstance(manifest["vmfb"], str) or not isinstance(manifest["inputs_sha256"]["vmfb"], str):
-            raise TypeError("vmfb or inputs_sha256.vmfb is not a string")
-        if not isinstance(manifest.get("executables_sha256") or {}, dict):
-            raise TypeError("executables_sha256 is not an object")
-    except (ValueError, KeyError, TypeError) as err:
+    except (ValueError, OSError) as err:
         raise RunError(f"{path}: not a manifest: {type(err).__name__}: {first_line(err)}") from None
+    try:
+        _ManifestShape.model_validate(manifest)
+    except ValidationError as err:
+        where, why = validation_error_where(err)
+        raise RunError(f"{path}: not a manifest: field '{where}': {why}") from None
     return manifest
 
 
@@ -107,8 +197,7 @@ def load(vmfb: Path, function: str | None = None, manifest: Path | None = None, 
     (`manifest`, default the one beside it) before anything runs. `unchecked` (no manifest: a vmfb
     compiled by hand): nothing is checked, the manifest is None and the entry's inputs are
     unknown (None)."""
-    if not vmfb.is_file():
-        raise RunError(f"{vmfb}: module not found")
+    check_file(vmfb, "module", "a vmfb")
     if unchecked:
         if manifest is not None:
             raise RunError("--no-manifest with --manifest: check it, or run it unchecked, not both")
@@ -124,12 +213,18 @@ def load(vmfb: Path, function: str | None = None, manifest: Path | None = None, 
         raise RunError(f"{vmfb.name}: compiled for {t['triple']} ({t['name']}); no {t['triple'].split('-')[0]} "
                        "IREE runtime exists on this machine, so it cannot run here")
     entries = m["entry_points"]
-    entry = next((e for e in entries if e["name"] == function), None) if function else (entries[0] if entries else None)
+    entry = next((e for e in entries if e["name"] == function), None) if function else entries[0]
+    path = manifest if manifest is not None else manifest_path(vmfb)
     if entry is None:
-        raise RunError(f"{vmfb.name}: no entry point {function or ''} (have {[e['name'] for e in entries]})")
+        raise RunError(f"{vmfb.name}: no entry point {function} in {path.name} (have {[e['name'] for e in entries]})")
     data = vmfb.read_bytes()  # read once: the bytes checked are the bytes loaded
-    verify(vmfb, data, m, manifest if manifest is not None else manifest_path(vmfb))
-    ctx, _ = _context(vmfb, data)
+    verify(vmfb, data, m, path)
+    ctx, module = _context(vmfb, data)
+    names = [n for n in module.function_names if not n.startswith("__")]
+    if entry["name"] not in names:
+        # The vmfb is the recorded one (verify), so its manifest's entry point was edited.
+        raise RunError(f"{path}: entry point '{entry['name']}' is not a function of {vmfb.name} (it exports "
+                       f"{names}): the manifest was edited; rebuild it")
     return ctx.modules.module[entry["name"]], m, entry
 
 
@@ -146,22 +241,77 @@ def _context(vmfb: Path, data: bytes):
     return ctx, module
 
 
-def load_npz(npz: Path) -> dict[str, np.ndarray]:
-    """The arrays of an .npz (no pickles); RunError naming it when it is not one."""
-    if not npz.is_file():
-        raise RunError(f"{npz}: input file not found")
-    if not zipfile.is_zipfile(npz):
-        # np.load takes anything else for a pickle and blamed "pickled data" (a text file, an .npy).
-        raise RunError(f"{npz}: not a readable .npz: not a zip archive (an .npz is a zip of .npy arrays; "
-                       f"starts with {npz.read_bytes()[:8]!r})")
-    try:
-        with np.load(npz, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
-    except Exception as err:  # noqa: BLE001 - zipfile, numpy and OS errors alike: the npz is bad
-        raise RunError(f"{npz}: not a readable .npz: {type(err).__name__}: {first_line(err)}") from None
+class Npz(Mapping):
+    """The arrays of an .npz (no pickles), read one member at a time when asked for: an array
+    nobody uses is never decompressed (a 0.5 MB npz carrying an unused 512 MB array was read
+    whole, issue 62), and `header` gives an array's shape and dtype from its .npy header, so a
+    caller refuses a wrong one before decompressing it. RunError naming the file when it is not
+    an .npz."""
+
+    def __init__(self, npz: Path):
+        check_file(npz, "input file", "an .npz")
+        self.path = npz
+        if not zipfile.is_zipfile(npz):
+            # np.load takes anything else for a pickle and blamed "pickled data" (a text file, an .npy).
+            raise RunError(f"{npz}: not a readable .npz: not a zip archive (an .npz is a zip of .npy arrays; "
+                           f"starts with {npz.read_bytes()[:8]!r})")
+        try:
+            with zipfile.ZipFile(npz) as z:
+                members = z.namelist()
+        except (zipfile.BadZipFile, OSError) as err:
+            raise self._unreadable(err) from None
+        # np.load's keys: a member's name without ".npy".
+        self._member = {m.removesuffix(".npy"): m for m in members}
+
+    def _unreadable(self, err: Exception) -> RunError:
+        return RunError(f"{self.path}: not a readable .npz: {type(err).__name__}: {first_line(err)}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._member)
+
+    def __len__(self) -> int:
+        return len(self._member)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._member  # Mapping's own would read the array to see
+
+    def header(self, key: str) -> tuple[tuple[int, ...], np.dtype]:
+        """(shape, dtype) of `key` from its .npy header: a few bytes, whatever the array's size."""
+        member = self._member[key]  # KeyError for a key it does not hold, as a dict
+        try:
+            with zipfile.ZipFile(self.path) as z, z.open(member) as f:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(f)
+        except Exception as err:  # noqa: BLE001 - zipfile, numpy and OS errors alike: the npz is bad
+            raise self._unreadable(err) from None
+        if dtype.hasobject:  # its data is a pickle: never loaded (allow_pickle=False)
+            raise RunError(f"{self.path}: not a readable .npz: {key} is an array of Python objects (a pickle, "
+                           "never loaded)")
+        return shape, dtype
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._member:
+            raise KeyError(key)
+        try:
+            with np.load(self.path, allow_pickle=False) as data:  # reads the zip's directory, then this member
+                return data[key]
+        except Exception as err:  # noqa: BLE001 - zipfile, numpy and OS errors alike: the npz is bad
+            raise self._unreadable(err) from None
 
 
-def check_outputs_against(gold: dict[str, np.ndarray], npz: Path, outs: list[np.ndarray], rtol: float,
+def load_npz(npz: Path) -> Npz:
+    """The arrays of an .npz, read lazily (Npz); RunError naming it when it is not one."""
+    return Npz(npz)
+
+
+def _shape(gold: Mapping[str, np.ndarray], key: str) -> tuple[int, ...]:
+    """`key`'s shape, from its .npy header when `gold` is an Npz (nothing decompressed)."""
+    return tuple(gold.header(key)[0]) if isinstance(gold, Npz) else tuple(gold[key].shape)
+
+
+def check_outputs_against(gold: Mapping[str, np.ndarray], npz: Path, outs: list[np.ndarray], rtol: float,
                           atol: float) -> float:
     """Every golden output_<i> compared with the module's i-th result; returns the max abs error.
     A golden output the module does not return, one it returns without a golden, and a golden
@@ -175,19 +325,27 @@ def check_outputs_against(gold: dict[str, np.ndarray], npz: Path, outs: list[np.
     if len(keys) != len(outs):
         raise RunError(f"{npz}: {len(keys)} golden outputs, the module returns {len(outs)}"
                        + (f": output_{len(outs)} is never compared" if len(keys) > len(outs) else ""))
-    names = [str(n) for n in gold["names"]] if "names" in gold and gold["names"].ndim == 1 else []
+    placed = gold["names"] if "names" in gold else None
+    names = [str(n) for n in placed] if placed is not None and placed.ndim == 1 else []
     worst = 0.0
-    for i, (key, o) in enumerate(zip(keys, outs)):
-        g = gold[key]
-        key = f"{key} {names[i]}" if len(names) == len(keys) and names[i] else key  # its place in a dict
+    for i, (name, o) in enumerate(zip(keys, outs)):
+        key = f"{name} {names[i]}" if len(names) == len(keys) and names[i] else name  # its place in a dict
+        shape = _shape(gold, name)
+        if shape != o.shape:  # before reading it: a golden of another shape is never decompressed
+            raise RunError(f"{key}: shape {list(o.shape)} != expected {list(shape)}")
+        g = gold[name]
         if g.dtype.kind in "fc" and not np.all(np.isfinite(g)):
             raise RunError(f"{npz}: {key} holds NaN or Inf: no golden to compare with")
-        if g.shape != o.shape:
-            raise RunError(f"{key}: shape {list(o.shape)} != expected {list(g.shape)}")
+        largest = float(np.max(np.abs(g.astype(np.float64)))) if g.size else 0.0
+        if largest > 0 and atol >= (1 - rtol) * largest:
+            raise RunError(f"--atol {atol}: an all-zero {key} would pass (its largest |golden| value is "
+                           f"{largest:.3g}, rtol {rtol}): give an --atol below {(1 - rtol) * largest:.3g}")
         err = float(np.max(np.abs(o.astype(np.float64) - g.astype(np.float64)))) if o.size else 0.0
         worst = max(worst, err if np.isfinite(err) else float("inf"))
         if not np.allclose(o, g, rtol=rtol, atol=atol):
-            raise RunError(f"{key}: mismatch, max abs error {err:.3g} (rtol {rtol}, atol {atol})")
+            # A golden of another dtype (int32 against float32) looked like a miscompile: named.
+            other = f"; the golden is {g.dtype}, the module returns {o.dtype}" if g.dtype != o.dtype else ""
+            raise RunError(f"{key}: mismatch, max abs error {err:.3g} (rtol {rtol}, atol {atol}){other}")
     return worst
 
 
@@ -202,31 +360,57 @@ def check_finite_inputs(npz: Path, args: list[np.ndarray]) -> None:
 
 
 def check_tolerances(rtol: float, atol: float) -> None:
-    """`--atol inf` passed anything, a negative one nothing: both refused."""
+    """`--atol inf` passed anything, a negative one nothing, and so did `--atol 1e300` or
+    `--rtol 1e10`: refused beyond MAX_RTOL and MAX_ATOL (why: above them)."""
     for flag, value in (("--rtol", rtol), ("--atol", atol)):
         if not math.isfinite(value) or value < 0:
             raise RunError(f"{flag} {value}: a tolerance must be a finite number >= 0")
+    if rtol >= MAX_RTOL:
+        raise RunError(f"--rtol {rtol:g}: passes any output (at rtol >= {MAX_RTOL:g} an all-zero output matches "
+                       "every golden): a relative tolerance is below 1")
+    if atol > MAX_ATOL:
+        raise RunError(f"--atol {atol:g}: passes any output near the golden's scale: an absolute tolerance is at "
+                       f"most {MAX_ATOL:g} (a larger scale is --rtol's)")
 
 
 def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
+    """The arguments of `entry` (a manifest's entry point; inputs None: unknown, --no-manifest)
+    from input_0.. of `npz`, each checked against the entry's shape and dtype from its .npy header
+    before it is read. An input_<i> the entry does not take, or an array that is neither an input
+    nor a golden output, is refused: it was silently ignored (and decompressed) before."""
     data = load_npz(npz)
     if entry["inputs"] is None:  # --no-manifest: input_0, input_1, ... as they are (IREE checks them)
-        args = []
-        while f"input_{len(args)}" in data:
-            args.append(np.asarray(data[f"input_{len(args)}"], order="C"))
-        return args
+        count = 0
+        while f"input_{count}" in data:
+            count += 1
+    else:
+        count = len(entry["inputs"])
+    taken = {f"input_{i}" for i in range(count)}
+    for key in sorted(data, key=lambda k: (len(k), k)):
+        if key.startswith("input_") and key not in taken:
+            takes = f"input_0..input_{count - 1}" if count > 1 else "input_0" if count else "no input"
+            raise RunError(f"{npz}: {key} is never passed: {entry['name']} takes {count} inputs ({takes})")
+        if not key.startswith(("input_", "output_")) and key != "names":
+            raise RunError(f"{npz}: {key} is neither an input_<i> nor a golden output_<i> (nor names): nothing "
+                           "reads it")
+    if entry["inputs"] is None:
+        return [np.asarray(data[f"input_{i}"], order="C") for i in range(count)]
     args = []
     for i, spec in enumerate(entry["inputs"]):
         key = f"input_{i}"
         if key not in data:
             raise RunError(f"{npz}: missing {key} for {entry['name']}")
-        a = data[key]
-        if spec["shape"] is not None and list(a.shape) != [d if d is not None else a.shape[j] for j, d in enumerate(spec["shape"])]:
-            raise RunError(f"{npz}: {key} has shape {list(a.shape)}, {entry['name']} expects {spec['shape']}")
-        if a.dtype != np.dtype(spec["dtype"]):
+        shape, dtype = data.header(key)  # before reading it: an input of another shape is never decompressed
+        want = spec["shape"]
+        if want is not None and (len(shape) != len(want) or any(d is not None and d != n for d, n in zip(want, shape))):
+            raise RunError(f"{npz}: {key} has shape {list(shape)}, {entry['name']} expects {spec['shape']}")
+        if spec["dtype"] == "bfloat16":
+            raise RunError(f"{npz}: {entry['name']} takes {key} as bfloat16, which numpy (and so an .npz) cannot "
+                           "hold")
+        if dtype != np.dtype(spec["dtype"]):
             # Never cast: float64 or complex64 data silently narrowed would "match" anyway.
-            raise RunError(f"{npz}: {key} is {a.dtype}, {entry['name']} takes {spec['dtype']}")
-        args.append(np.asarray(a, order="C"))  # not ascontiguousarray: it makes a 0-d input 1-d
+            raise RunError(f"{npz}: {key} is {dtype}, {entry['name']} takes {spec['dtype']}")
+        args.append(np.asarray(data[key], order="C"))  # not ascontiguousarray: it makes a 0-d input 1-d
     return args
 
 
@@ -250,11 +434,16 @@ def main(argv=None) -> int:
                                        "of another build) is refused with one line, nothing run.")
     p.add_argument("module", type=Path)
     p.add_argument("inputs", type=Path)
-    p.add_argument("--runs", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--runs", type=int, default=10, help="timed runs (at least 1)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed runs first (0 or more)")
     p.add_argument("--check", action="store_true", help="compare with output_* in the npz")
-    p.add_argument("--rtol", type=float, default=1e-4)
-    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--rtol", type=float, default=1e-4,
+                   help=f"relative tolerance of --check, in [0, {MAX_RTOL:g}): at {MAX_RTOL:g} an all-zero output "
+                        "matches every golden")
+    p.add_argument("--atol", type=float, default=1e-4,
+                   help=f"absolute tolerance of --check, in [0, {MAX_ATOL:g}] (a larger scale is --rtol's), and "
+                        "below (1 - rtol) x each golden output's largest |value|, where an all-zero output "
+                        "would pass")
     p.add_argument("--function")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--manifest", type=Path,
@@ -267,6 +456,11 @@ def main(argv=None) -> int:
                             "it is refused too (drop the flag to check it)")
     a = p.parse_args(argv)
     with OneLineErrors("runtime.run: error", a.module, (RunError,)) as cli:
+        # max(1, runs) ran --runs 0 or -3 once without a word.
+        if a.runs < 1:
+            raise RunError(f"--runs {a.runs}: at least 1 run (the outputs and timings are of the runs)")
+        if a.warmup < 0:
+            raise RunError(f"--warmup {a.warmup}: 0 or more untimed runs")
         if a.check:
             check_tolerances(a.rtol, a.atol)
         fn, m, entry = load(a.module, a.function, a.manifest, a.no_manifest)
@@ -274,7 +468,7 @@ def main(argv=None) -> int:
         if a.check:
             check_finite_inputs(a.inputs, args)
         time_calls(fn, args, a.warmup)
-        outs, times = time_calls(fn, args, max(1, a.runs))
+        outs, times = time_calls(fn, args, a.runs)
         for i, o in enumerate(outs):
             print(f"output_{i}: shape={list(o.shape)} dtype={o.dtype} min={o.min():.6g} max={o.max():.6g} "
                   f"mean={o.mean():.6g}")

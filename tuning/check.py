@@ -35,7 +35,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from pydantic import BaseModel, ValidationError
+
 from common.analysis_schema import Analysis
+from common.errors import OneLineErrors, validation_error_where
 from common.perf_schema import PerfReport
 from common.tuning_schema import TuningRecord
 from choice.tune import Measured
@@ -44,6 +47,27 @@ from choice.records import (RecordError, dump_record, dump_strategy_record, key_
 from tuning.strategy_records import recorded_bzl, recorded_choices
 
 BUILT_SUFFIX = "_analysis.record.json"  # <pipeline>_analysis.record.json: models/defs.bzl's choice
+
+
+def _read(path: Path, what: str) -> str:
+    """The text of `path`, or RecordError naming it: a missing perf report or a recorded.bzl that
+    is not text ended in a traceback (issue 62)."""
+    try:
+        return path.read_text()
+    except UnicodeDecodeError as err:
+        raise RecordError(f"{path}: not {what}: not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise RecordError(f"{path}: cannot read {what}: {err.strerror}") from None
+
+
+def _load(path: Path, model: type[BaseModel], what: str) -> BaseModel:
+    """`path` validated as `model`, or RecordError naming it and the field (a perf report of
+    another schema was a 46-line pydantic traceback)."""
+    try:
+        return model.model_validate_json(_read(path, what))
+    except ValidationError as err:
+        where, why = validation_error_where(err)
+        raise RecordError(f"{path}: not {what}: field '{where}': {why}") from None
 
 
 def check_keys(committed: list[Path], built: list[Path]) -> list[str]:
@@ -115,7 +139,7 @@ def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> lis
                             f"`{tree.refresh}` refreshes it")
     for name in sorted(set(records) - set(built_by_name)):
         problems.append(f"{records[name]}: no pipeline has this strategy record (an orphan): delete it")
-    text = bzl.read_text()
+    text = _read(bzl, "recorded.bzl")
     try:
         expected = recorded_bzl(committed)
     except RecordError as err:  # a record refused above: recorded.bzl cannot be generated
@@ -205,10 +229,10 @@ def check_agree(committed: Path, replayed_files: list[Path], perf_json: Path) ->
     candidate the record measured, against the record's."""
     hit = _by_suffix(replayed_files, "--replayed")
     record = load_record(committed)
-    if hit[".record.json"].read_text() != committed.read_text():
+    if _read(hit[".record.json"], "a tuning record") != _read(committed, "a tuning record"):
         return [f"{hit['.record.json']}: the build did not replay {committed}"], 0
-    analysis = Analysis.model_validate_json(hit[".analysis.json"].read_text())
-    report = PerfReport.model_validate_json(perf_json.read_text())
+    analysis = _load(hit[".analysis.json"], Analysis, "an analysis")
+    report = _load(perf_json, PerfReport, "a perf report")
     runs = [r for r in report.runs if r.hardware == record.key.hardware]
     if len(runs) != 1:
         return [f"{perf_json}: no run on {record.key.hardware}, the record's hardware"], 0
@@ -228,6 +252,28 @@ def check_agree(committed: Path, replayed_files: list[Path], perf_json: Path) ->
     if not compared:
         problems.append(f"{perf_json}: no dispatch's chosen candidate is measured in {committed}")
     return problems, compared
+
+
+def _check(a: argparse.Namespace) -> tuple[list[str], str]:
+    """(problems, the line that says all is well) of the subcommand `a.what`."""
+    if a.what == "keys":
+        problems = check_keys(a.committed, a.built)
+        ok = f"{len(a.built)} pipelines' tuning records match the tree"
+    elif a.what == "strategies":
+        problems = check_strategies(a.committed, a.built, a.recorded_bzl)
+        ok = (f"{len([b for b in a.built if b.name.endswith(STRATEGY_SUFFIX)])} strategy choices' records "
+              "match the tree and recorded.bzl")
+    elif a.what == "agree":
+        reports = [f for f in a.perf if f.name.endswith(".perf.json")]
+        if len(reports) != 1:
+            raise RecordError(f"--perf: {len(reports)} files ending .perf.json (a perf report has one)")
+        a.perf = reports[0]
+        problems, compared = check_agree(a.committed, a.replayed, a.perf)
+        ok = f"{a.perf.name}: {compared} dispatches' figures equal {a.committed.name}'s for their chosen candidates"
+    else:
+        problems = check_reproduce(a.committed, a.replayed, a.measured)
+        ok = f"{a.committed}: measured again, reproduced byte for byte; replayed outputs equal measured"
+    return problems, ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,27 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     ag.add_argument("--perf", nargs="+", type=Path, required=True,
                     help="the perf report of that build (its .perf.json; other files given are ignored)")
     a = p.parse_args(argv)
-    try:
-        if a.what == "keys":
-            problems = check_keys(a.committed, a.built)
-            ok = f"{len(a.built)} pipelines' tuning records match the tree"
-        elif a.what == "strategies":
-            problems = check_strategies(a.committed, a.built, a.recorded_bzl)
-            ok = (f"{len([b for b in a.built if b.name.endswith(STRATEGY_SUFFIX)])} strategy choices' records "
-                  "match the tree and recorded.bzl")
-        elif a.what == "agree":
-            reports = [f for f in a.perf if f.name.endswith(".perf.json")]
-            if len(reports) != 1:
-                raise RecordError(f"--perf: {len(reports)} files ending .perf.json (a perf report has one)")
-            a.perf = reports[0]
-            problems, compared = check_agree(a.committed, a.replayed, a.perf)
-            ok = f"{a.perf.name}: {compared} dispatches' figures equal {a.committed.name}'s for their chosen candidates"
-        else:
-            problems = check_reproduce(a.committed, a.replayed, a.measured)
-            ok = f"{a.committed}: measured again, reproduced byte for byte; replayed outputs equal measured"
-    except RecordError as err:
-        print(f"tuning.check: {err}", file=sys.stderr)
-        return 1
+    # One line, never a traceback: an error this tool does not expect names the subcommand.
+    with OneLineErrors("tuning.check", a.what, (RecordError,)) as cli:
+        problems, ok = _check(a)
+    if cli.failed:
+        return cli.exit_code
     for line in problems:
         print(line, file=sys.stderr)
     if not problems:

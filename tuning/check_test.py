@@ -143,6 +143,54 @@ def test_a_recorded_bzl_line_that_disagrees_with_its_record_is_named(tmp_path, c
     assert "chose 'datatiling'" in lines[0]
 
 
+@pytest.mark.parametrize("bzl_text", [None, b"\x80\x81 not text"], ids=["missing", "binary"])
+def test_a_missing_or_junk_recorded_bzl_is_one_line(tmp_path, capsys, bzl_text):
+    """Issue 62: a missing recorded.bzl, or one that is not text, was a FileNotFoundError or
+    UnicodeDecodeError traceback."""
+    _, bzl, argv = _strategy_tree(tmp_path)
+    bzl.unlink() if bzl_text is None else bzl.write_bytes(bzl_text)
+    assert check.main(argv) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    why = "cannot read recorded.bzl: No such file or directory" if bzl_text is None else \
+        "not recorded.bzl: not UTF-8 text (byte 0)"
+    assert lines[0] == f"tuning.check: {bzl}: {why}", lines[0]
+
+
+def _agree_tree(tmp_path):
+    """A replaying build's outputs of mlp_riscv (its record the committed one, an analysis with no
+    dispatches) and `agree`'s argv with --perf perf.json."""
+    from common.analysis_schema import Analysis, Summary
+
+    record = tmp_path / "mlp_riscv_analysis.record.json"
+    shutil.copy(RECORDS / "mlp_riscv.json", record)
+    analysis = tmp_path / "mlp_riscv_analysis.analysis.json"
+    analysis.write_text(Analysis(model="mlp", target="riscv_rvv", hardware="riscv_rvv", hardware_sha256="0" * 64,
+                                 vector_lanes_f32=4, dispatches=[], summary=Summary.of([], 0)).model_dump_json())
+    (tmp_path / "mlp_riscv_analysis.tune.md").write_text("")
+    perf = tmp_path / "mlp_riscv_perf.perf.json"
+    return perf, ["agree", "--committed", str(RECORDS / "mlp_riscv.json"), "--replayed", str(analysis),
+                  str(tmp_path / "mlp_riscv_analysis.tune.md"), str(record), "--perf", str(perf)]
+
+
+def test_a_missing_perf_report_is_one_line(tmp_path, capsys):
+    """Issue 62: a 19-line FileNotFoundError traceback."""
+    perf, argv = _agree_tree(tmp_path)
+    assert check.main(argv) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"tuning.check: {perf}: cannot read a perf report: No such file or directory"]
+
+
+def test_a_perf_report_of_another_schema_is_one_line(tmp_path, capsys):
+    """Issue 62: a 46-line pydantic traceback."""
+    perf, argv = _agree_tree(tmp_path)
+    perf.write_text('{"schema_version": 1, "runs": "none"}')
+    assert check.main(argv) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"tuning.check: {perf}: not a perf report: field '"), lines[0]
+
+
 def test_the_replay_refuses_an_edited_strategy_record(tmp_path):
     """choice.choose reads the committed strategy record through load_strategy_record before
     comparing keys: an edited one ends the build (its CLI reports RecordError), never shipped."""
