@@ -23,6 +23,7 @@ class PipelineInfo:
     module: str  # factory module
     framework: str
     split: str  # "calibration" | "held_out"
+    float_reference: str | None = None  # a quantized model's float twin (its pipeline name)
 
 
 def zoo(root: Path | None = None) -> list[PipelineInfo]:
