@@ -353,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
                                             "--hardware": args.hardware, "--calibration": args.calibration})
         if not args.module.is_file():
             raise dsp.AnalysisInputError(f"{args.module}: module file not found")
+        # Both ran on as if valid (issue 62 probe): --jobs 0 or -2, and an empty name recorded as the model's.
+        if args.jobs < 1:
+            raise dsp.AnalysisInputError(f"--jobs {args.jobs}: a number of ZigZag processes is at least 1")
+        if not args.model_name.strip():
+            raise dsp.AnalysisInputError("--model-name: a model name is not empty")
         try:
             options = AnalysisOptions(zigzag_lpf_limit=args.zigzag_lpf_limit,
                                       zigzag_lpf_merge=args.zigzag_lpf_merge,

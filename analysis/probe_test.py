@@ -44,6 +44,18 @@ def analyze(p: Probe, *, module="m.mlir", target="riscv64_rvv.yaml", hardware="r
 
 
 # (id, setup(p) -> (argv, culprit, reason)); setup may create inputs in the probe's directory.
+def _jobs_zero(p):
+    return analyze(p, extra=("--jobs", "0")), "--jobs 0", "at least 1"
+
+
+def _jobs_negative(p):
+    return analyze(p, extra=("--jobs", "-2")), "--jobs -2", "at least 1"
+
+
+def _model_name_empty(p):
+    return analyze(p, extra=("--model-name", " ")), "--model-name", "not empty"
+
+
 def _alias_module(p):
     return analyze(p, out="m.mlir"), "--out m.mlir", "the same file as --module m.mlir"
 
@@ -238,7 +250,7 @@ def _variant_same_key_twice(p):
         "given twice (l1.size_bytes=16384 and l1.size_bytes=65536)"
 
 
-CASES = [_alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
+CASES = [_jobs_zero, _jobs_negative, _model_name_empty, _alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
          _host_target_riscv_hardware, _riscv_target_host_hardware, _host_target_coreless_riscv_hardware,
          _level_name_twice, _level_name_twice_in_another_case, _hardware_key_twice, _level_key_twice,
          _target_key_twice, _target_vector_bits_96, _target_vector_bits_32, _out_under_a_file, _out_is_a_directory,

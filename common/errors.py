@@ -47,7 +47,7 @@ class NamedError(Exception):
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT, SIGTERM or SIGHUP arrived while a CLI ran in OneLineErrors."""
+    """SIGINT, SIGTERM, SIGHUP or SIGQUIT arrived while a CLI ran in OneLineErrors."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -55,8 +55,9 @@ class Interrupted(KeyboardInterrupt):
 
 
 # SIGHUP too: a closed terminal or a killed session ends a CLI like Ctrl-C does (it left
-# iree-compile orphaned and $TMPDIR/codegen.* behind: issue 62).
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# iree-compile orphaned and $TMPDIR/codegen.* behind: issue 62). SIGQUIT (Ctrl-\\) as well: it
+# dumped core and left the same behind.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 def _interrupt(signum, frame):

@@ -71,7 +71,7 @@ def test_ctrl_c_is_one_line_and_exit_code_130(capsys):
     assert capsys.readouterr().err == "tool: model.mlirbc: interrupted by SIGINT\n"
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=["SIGTERM", "SIGHUP", "SIGQUIT"])
 def test_a_signal_kills_children_of_every_thread_and_starts_no_more(capsys, signum):
     """A child started from a worker thread (qemu under perf.measure) dies with the CLI. SIGHUP
     (a closed terminal) killed the CLI outright, its children orphaned (issue 62)."""
