@@ -217,26 +217,12 @@ def forward_again(framework: str, model, np_inputs: list) -> list[tuple[str, "np
     if framework == "torch":
         import torch
 
-        from frontend.torch_importer import _flatten
+        from frontend.torch_importer import forward
 
-        tensors = tuple(torch.from_numpy(x.copy()) for x in np_inputs)
-        model.eval()  # as torch_importer.import_torch: a PT2E GraphModule's eval() returns None
-        with torch.no_grad():
-            return [(name, t.detach().cpu().numpy().copy()) for name, t in _flatten(model(*tensors))]
-    import keras
-    import tensorflow as tf
+        return forward(model, tuple(torch.from_numpy(x.copy()) for x in np_inputs))
+    from frontend.tf_importer import _flatten, traced_call
 
-    from frontend.tf_importer import _flatten
-
-    specs = [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"input_{i}") for i, x in enumerate(np_inputs)]
-    is_keras = isinstance(model, keras.Model)
-
-    def call(*args):
-        arg = args[0] if len(args) == 1 else list(args)
-        return model(arg, training=False) if is_keras else model(*args)
-
-    fn = tf.function(call, input_signature=specs, autograph=False)
-    return [(name, np.asarray(t).copy()) for name, t in _flatten(fn(*np_inputs))]
+    return [(name, np.asarray(t).copy()) for name, t in _flatten(traced_call(model, np_inputs)(*np_inputs))]
 
 
 def check_deterministic(first: list[tuple[str, "np.ndarray"]], second: list[tuple[str, "np.ndarray"]]) -> None:

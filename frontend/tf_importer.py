@@ -54,10 +54,11 @@ def _flatten(value):
     return [("".join(f"[{k!r}]" for k in path), v) for path, v in nest.flatten_with_tuple_paths(value)]
 
 
-def _to_stablehlo(model, np_inputs):
+def traced_call(model, np_inputs):
+    """`model` as a tf.function of the inputs' signature: a Keras model called in inference mode
+    with one argument (a list for several), any other callable with its arguments."""
     import keras
     import tensorflow as tf
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     specs = [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"input_{i}") for i, x in enumerate(np_inputs)]
     is_keras = isinstance(model, keras.Model)
@@ -66,7 +67,14 @@ def _to_stablehlo(model, np_inputs):
         arg = args[0] if len(args) == 1 else list(args)
         return model(arg, training=False) if is_keras else model(*args)
 
-    fn = tf.function(call, input_signature=specs, autograph=False)
+    return tf.function(call, input_signature=specs, autograph=False)
+
+
+def _to_stablehlo(model, np_inputs):
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    fn = traced_call(model, np_inputs)
     try:
         concrete = fn.get_concrete_function()
     except Exception as e:  # noqa: BLE001

@@ -54,6 +54,15 @@ def _flatten(value):
     return out
 
 
+def forward(model, tensors: tuple) -> list:
+    """[(name, numpy output)] of one inference of `model` on `tensors`: eval mode, no_grad."""
+    import torch
+
+    model.eval()  # not `model = model.eval()`: a PT2E-converted GraphModule's eval() returns None
+    with torch.no_grad():
+        return [(name, t.detach().cpu().numpy().copy()) for name, t in _flatten(model(*tensors))]
+
+
 def import_torch(model, inputs, np_inputs):
     """Returns (bytecode, [(name, numpy output)]) for a torch.nn.Module and its example inputs,
     the outputs in the order the module returns them."""
@@ -65,9 +74,7 @@ def import_torch(model, inputs, np_inputs):
         raise ImportFailure(f"framework torch needs a torch.nn.Module, got {type(model).__name__}{hint}")
     # The golden inputs are exactly what the model sees.
     tensors = tuple(torch.from_numpy(x.copy()) for x in np_inputs)
-    model.eval()  # not `model = model.eval()`: a PT2E-converted GraphModule's eval() returns None
-    with torch.no_grad():
-        outputs = [(name, t.detach().cpu().numpy().copy()) for name, t in _flatten(model(*tensors))]
+    outputs = forward(model, tensors)
 
     import torch_mlir.fx
     from torch_mlir import passmanager
