@@ -2,7 +2,8 @@
 
 A description is a vector core (lanes, FMA pipes, vector register file) and its memory
 hierarchy, innermost first, one level per role: register, l1, l2, dram. Sizes are bytes,
-bandwidths bytes per cycle, energies pJ per access of `access_bits` (per MAC for compute).
+bandwidths bytes per cycle, energies pJ per access of `access_bits` (for compute: per MAC, per
+executed instruction and per cycle).
 ZigZag wants bits: `zigzag_accelerator()` converts.
 """
 
@@ -71,6 +72,13 @@ class Compute(_Strict):
     # too few independent accumulators waits on this, however many pipes there are.
     fma_latency_cycles: Int = Field(ge=1, le=64)
     mac_energy_pj: Float = Field(gt=0, le=MAX_ENERGY_PJ)
+    # What every executed instruction costs beside its data: fetch, decode, register-file access
+    # and control. Without it, scalar code that runs 10x the instructions of vector code priced
+    # lower energy, since its narrow accesses move fewer bytes (perf/memory_model.py).
+    instruction_energy_pj: Float = Field(ge=0, le=MAX_ENERGY_PJ)
+    # What every cycle costs whether or not work is done: clock tree and leakage of the core and
+    # its caches. Without it a build that takes 10x the cycles spent no more for the wait.
+    static_energy_pj_per_cycle: Float = Field(ge=0, le=MAX_ENERGY_PJ)
 
     _vlen_power_of_two = field_validator("vector_bits")(_power_of_two)
 

@@ -47,7 +47,7 @@ class MemoryAware(_Strict):
     transfer_cycles: int = Field(ge=0)  # the busiest level's bytes over its bandwidth
     stall_cycles: int = Field(ge=0)  # miss latency the outstanding misses cannot hide
     cycles: int = Field(ge=0)  # max(core model cycles + stall, transfer)
-    energy_pj: float = Field(ge=0)  # accesses per level x pJ + MACs x mac_energy_pj
+    energy_pj: float = Field(ge=0)  # accesses per level, MACs, instructions and cycles x their pJ
     bound: str  # "core+stall", or the name of the level whose bandwidth limits
 
 

@@ -1,7 +1,7 @@
 """perf/memory_model.py: memory-aware cycles and energy from simulated traffic, checked by hand
 on riscv_rvv.yaml (L1 16/16 B/cycle 3 cycles, L2 16/8 B/cycle 12 cycles, DRAM 4/4 B/cycle 100
 cycles, 8 outstanding misses per cache level; 128-bit accesses at 10/12, 40/45 pJ, DRAM 64-bit
-at 640 pJ; 1 pJ per MAC)."""
+at 640 pJ; 1 pJ per MAC, 35 pJ per instruction, 20 pJ per cycle)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from analysis.hardware import load_hardware
 from perf import memory_model as mem
-from perf.counts import CacheTraffic, DispatchCounts
+from perf.counts import Block, CacheTraffic, DispatchCounts
 
 HW = load_hardware(Path(__file__).absolute().parent.parent / "analysis" / "hardware" / "riscv_rvv.yaml")
 
@@ -30,8 +30,21 @@ def test_all_hits_cost_the_core_cycles():
     c = _counts({"read_accesses": 100, "read_bytes": 400}, {}, (0, 0))
     m = mem.memory_aware(HW, c, core_cycles=1000, macs=50)
     assert (m.cycles, m.stall_cycles, m.transfer_cycles, m.bound) == (1000, 0, 25, "core+stall")
-    # 400 B read from L1 in 16 B accesses at 10 pJ, 50 MACs at 1 pJ.
-    assert m.energy_pj == pytest.approx(25 * 10 + 50)
+    # 400 B read from L1 in 16 B accesses at 10 pJ, 50 MACs at 1 pJ, 1000 cycles at 20 pJ.
+    assert m.energy_pj == pytest.approx(25 * 10 + 50 + 1000 * 20)
+
+
+def test_every_instruction_and_every_cycle_costs_energy():
+    """Scalar code that runs 10x the instructions over 10x the cycles of vector code moving the
+    same bytes spends more energy, not the same (issue 58: conv1d_audio's scalar build priced half
+    the energy of a build 10x faster before the two terms)."""
+    def run(insns: int, executions: int, core_cycles: int) -> float:
+        c = _counts({"read_accesses": 100, "read_bytes": 400}, {}, (0, 0))
+        c.blocks = [Block(code=b"", insns=insns, nvec_entry=0, weight_after_x8=0, nvec_after_unknown=0,
+                          fma=0, classes=(0,) * 11, executions=((64, executions),))]
+        return mem.memory_aware(HW, c, core_cycles=core_cycles, macs=0).energy_pj
+    assert run(10, 100, 1000) == pytest.approx(25 * 10 + 10 * 100 * 35 + 1000 * 20)
+    assert run(10, 1000, 10000) == pytest.approx(25 * 10 + 10 * 1000 * 35 + 10000 * 20)
 
 
 def test_streaming_from_dram_is_bandwidth_bound():
@@ -47,7 +60,7 @@ def test_streaming_from_dram_is_bandwidth_bound():
     assert m.bound == "dram"
     # L1: 64 KiB read out + 64 KiB filled in (16 B accesses); L2: the same at 40/45 pJ; DRAM:
     # 64 KiB read in 8 B accesses at 640 pJ.
-    assert m.energy_pj == pytest.approx(4096 * (10 + 12) + 4096 * (40 + 45) + 8192 * 640)
+    assert m.energy_pj == pytest.approx(4096 * (10 + 12) + 4096 * (40 + 45) + 8192 * 640 + 16384 * 20)
     assert [lv.name for lv in m.levels] == ["l1d", "l2", "dram"]
 
 
@@ -78,7 +91,8 @@ def test_stores_stall_and_write_back_like_loads():
     # L1: 64 KiB written by the core + 64 KiB filled in (at 12 pJ), 64 KiB written back out (10 pJ);
     # L2: 64 KiB read out twice (to L1 and to DRAM) at 40 pJ, 64 KiB written in twice at 45 pJ;
     # DRAM: 64 KiB each way in 8 B accesses at 640 pJ.
-    assert m.energy_pj == pytest.approx(4096 * (12 + 12 + 10) + 4096 * (40 + 40 + 45 + 45) + 2 * 8192 * 640)
+    assert m.energy_pj == pytest.approx(4096 * (12 + 12 + 10) + 4096 * (40 + 40 + 45 + 45) + 2 * 8192 * 640
+                                        + m.cycles * 20)
 
 
 def test_geometry_must_match_the_description():
