@@ -6,9 +6,9 @@
 
 RECORDED_STRATEGIES = {
     "conv1d_audio_host": "channelslast",
-    "conv1d_audio_riscv": "tuned",
+    "conv1d_audio_riscv": "channelslast",
     "dilated_grouped_cnn_host": "channelslast",
-    "dilated_grouped_cnn_riscv": "tuned",
+    "dilated_grouped_cnn_riscv": "channelslast",
     "keras_cnn_host": "directconv",
     "keras_cnn_riscv": "directconv",
     "keras_mobilenet_host": "directconv",
@@ -31,7 +31,7 @@ RECORDED_STRATEGIES = {
     "pt2e_cnn_host": "tuned",
     "pt2e_cnn_riscv": "ukernels",
     "recurrent_kws_host": "ukernels",
-    "recurrent_kws_riscv": "tuned",
+    "recurrent_kws_riscv": "datatiling",
     "resnet_host": "tuned",
     "resnet_riscv": "tuned",
     "se_net_host": "channelslast",
