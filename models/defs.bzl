@@ -126,7 +126,8 @@ _pipeline_info = rule(
 def model_zoo(name):
     """Indexes every model_pipeline of this package (call it last in the BUILD file).
 
-    Gives <name> (every <pipeline>_pipeline_info.json), <name>_models (a py_library of every
+    Gives <name> (every <pipeline>_pipeline_info.json), <name>_shipped (every <pipeline>_riscv:
+    the module and manifest each ships), <name>_models (a py_library of every
     pipeline's model library, for what runs the frameworks), <name>_bench_data (the infos plus
     the outputs //tools:bench reads), <name>_imports (those plus every import) and
     <name>_measured_choices (those plus every riscv measured choice): the bench,
@@ -164,6 +165,11 @@ def model_zoo(name):
         ] + [":%s_import" % r["model_name"] for r in infos],
         # The strategy measurements are not part of `//...` (//tools:report_microkernels).
         tags = ["manual"],
+    )
+    native.filegroup(
+        # What each riscv pipeline ships, with its manifest (//results:vector_floor_test).
+        name = name + "_shipped",
+        srcs = [":%s_riscv" % r["pipeline"] for r in infos],
     )
     # What each riscv pipeline ships (its manifest says which build) beside measurements, by their
     # PerfInfo: `_stock_perf` of its tuned and stock IREE builds (`//tools:report -- --collect

@@ -3,6 +3,7 @@
     bazel build //models:zoo_shipped_perf && \
         bazel run //tools:report -- --collect bounds   # bazel-bin -> docs/data/shipped_bounds.json
     bazel run //tools:report                           # docs/results_bounds.md (and the rest)
+    python -m results.bounds check-floor DATA MANIFEST...  # //results:vector_floor_test
 
 The bound of a dispatch (perf.memory_model.bound, in every perf report) is the fewest cycles the
 described hardware allows: its MACs at the FMA peak for its element types, or its compulsory bytes
@@ -14,7 +15,9 @@ the pipeline's own core model; calibration and held-out models are reported apar
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -31,6 +34,13 @@ SPLITS = ("calibration", "held_out")
 VECTOR_FLOOR = 0.20
 KIND_TARGET = 0.30
 MATMUL_TARGET = 0.80
+
+
+# Convolution dispatches of what ships that stay below VECTOR_FLOOR, each with what was tried and
+# what stops it (issue 58: "each miss names its dispatch, the figure, what was tried"). The floor
+# check (check_floor, //results:vector_floor_test) fails on any other dispatch below the floor,
+# and on an entry here that is no longer below it.
+FLOOR_MISSES: dict[tuple[str, str], str] = {}
 
 
 class BoundsError(RuntimeError):
@@ -69,6 +79,8 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
             raise BoundsError(f"{perf_path}: no memory-aware cycles on {run.hardware} (no core model)")
         out[pipeline] = {
             "ships": ships, "hardware": run.hardware, "core": run.core,
+            # What the figures are of: the floor check compares them with what the manifest ships.
+            "executables_sha256": dict(report.executables_sha256),
             "memory_aware_cycles": run.inference_memory_aware_cycles,
             "bound_cycles": run.inference_bound_cycles,
             "energy_pj": round(run.inference_energy_pj or 0.0),
@@ -149,6 +161,37 @@ def below_floor(data: dict) -> list[dict]:
     return sorted(rows, key=lambda r: (-r["model_share"], r["pipeline"], r["name"]))
 
 
+def check_floor(data: dict, manifests: dict[str, dict],
+                misses: dict[tuple[str, str], str] | None = None) -> list[str]:
+    """What breaks issue 58's vector floor in the committed data, one line each: a convolution
+    dispatch below VECTOR_FLOOR that FLOOR_MISSES does not explain, an entry of FLOOR_MISSES that
+    is no longer below it, or figures that are not of what ships (`manifests`: each riscv
+    pipeline's manifest; its executables must be the ones measured)."""
+    misses = FLOOR_MISSES if misses is None else misses
+    problems = []
+    pipelines = data["pipelines"]
+    for pipeline in sorted(set(manifests) | set(pipelines)):
+        if pipeline not in pipelines:
+            problems.append(f"{pipeline}: ships, but {DATA} has no figures of it ({_REGENERATE})")
+        elif pipeline not in manifests:
+            problems.append(f"{pipeline}: in {DATA}, but no riscv manifest of it was given")
+        elif manifests[pipeline].get("executables_sha256") != pipelines[pipeline].get("executables_sha256"):
+            problems.append(f"{pipeline}: {DATA} measured other executables than the manifest ships "
+                            f"({_REGENERATE})")
+    below = {(r["pipeline"], r["name"]): r for r in below_floor(data)}
+    for key, r in below.items():
+        if key not in misses:
+            problems.append(f"{key[0]} {key[1]} ({r['kind']}): {r['vector_share']:.1%} vector instructions, "
+                            f"below the {VECTOR_FLOOR:.0%} floor, and FLOOR_MISSES does not say why")
+    for key in sorted(set(misses) - set(below)):
+        problems.append(f"{key[0]} {key[1]}: listed in FLOOR_MISSES but not below the floor in {DATA} "
+                        "(remove the entry)")
+    return problems
+
+
+_REGENERATE = "tools/bazel build //models:zoo_shipped_perf && tools/bazel run //tools:report -- --collect bounds"
+
+
 def render(data: dict, splits: dict[str, str]) -> str:
     unknown = sorted(set(data["pipelines"]) - set(splits))
     if unknown:
@@ -209,11 +252,14 @@ def render(data: dict, splits: dict[str, str]) -> str:
               f"Target: no convolution dispatch below {VECTOR_FLOOR:.0%} vector instructions "
               f"(vector instructions and vsetvli over all executed). {len(floor)} below it:", ""]
     if floor:
-        lines += ["| model | ships | dispatch | kind | vector share | % of bound | share of the model's cycles |",
-                  "|---|---|---|---|---:|---:|---:|"]
+        lines += ["| model | ships | dispatch | kind | vector share | % of bound | share of the model's cycles | "
+                  "what was tried, what stops it |",
+                  "|---|---|---|---|---:|---:|---:|---|"]
         for r in floor:
+            why = FLOOR_MISSES.get((r["pipeline"], r["name"]), "not explained: //results:vector_floor_test fails")
             lines.append(f"| {r['pipeline']} | {r['ships']} | {r['name']} | {r['kind']} | {r['vector_share']:.1%} | "
-                         f"{_pct(_share(r['bound_cycles'] or 0, r['memory_aware_cycles'] or 0))} | {r['model_share']:.1%} |")
+                         f"{_pct(_share(r['bound_cycles'] or 0, r['memory_aware_cycles'] or 0))} | "
+                         f"{r['model_share']:.1%} | {why} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -231,3 +277,31 @@ def collected(bin_root: Path, splits: dict[str, str], infos: list[dict]) -> dict
     data = collect(bin_root / "models", list(splits))
     data["quantized"] = quantized_pairs(bin_root / "models", infos)
     return {DATA: json.dumps(data, indent=1, sort_keys=True) + "\n"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m results.bounds",
+                                description="Checks the committed shipped bounds against issue 58's vector floor.")
+    sub = p.add_subparsers(dest="command", required=True)
+    floor = sub.add_parser("check-floor", help="every convolution dispatch of what ships at or above "
+                                               f"{VECTOR_FLOOR:.0%} vector instructions, or explained")
+    floor.add_argument("data", type=Path, help="docs/data/shipped_bounds.json")
+    floor.add_argument("manifests", type=Path, nargs="+",
+                       help="the riscv pipelines' manifests (<pipeline>_riscv.manifest.json; other files ignored)")
+    args = p.parse_args(argv)
+    manifests = {}
+    for path in args.manifests:
+        if path.name.endswith("_riscv.manifest.json"):
+            manifests[path.name[:-len("_riscv.manifest.json")]] = json.loads(path.read_text())
+    if not manifests:
+        print("check-floor: no <pipeline>_riscv.manifest.json among the files given", file=sys.stderr)
+        return 2
+    problems = check_floor(json.loads(args.data.read_text()), manifests)
+    for line in problems:
+        print(line)
+    print(f"{len(manifests)} pipelines, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

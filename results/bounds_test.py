@@ -81,3 +81,46 @@ def test_a_quantized_model_is_shown_beside_its_float_twin(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+SHIPPED = {"a": {"executables_sha256": {"a.so": "1"}}, "b": {"executables_sha256": {"b.so": "2"}}}
+DATA_SHIPPED = {"pipelines": {name: {**p, "executables_sha256": SHIPPED[name]["executables_sha256"]}
+                              for name, p in DATA["pipelines"].items()}}
+
+
+def test_the_floor_check_fails_on_an_unexplained_scalar_convolution():
+    problems = bounds.check_floor(DATA_SHIPPED, SHIPPED, misses={})
+    assert problems == ["a d1 (depthwise_conv): 5.0% vector instructions, below the 20% floor, and "
+                        "FLOOR_MISSES does not say why"]
+    assert bounds.check_floor(DATA_SHIPPED, SHIPPED, misses={("a", "d1"): "what stops it"}) == []
+
+
+def test_the_floor_check_fails_on_a_stale_explanation():
+    problems = bounds.check_floor(DATA_SHIPPED, SHIPPED, misses={("a", "d1"): "x", ("b", "d0"): "y"})
+    assert problems == ["b d0: listed in FLOOR_MISSES but not below the floor in "
+                        "docs/data/shipped_bounds.json (remove the entry)"]
+
+
+def test_the_floor_check_fails_on_figures_of_other_executables():
+    """The committed figures must be of the bytes each pipeline ships: a tile or strategy change
+    that is not re-collected fails here, not silently in the docs."""
+    shipped = {**SHIPPED, "b": {"executables_sha256": {"b.so": "3"}}}
+    problems = bounds.check_floor(DATA_SHIPPED, shipped, misses={("a", "d1"): "x"})
+    assert len(problems) == 1 and problems[0].startswith("b: docs/data/shipped_bounds.json measured other "
+                                                         "executables than the manifest ships")
+    problems = bounds.check_floor(DATA_SHIPPED, {**SHIPPED, "c": SHIPPED["a"]}, misses={("a", "d1"): "x"})
+    assert problems[0].startswith("c: ships, but docs/data/shipped_bounds.json has no figures of it")
+
+
+def test_the_floor_check_cli(tmp_path, capsys):
+    data = tmp_path / "shipped_bounds.json"
+    data.write_text(json.dumps(DATA_SHIPPED))
+    manifests = []
+    for name, m in SHIPPED.items():
+        manifests.append(tmp_path / f"{name}_riscv.manifest.json")
+        manifests[-1].write_text(json.dumps(m))
+    (tmp_path / "a_riscv.vmfb").write_bytes(b"")
+    args = ["check-floor", str(data), *map(str, manifests), str(tmp_path / "a_riscv.vmfb")]
+    assert bounds.main(args) == 1
+    assert "a d1 (depthwise_conv): 5.0% vector instructions" in capsys.readouterr().out
+    assert bounds.main(["check-floor", str(data), str(tmp_path / "a_riscv.vmfb")]) == 2
