@@ -15,46 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import importlib.util
 import json
 from pathlib import Path
 
 from common.analysis_schema import Analysis, Candidate, Dispatch
 from common.files import sha256_file
+from common.measurement_version import MEASUREMENT_VERSION, STRATEGY_CHOICE_VERSION
 from common.tuning_schema import (CandidateResult, DispatchKey, Measurement, RecordKey, StrategyCandidateKey,
                                   StrategyKey, StrategyRecord, TuningRecord)
 
-# The Python code that compiles a candidate, runs it under qemu and prices it (model cycles,
-# memory model, code model): a change to any of them may change a figure, so it is in the key.
-# choice/tune.py's own decision code is not: it replays the figures, and a record lacking one it
-# needs is a miss (`missing_figure`).
-MEASUREMENT_MODULES = (
-    "codegen.compile",
-    "codegen.configs",
-    "common.core_models",
-    "common.iree_tools",
-    "common.module_rewrites",
-    "perf.code_model.cost",
-    "perf.code_model.errors",
-    "perf.code_model.ir_text",
-    "perf.code_model.ir_values",
-    "perf.code_model.llvm_tools",
-    "perf.code_model.loops",
-    "perf.code_model.machine",
-    "perf.code_model.scev",
-    "perf.counts",
-    "perf.guest",
-    "perf.mca",
-    "perf.measure",
-    "perf.memory_model",
-    "runtime.hal_runner.check_dispatches",
-)
-
 IREE_DISTRIBUTION = "iree-base-compiler"
-
-# What a strategy choice adds to MEASUREMENT_MODULES: its replayed outcome is the decision
-# itself (not figures fed to decision code), so the deciding code is in its key too.
-CHOICE_MODULES = ("choice.choose",)
 
 
 class RecordError(RuntimeError):
@@ -81,21 +51,10 @@ def _files_sha256(files: list[tuple[str, Path]]) -> str:
 
 def llvm_sha256(llvm_bin: Path) -> str:
     """sha256 over @llvm19's files (the pinned Debian packages: wrappers, binaries, libraries)."""
-    from perf.mca import LLVM_TOOLS  # noqa: PLC0415 (perf.mca is itself keyed)
+    from perf.mca import LLVM_TOOLS  # noqa: PLC0415 (only the tool names)
     names = [t for t in LLVM_TOOLS] + [f"_bin/{t}" for t in LLVM_TOOLS]
     names += sorted(f"lib/{p.name}" for p in (llvm_bin / "lib").iterdir())
     return _files_sha256([(n, llvm_bin / n) for n in names])
-
-
-def measurement_code_sha256(modules: tuple[str, ...] = MEASUREMENT_MODULES) -> str:
-    """sha256 over the source of `modules` (MEASUREMENT_MODULES)."""
-    files = []
-    for module in modules:
-        spec = importlib.util.find_spec(module)
-        if spec is None or spec.origin is None:
-            raise RecordError(f"{module}: not importable, cannot key its source")
-        files.append((module, Path(spec.origin)))
-    return _files_sha256(files)
 
 
 def tool_versions(llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> dict[str, str]:
@@ -105,7 +64,7 @@ def tool_versions(llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> dic
         "qemu": sha256_file(qemu),
         "qemu_plugin": sha256_file(plugin),
         "hal_runner_riscv64": sha256_file(runner),
-        "measurement_code": measurement_code_sha256(),
+        "measurement_version": str(MEASUREMENT_VERSION),
     }
 
 
@@ -266,7 +225,8 @@ def strategy_key(pipeline: str, module: Path, hardware: Path, hardware_name: str
     tools = {
         IREE_DISTRIBUTION: importlib.metadata.version(IREE_DISTRIBUTION),
         "llvm19": llvm_sha256(llvm_bin),
-        "choice_code": measurement_code_sha256(MEASUREMENT_MODULES + CHOICE_MODULES),
+        "measurement_version": str(MEASUREMENT_VERSION),
+        "strategy_choice_version": str(STRATEGY_CHOICE_VERSION),
     }
     if confirm is not None:
         qemu, plugin, runner = confirm

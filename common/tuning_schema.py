@@ -56,7 +56,8 @@ class RecordKey(_Strict):
     placements: int = Field(default=1, ge=1)  # buffer placements a switch is judged over
     # Tool name -> version or sha256: iree-base-compiler (the pip pin), llvm19 (the pinned
     # Debian package's files), qemu (the binary built from the pinned source), the TCG plugin,
-    # the riscv64 runner, and the Python code that compiles, runs and prices a candidate.
+    # the riscv64 runner, and the version of the Python that compiles, runs and prices a
+    # candidate (common.measurement_version).
     tools: dict[str, str]
     dispatches: dict[str, DispatchKey]
 
@@ -130,8 +131,8 @@ class StrategyKey(_Strict):
     margin: float = Field(ge=0, lt=1)
     confirmed: bool  # riscv: the code model's choice measured against the baseline under qemu
     candidates: list[StrategyCandidateKey]  # the baseline first
-    # iree-base-compiler, llvm19 and the compiling, pricing and choosing code (choice_code); with
-    # `confirmed` also qemu, the plugin, the riscv64 runner and the measurement code.
+    # iree-base-compiler, llvm19, the measurement and strategy choice versions
+    # (common.measurement_version); with `confirmed` also qemu, the plugin and the riscv64 runner.
     tools: dict[str, str]
 
 
