@@ -101,7 +101,12 @@ class Measurer:
         """dispatch -> measured cycles for the module compiled with `analysis`."""
         out = self.work / f"{info.name}.{tag}"
         if self.core:
-            _run([sys.executable, "-m", "perf.measure", "--module", str(mlirbc), "--target",
+            _run([sys.executable, "-m", "codegen.compile", "--module", str(mlirbc), "--target", str(self.target),
+                  "--analysis", str(analysis), "--out-vmfb", f"{out}.vmfb", "--out-configs", f"{out}.configs.mlir",
+                  "--out-report", f"{out}.report.json", "--out-layout", f"{out}.layout.json"],
+                 f"{info.name} {tag}: codegen.compile")
+            _run([sys.executable, "-m", "perf.measure", "--vmfb", f"{out}.vmfb", "--layout", f"{out}.layout.json",
+                  "--module", str(mlirbc), "--target",
                   str(self.target), "--analysis", str(analysis), "--hardware", str(self.hardware),
                   "--runner", str(self.runner), "--plugin", str(self.plugin), "--qemu", str(self.qemu),
                   "--llvm-bin", str(self.llvm_bin), "--model-name", info.model_name, "--out-json", f"{out}.perf.json", "--out-md", f"{out}.perf.md"],

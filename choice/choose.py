@@ -250,14 +250,19 @@ class Measure:
     def __call__(self, target: Path, analysis: Path | None, compiled: Path | None = None) -> Measured:
         """Memory-aware cycles and energy of one call of the build on the description's core model
         and caches; with `compiled` (the build's codegen report), of exactly the executables it records."""
+        from codegen.compile import CompileError, compile_for_measurement
         from common.codegen_report import ReportError, load_codegen_report
+        from common.scratch import scratch_directory
         from perf.measure import MEASURE_ERRORS, measure
 
         try:
             shipped = load_codegen_report(compiled).executables_sha256 if compiled is not None else None
-            report = measure(self.module, target, analysis, [self.hardware], self.runner, self.plugin,
-                             self.model_name, shipped=shipped, qemu=self.qemu)
-        except ReportError as err:
+            with scratch_directory("choose_build_") as tmp:
+                # Compiled by codegen; perf runs the vmfb with the layout that compile read.
+                vmfb, layout, _ = compile_for_measurement(self.module, target, analysis, Path(tmp))
+                report = measure(self.module, target, analysis, [self.hardware], self.runner, self.plugin,
+                                 self.model_name, shipped=shipped, qemu=self.qemu, vmfb=vmfb, layout=layout)
+        except (ReportError, CompileError) as err:
             raise ChoiceError(first_line(err)) from None
         except MEASURE_ERRORS as err:
             raise ChoiceError(first_line(err)) from None

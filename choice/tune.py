@@ -63,11 +63,12 @@ from common.tuning_schema import TuningRecord
 from common.targets import TargetError, load_target
 from common.scratch import scratch_directory
 from choice.choose import clears_margin
+from codegen.compile import compile_for_measurement
 from perf import mca
 from perf.code_model.cost import module_call_cycles
 from perf.code_model.errors import CodeCostError
 from choice import records
-from perf.measure import MEASURE_ERRORS, measure
+from perf.measure import MEASURE_ERRORS, PerfError, measure
 
 DEFAULT = "iree-default"
 
@@ -247,9 +248,15 @@ class _Round:
                  placements: tuple[int, ...] = (0,)) -> dict[str, "Measured"]:
         path = self.work / f"{tag}.analysis.json"
         path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
+        # Compiled by codegen (the vmfb and the layout its compile reads), run by perf from them.
+        try:
+            vmfb, layout, _ = compile_for_measurement(self.a.module, self.a.target, path, self.work / tag)
+        except CompileError as err:
+            raise PerfError(str(err)) from None
         report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
                          self.a.plugin, self.a.model_name, self.a.jobs, only=only,
-                         inputs_dir=self.work / "inputs", qemu=self.a.qemu, placements=placements)
+                         inputs_dir=self.work / "inputs", qemu=self.a.qemu, placements=placements,
+                         vmfb=vmfb, layout=layout)
         return {d.name: Measured.of(d, placements) for d in report.runs[0].dispatches}
 
 
@@ -639,7 +646,6 @@ def code_choice_markdown(analysis: Analysis) -> str:
         tried = _code_costed(d)
         if len(tried) < 2:
             continue
-        by = {c.name: c for c in tried}
         price = {c.name: code_price(c, term) for c in tried}
         cells = ", ".join(f"{c.name}: " + (f"{price[c.name]:,.0f}" if price[c.name] is not None
                                            else "failed") for c in tried)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import shutil
@@ -330,7 +331,7 @@ def dumped_configs_text(dump_dir: Path, ctx=None) -> str:
 def compile_module(module: Path, target_path: Path, analysis_path: Path | None, out_vmfb: Path,
                    out_configs: Path, out_report: Path, out_binaries: Path | None = None,
                    allow_untuned_dispatches: bool = False, keep_temps: Path | None = None,
-                   out_code: Path | None = None) -> dict:
+                   out_code: Path | None = None, out_layout: Path | None = None) -> dict:
     """The whole annotated compile; writes vmfb, configs, report (and binaries) all or nothing.
 
     `keep_temps`: on failure, the work directory (IREE's configurations, the rewritten IR, the
@@ -339,14 +340,17 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
     overwritten or deleted there.
     `out_code`: also the code the code model costs (perf/code_model/), in that directory: the
     executable-targets IR (`TARGETS_IR`) and IREE's optimized LLVM IR and assembly of each
-    executable, so a choice by the code model need not compile the module again."""
+    executable, so a choice by the code model need not compile the module again.
+    `out_layout`: also the dispatch layout (common/dispatch_layout.py) read from this very
+    compile: what running and measuring each dispatch of the vmfb needs, so perf and the
+    dispatch tests never compile the module again."""
     if keep_temps is not None:
         check_new_directory(keep_temps, "--keep-temps")
     with scratch_directory("codegen.") as tmp:
         try:
             return _compile_in(Path(tmp), module, target_path, analysis_path, out_vmfb, out_configs,
                                out_report, out_binaries, allow_untuned_dispatches,
-                               reproducer=keep_temps is not None, out_code=out_code)
+                               reproducer=keep_temps is not None, out_code=out_code, out_layout=out_layout)
         except CompileError as err:
             if keep_temps is None:
                 raise
@@ -358,9 +362,29 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
                                err.diagnostics) from None
 
 
+def compile_for_measurement(module: Path, target_path: Path, analysis_path: Path | None,
+                            workdir: Path) -> tuple[Path, Path, dict]:
+    """(vmfb, layout, report) of the build compile_module makes, written into `workdir`: what
+    perf.measure runs (a candidate of a choice, IREE's default of a strategy choice). A refused
+    build raises CompileError, its message starting with the target's name."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = {s: workdir / f"build{s}" for s in (".vmfb", ".configs.mlir", ".report.json", ".layout.json")}
+    try:
+        report = compile_module(module, target_path, analysis_path, out[".vmfb"], out[".configs.mlir"],
+                                out[".report.json"], out_layout=out[".layout.json"])
+    except CompileError as err:
+        try:
+            name = load_target(target_path).name
+        except TargetError:
+            raise err from None
+        raise CompileError(f"{name}: {err}", err.diagnostics) from None
+    return out[".vmfb"], out[".layout.json"], report
+
+
 def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path | None,
                 out_vmfb: Path, out_configs: Path, out_report: Path, out_binaries: Path | None,
-                allow_untuned_dispatches: bool, reproducer: bool, out_code: Path | None = None) -> dict:
+                allow_untuned_dispatches: bool, reproducer: bool, out_code: Path | None = None,
+                out_layout: Path | None = None) -> dict:
     from iree.compiler import ir
 
     if not module.is_file():
@@ -380,7 +404,10 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
                           reproducer=reproducer)
     flags, entries = tuned.flags, tuned.entries
 
-    dump = run_codegen(tuned, targets_ir=out_code is not None, intermediates=out_code is not None)
+    # Both halves of one compile give the vmfb of a single call, byte for byte (checked on
+    # mlp_batch32, 2026-11-29): the layout reads the first half's host program.
+    dump = run_codegen(tuned, targets_ir=out_code is not None or out_layout is not None,
+                       intermediates=out_code is not None)
     shipped = executables(tmp)
 
     # Proof: what codegen used must be exactly what was written.
@@ -414,6 +441,8 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
                out_vmfb: vmfb_bytes}
     if out_binaries is not None:
         outputs.update({out_binaries / name: data for name, data in shipped.items()})
+    if out_layout is not None:
+        outputs[out_layout] = _layout_text(module, target, tuned, tmp, shipped)
     if out_code is not None:
         outputs[out_code / TARGETS_IR] = (tmp / TARGETS_IR).read_bytes()
         outputs.update({out_code / p.name: p.read_bytes() for p in sorted((tmp / "inter").iterdir())
@@ -422,9 +451,36 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
     return report
 
 
+@functools.lru_cache(maxsize=2)
+def dispatch_infos(module: str, module_sha256: str, flags: tuple[str, ...]) -> dict:
+    """Each dispatch's root op as the analysis reads it (analysis.dispatches.DispatchInfo by
+    name), from IREE's own configurations of the module: read once per process (choice.tune
+    compiles one module a few times; ResNet-18's take 3 s to read). The bytes are in the key."""
+    from analysis import dispatches as dsp
+
+    with scratch_directory("codegen_infos_") as tmp:
+        configs = dsp.compile_to_executable_configurations(Path(module), list(flags), Path(tmp))
+        return {i.name: i for i in dsp.read_dispatches(configs)}
+
+
+def _layout_text(module: Path, target: IreeTarget, tuned: TunedSources, tmp: Path, shipped: dict[str, bytes]) -> str:
+    """The dispatch layout of the compile in `tmp` (its executable-targets IR and tuned IR)."""
+    from analysis.dispatches import AnalysisInputError
+    from codegen import layout as lay
+    from common.dispatch_layout import dump_layout
+
+    compiled = lay.read_compiled(module, target, tuned, shipped)
+    compiled_module = target.compile_input(module)  # rewritten for its strategy, as compiled above
+    try:
+        infos = dispatch_infos(str(compiled_module), sha256_file(compiled_module), tuple(target.compile_flags()))
+    except AnalysisInputError as err:
+        raise CompileError(str(err)) from None
+    return dump_layout(lay.module_layout(compiled, infos))
+
+
 def write_failure_record(err: CompileError, module: Path, target_path: Path, out_vmfb: Path, out_configs: Path,
                          out_report: Path, out_binaries: Path | None, out_code: Path | None,
-                         analysis_path: Path | None = None) -> None:
+                         analysis_path: Path | None = None, out_layout: Path | None = None) -> None:
     """The outputs of a build IREE refused: a report saying why (`failed`) and what it was built
     from, an empty vmfb and configs, empty binaries and code directories; consumers read the
     report first."""
@@ -435,7 +491,10 @@ def write_failure_record(err: CompileError, module: Path, target_path: Path, out
               "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path),
                                 **({"analysis": sha256_file(analysis_path)} if analysis_path else {})}}
     CodegenReport.model_validate(report)
-    write_together({out_vmfb: b"", out_configs: "", out_report: json.dumps(report, indent=1, sort_keys=True) + "\n"})
+    outputs = {out_vmfb: b"", out_configs: "", out_report: json.dumps(report, indent=1, sort_keys=True) + "\n"}
+    if out_layout is not None:  # no dispatches: readers read the report first
+        outputs[out_layout] = ""
+    write_together(outputs)
     for directory in (out_binaries, out_code):
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
@@ -455,6 +514,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-code", type=Path, metavar="DIR",
                    help="also write the executable-targets IR and IREE's LLVM IR and assembly of each "
                         "executable (what perf.code_model prices)")
+    p.add_argument("--out-layout", type=Path,
+                   help="also write the dispatch layout read from this compile (common/dispatch_layout.py): "
+                        "what perf and the dispatch tests need to run each dispatch of the vmfb")
     p.add_argument("--allow-untuned-dispatches", action="store_true",
                    help="keep IREE's default for a dispatch the analysis does not cover or covers "
                         "for another loop nest (recorded in the report) instead of failing")
@@ -468,16 +530,17 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     with OneLineErrors("codegen.compile: error", a.module, (CompileError,)) as cli:
         check_outputs({"--out-vmfb": a.out_vmfb, "--out-configs": a.out_configs, "--out-report": a.out_report,
-                       "--out-binaries": a.out_binaries, "--out-code": a.out_code, "--keep-temps": a.keep_temps},
+                       "--out-binaries": a.out_binaries, "--out-code": a.out_code, "--out-layout": a.out_layout,
+                       "--keep-temps": a.keep_temps},
                       {"--module": a.module, "--target": a.target, "--analysis": a.analysis})
         try:
             r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
-                               a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code)
+                               a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code, a.out_layout)
         except CompileError as err:
             if not (a.record_failure and err.diagnostics):  # only IREE's own refusals are recorded
                 raise
             write_failure_record(err, a.module, a.target, a.out_vmfb, a.out_configs, a.out_report,
-                                 a.out_binaries, a.out_code, a.analysis)
+                                 a.out_binaries, a.out_code, a.analysis, a.out_layout)
             print(f"codegen.compile: {a.out_vmfb.name}: IREE cannot compile this build (recorded in "
                   f"{a.out_report.name}): {first_line(err)}")
             return 0

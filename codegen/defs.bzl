@@ -46,6 +46,13 @@ def _iree_compile_impl(ctx):
         code = ctx.actions.declare_directory(ctx.label.name + ".code")
         args.add("--out-code", code.path)
         outputs.append(code)
+    layout = None
+    if target.hardware != None:
+        # An accelerator's build: perf and the dispatch tests run its dispatches from what this
+        # compile writes (common/dispatch_layout.py) instead of compiling the module again.
+        layout = ctx.actions.declare_file(ctx.label.name + ".layout.json")
+        args.add("--out-layout", layout)
+        outputs.append(layout)
     if ctx.attr.record_failure:
         args.add("--record-failure")
     ctx.actions.run(
@@ -62,7 +69,7 @@ def _iree_compile_impl(ctx):
     )
     return [
         DefaultInfo(files = depset([vmfb, configs, report]), runfiles = ctx.runfiles(files = [vmfb, configs, report])),
-        CompiledModuleInfo(vmfb = vmfb, configs = configs, report = report, analysis = analysis, target = target, code = code),
+        CompiledModuleInfo(vmfb = vmfb, configs = configs, report = report, analysis = analysis, target = target, code = code, layout = layout),
         module,
     ]
 
@@ -85,6 +92,8 @@ def iree_compile(name, module, target, analysis = None, untuned = False, code = 
     Outputs <name>.vmfb, <name>.configs.mlir (what codegen used) and <name>.report.json; with
     `code`, also the directory <name>.code (the executable-targets IR and IREE's LLVM IR and
     assembly of each executable), which `code_strategy_choice` costs without compiling again.
+    For a target derived from an accelerator description, also <name>.layout.json: what running
+    each dispatch of the vmfb needs, read from this compile (perf measures the vmfb with it).
     The build fails if any applied config did not land. With `record_failure` (a build that is
     one candidate of a choice), IREE refusing the module is recorded in the report (`failed`)
     instead, with an empty vmfb: the choice leaves it out and hal_module refuses it.

@@ -10,8 +10,9 @@ the records. A change that moves a figure fails them until the version is bumped
 are refreshed (`tools/bazel run //tools:tune -- all`).
 
 Bump MEASUREMENT_VERSION when a change may move a measured or priced figure: what a candidate
-compiles to (codegen.compile, codegen.configs, common.module_rewrites, common.iree_tools), how it
-runs under qemu (perf.guest, runtime.hal_runner.check_dispatches), how counts and caches become
+compiles to (codegen.compile, codegen.configs, codegen.layout, common.module_rewrites,
+common.iree_tools), how it runs under qemu (perf.guest, runtime.hal_runner.dispatch,
+common.dispatch_layout), how counts and caches become
 cycles and energy (perf.counts, perf.mca, perf.measure, perf.memory_model, common.core_models) or
 what the code model prices (perf.code_model). Bump STRATEGY_CHOICE_VERSION when choice.choose may
 decide differently from the same figures. Tools (iree-base-compiler, @llvm19, qemu, its plugin,

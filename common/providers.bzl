@@ -41,6 +41,7 @@ CompiledModuleInfo = provider(
         "analysis": "AnalysisInfo",
         "target": "IreeTargetInfo",
         "code": "File (directory) or None: the executable-targets IR and IREE's LLVM IR and assembly per executable (`code = True`), what the code model costs",
+        "layout": "File or None: the dispatch layout this compile wrote (accelerator targets; common/dispatch_layout.py), what perf runs the vmfb's dispatches with",
     },
 )
 

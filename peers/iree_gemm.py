@@ -8,7 +8,7 @@ compare like with like with a library's sgemm, each shape is also compiled here 
 function `C = A x B` (B[K][N], or B[N][K] through linalg.matmul's indexing maps, as torch-mlir
 writes a linear layer) with both operands as arguments, for the riscv target at the
 description's VLEN and each IREE strategy (common/targets.py STRATEGY_FLAGS: codegen,
-datatiling, ukernels), and measured by `python -m perf.measure` unchanged (IREE's default
+datatiling, ukernels), compiled by `python -m codegen.compile` and measured by `python -m perf.measure` unchanged (IREE's default
 configurations; every dispatch of the function run whole under the plugin qemu by the
 riscv64 hal_runner). For the data-tiled strategies the function's dispatches include packing
 A and B and unpacking C at run time (in a model the weights' packing is hoisted into
@@ -103,7 +103,16 @@ def _measure_on(hardware: Path, hw, runner: Path, plugin: Path, qemu: Path, llvm
             target = work / f"riscv64_rvv_zvl{hw.compute.vector_bits}_{strategy}.target.yaml"
             target_file(strategy, hw.compute.vector_bits, target)
             out_json, out_md = work / f"{function_name(s)}_{strategy}.perf.json", work / "perf.md"
-            cmd = [python, "-m", "perf.measure", "--module", str(module), "--target", str(target),
+            build = work / f"{function_name(s)}_{strategy}"
+            compile_cmd = [python, "-m", "codegen.compile", "--module", str(module), "--target", str(target),
+                           "--out-vmfb", f"{build}.vmfb", "--out-configs", f"{build}.configs.mlir",
+                           "--out-report", f"{build}.report.json", "--out-layout", f"{build}.layout.json"]
+            proc = subprocess.run(compile_cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"codegen.compile ({s.key}, {strategy}) failed: "
+                                   f"{(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+            cmd = [python, "-m", "perf.measure", "--vmfb", f"{build}.vmfb", "--layout", f"{build}.layout.json",
+                   "--module", str(module), "--target", str(target),
                    "--hardware", str(hardware), "--runner", str(runner), "--plugin", str(plugin),
                    "--qemu", str(qemu), "--llvm-bin", str(llvm_bin), "--model-name", function_name(s),
                    "--out-json", str(out_json), "--out-md", str(out_md)]

@@ -49,6 +49,10 @@ def _riscv_perf_impl(ctx):
     # report saying so, which the choice leaves out, instead of failing here.
     args.add("--compiled-report", compiled.report)
     inputs.append(compiled.report)
+    # The shipped bytes, run from the layout their own compile wrote: nothing is compiled here.
+    args.add("--vmfb", compiled.vmfb)
+    args.add("--layout", compiled.layout)
+    inputs += [compiled.vmfb, compiled.layout]
     args.add("--out-json", out_json)
     args.add("--out-md", out_md)
     ctx.actions.run(

@@ -30,7 +30,9 @@ HW = ROOT / "analysis" / "hardware" / "riscv_rvv.yaml"
 
 
 def _measure_command(target: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "perf.measure", "--module", str(MODULE), "--target", str(target),
+    build = target.parent / "build"  # compiled once (test_the_guest_sees_none_of_the_host)
+    return [sys.executable, "-m", "perf.measure", "--vmfb", str(build / "build.vmfb"),
+            "--layout", str(build / "build.layout.json"), "--module", str(MODULE), "--target", str(target),
             "--hardware", str(HW), "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(QEMU),
             "--llvm-bin", str(LLVM_BIN), "--model-name", "mlp_batch32",
             "--out-json", str(out / "perf.json"), "--out-md", str(out / "perf.md")]
@@ -45,6 +47,9 @@ def test_the_guest_sees_none_of_the_host(tmp_path):
     target = tmp_path / "target.yaml"
     assert derive_target(["--base", str(ROOT / "common" / "targets" / "riscv64_rvv.yaml"),
                           "--hardware", str(HW), "--out", str(target)]) == 0
+    from codegen.compile import compile_for_measurement
+
+    compile_for_measurement(MODULE, target, None, tmp_path / "build")
     for tool in ("unshare", "mount", "taskset"):
         assert shutil.which(tool, path="/usr/bin:/bin:/usr/sbin:/sbin"), f"{tool} not found (util-linux)"
 

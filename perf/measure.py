@@ -1,14 +1,16 @@
-"""RISC-V performance of a module's dispatches: instruction counts and model cycles.
+"""RISC-V performance of a build's dispatches: instruction counts and model cycles.
 
-    python -m perf.measure --module M.mlirbc --target riscv64_rvv_zvl128.target.yaml \\
-        [--analysis M_riscv.analysis.json] --hardware riscv_rvv.yaml [--hardware ...] \\
-        --runner hal_runner_riscv64 --plugin libinsn_classes.so --qemu qemu-riscv64 \\
-        --model-name resnet18 --out-json M.perf.json --out-md M.perf.md
+    python -m perf.measure --vmfb M.vmfb --layout M.layout.json --module M.mlirbc \\
+        --target riscv64_rvv_zvl128.target.yaml [--analysis M_riscv.analysis.json] \\
+        --hardware riscv_rvv.yaml [--hardware ...] --runner hal_runner_riscv64 \\
+        --plugin libinsn_classes.so --qemu qemu-riscv64 --model-name resnet18 \\
+        --out-json M.perf.json --out-md M.perf.md
 
-The module is compiled for the target through codegen's one compile path (with the
-analysis' tiles, or IREE's defaults without `--analysis`); the executables run are IREE's
-embedded ELF as the vmfb carries them, and with `--compiled-report` their sha256 must equal
-what codegen recorded for the build being reported on (the shipped bytes are the measured
+One compile, many readers: the executables run are the vmfb's own bytes (IREE's embedded ELF),
+driven by the layout its own compile read from IREE's IR (codegen.compile --out-layout:
+workgroup counts, push constants, bindings); nothing is compiled here. `--module`, `--target`
+and `--analysis` name what the build was made from, and with `--compiled-report` the build's
+executables' sha256 must equal what codegen recorded (the shipped bytes are the measured
 bytes; a mismatch is an error). Every dispatch is run whole (all workgroups) by the riscv64
 hal_runner under `--qemu` (qemu-riscv64 10.0.2 built with plugins from the pinned source,
 //tools/qemu) with the `insn_classes` TCG plugin, once per accelerator description at `vlen=`
@@ -25,9 +27,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import functools
+import hashlib
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -38,9 +39,6 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import dispatches as dsp
-from analysis.cost_model import element_bytes
-from analysis.op_kinds import MAC_KINDS
 from analysis.hardware import Hardware, HardwareError, load_hardware
 from common import processes
 from common.codegen_report import ReportError, load_codegen_report
@@ -49,15 +47,16 @@ from common.files import check_new_directory, check_outputs, sha256_file, write_
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.provenance import check_build_inputs
 from common.core_models import MODEL_IGNORES, RISCV, core_model
-from common.module_rewrites import RewriteError
 from common.scratch import scratch_directory
 from common.targets import IreeTarget, TargetError, load_target
+from common.vmfb_executables import VmfbError, embedded_executables
 from perf import counts as cnt
 from perf import guest
 from perf.guest import GUEST_RUN_PREFIX, GUEST_RUN_ROOT
 from perf import mca
 from perf import memory_model as mem
-from runtime.hal_runner import check_dispatches as chk
+from common.dispatch_layout import Dispatch, LayoutError, ModuleLayout, load_layout
+from runtime.hal_runner import dispatch as drive
 
 class PerfError(RuntimeError):
     """A measurement cannot be made; the message names the culprit. `dispatch` is set when the
@@ -84,15 +83,7 @@ def _qemu_version(qemu: str) -> str:
     return (out.stdout.strip().splitlines() or ["unknown"])[0]
 
 
-def _mac_element_bits(info: dsp.DispatchInfo | None) -> int:
-    """The multiplicands' element width of the root op (its first input), 32 when unknown."""
-    if info is None:
-        return 32
-    inputs = [o for o in info.nest.operands if o[0] == "input"]
-    return 8 * element_bytes(inputs[0][2]) if inputs else 32
-
-
-def _compulsory_bytes(d: chk.Dispatch) -> tuple[int, int]:
+def _compulsory_bytes(d: Dispatch) -> tuple[int, int]:
     """(bytes every input holds, bytes every output holds): what the dispatch must read once and
     write once, by its bindings' subspans (a read-write one both)."""
     read = sum(s.nbytes for s in d.subspans if s.access in ("readonly", "readwrite"))
@@ -100,37 +91,26 @@ def _compulsory_bytes(d: chk.Dispatch) -> tuple[int, int]:
     return read, write
 
 
-def _macs(info: dsp.DispatchInfo) -> int:
-    if info.kind not in MAC_KINDS:
-        return 0
-    return math.prod(bound for _, bound, _ in info.nest.loops)
-
-
-@functools.lru_cache(maxsize=2)
-def _dispatch_infos(module: str, module_sha256: str, flags: tuple[str, ...]) -> dict[str, dsp.DispatchInfo]:
-    """Each dispatch's root op as the analysis reads it, from IREE's own configurations of the
-    module: read once per process (choice.tune measures one module a few times; ResNet-18's take
-    3 s to read). The bytes are in the key with the path."""
-    with scratch_directory("perf_configs_") as tmp:
-        configs = dsp.compile_to_executable_configurations(Path(module), list(flags), Path(tmp))
-        return {i.name: i for i in dsp.read_dispatches(configs)}
-
-
-def _compile(module: Path, target: IreeTarget, analysis: Path | None, work: Path):
-    """(CompiledTarget, {dispatch name: DispatchInfo}) for the module as codegen compiles it."""
+def _shipped_build(vmfb: Path, layout_path: Path, target: IreeTarget, work: Path) -> tuple[list[Path], ModuleLayout]:
+    """(the executables `vmfb` embeds, written to work/lib, its layout): what its own compile
+    wrote, nothing compiled again. The layout must describe exactly the vmfb's executables."""
     try:
-        if analysis is None:
-            compiled = chk.compile_target(module, target, work)
-        else:
-            compiled, _ = chk.compile_tuned(module, target, analysis, work)
-        compiled_module = target.compile_input(module)  # rewritten for its strategy, as codegen compiles it
-        infos = dict(_dispatch_infos(str(compiled_module), sha256_file(compiled_module),
-                                     tuple(target.compile_flags())))
-    except SystemExit as err:  # check_dispatches reports bad input this way
-        raise PerfError(str(err.code).removeprefix("check_dispatches: ")) from None
-    except (dsp.AnalysisInputError, RewriteError) as err:
+        built = load_layout(layout_path)
+        embedded = embedded_executables(vmfb)
+    except (LayoutError, VmfbError) as err:
         raise PerfError(str(err)) from None
-    return compiled, infos
+    if built.target != target.name:
+        raise PerfError(f"{layout_path}: a layout of target {built.target}, not {target.name}")
+    by_sha = {hashlib.sha256(data).hexdigest(): data for data in embedded.values()}
+    if sorted(by_sha) != sorted(built.executables_sha256.values()):
+        raise PerfError(f"{vmfb}: its executables ({', '.join(h[:12] for h in sorted(by_sha))}) are not the ones "
+                        f"{layout_path.name} describes ({_hashes(built.executables_sha256)})")
+    (work / "lib").mkdir(exist_ok=True)
+    libraries = []
+    for name, sha in sorted(built.executables_sha256.items()):
+        libraries.append(work / "lib" / name)
+        libraries[-1].write_bytes(by_sha[sha])
+    return libraries, built
 
 
 # Buffer placements. Where the runner's buffers fall decides which cache sets and pages a
@@ -154,7 +134,7 @@ def placement_offsets(placement: int, bindings: int) -> list[int]:
 
 
 def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: Path, lib: Path,
-                  index: int, d: chk.Dispatch, inputs: list[Path], out: Path,
+                  index: int, d: Dispatch, inputs: list[Path], out: Path,
                   placement: int = 0) -> cnt.DispatchCounts:
     # What the guest sees must not depend on where the build runs: the simulated caches see its
     # addresses. So the runner and library are copies (a symlink would resolve to the build's
@@ -172,7 +152,7 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], run
             (here / local[-1]).symlink_to(Path(path).absolute())
         plugin_spec = ",".join([str(Path(plugin).absolute()), f"out={out}", *plugin_args])
         runner_cmd = [str(Path(qemu_cmd[0]).absolute()), "-plugin", plugin_spec, *qemu_cmd[1:], "./hal_runner"]
-        cmd = chk.dispatch_command(runner_cmd, "./dispatch.so", index, d, local)  # type: ignore[arg-type]: dlopen needs the ./
+        cmd = drive.dispatch_command(runner_cmd, "./dispatch.so", index, d, local)  # type: ignore[arg-type]: dlopen needs the ./
         if placement:
             cmd += ["--binding-offsets", ",".join(map(str, placement_offsets(placement, len(inputs))))]
         proc = processes.run(cmd, capture_output=True, text=True, cwd=here, env=guest.environment())
@@ -186,7 +166,7 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], run
 
 
 def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, dict[int, cnt.DispatchCounts]],
-              compiled, infos: dict[str, dsp.DispatchInfo], mattr: str) -> CoreRun:
+              layout: ModuleLayout, mattr: str) -> CoreRun:
     """`placed`: dispatch -> placement -> counts, the first placement's figures the report's."""
     counts = {name: next(iter(placed[name].values())) for name in names}
     regions: dict[mca.Region, None] = {}
@@ -209,8 +189,8 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
         if cycles is not None:
             model_cycles = round(sum((cycles[r] * n for b in c.priced_blocks for r, n in mca.regions_of(b)), Fraction(0)))
         weighted, unknown = c.lmul_weighted_x8()
-        info = infos.get(name)
-        macs = _macs(info) if info else 0
+        d = layout.dispatches[name]
+        macs = d.macs
         share = (macs / (model_cycles * hw.macs_per_cycle)) if macs and model_cycles else None
         memory = None
         by_placement = {}
@@ -226,14 +206,11 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
                 raise PerfError(f"{name}: {err}", name) from None
         bound_cycles = bound_by = bound_share = None
         if memory is not None:
-            bound_cycles, bound_by = mem.bound(hw, macs, _mac_element_bits(info), *_compulsory_bytes(
-                compiled.dispatches[name]))
+            bound_cycles, bound_by = mem.bound(hw, macs, d.mac_element_bits, *_compulsory_bytes(d))
             bound_share = round(bound_cycles / memory.cycles, 6) if memory.cycles else None
         results.append(DispatchPerf(
-            name=name, kind=info.kind if info else "unknown",
-            workgroups=tuple(compiled.dispatches[name].workgroup_count),
-            calls=compiled.dispatches[name].calls,
-            initializer_calls=compiled.dispatches[name].initializer_calls, macs=macs,
+            name=name, kind=d.kind or "unknown", workgroups=tuple(d.workgroup_count), calls=d.calls,
+            initializer_calls=d.initializer_calls, macs=macs,
             instructions=c.instructions, classes=c.by_class(), vector_fma=c.vector_fma,
             vector_lmul_weighted=weighted / 8, vector_lmul_unknown=unknown, blocks=len(c.blocks),
             model_cycles=model_cycles, fma_peak_share=round(share, 6) if share is not None else None,
@@ -261,14 +238,14 @@ def _core_run(hw: Hardware, hw_path: Path, names: list[str], placed: dict[str, d
                    bound_share=round(bound_total / memory_total, 6) if measured and memory_total else None)
 
 
-def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[Path]]:
+def _draw_inputs(compiled: ModuleLayout, names: list[str], directory: Path) -> dict[str, list[Path]]:
     """Every dispatch's fixed-seed inputs, drawn in name order into directory/d{i:03d}: one
     stream, so a dispatch's inputs depend on the bindings of the dispatches before it, never on
     which dispatches are measured. Drawn once per directory: a later call whose dispatches have
     the same bindings (choice.tune's rounds change tiles, never bindings) reuses the files, which
     are what it would draw again (ResNet-18's are gigabytes a round)."""
     dispatches = [compiled.dispatches[n] for n in names]
-    spec = json.dumps({"seed": chk.SEED, "dispatches": [
+    spec = json.dumps({"seed": drive.SEED, "dispatches": [
         [n, d.binding_lengths, [[s.binding, s.offset, list(s.shape), str(s.dtype)] for s in d.subspans]]
         for n, d in zip(names, dispatches)]})
     stamp = directory / "inputs.json"
@@ -276,14 +253,14 @@ def _draw_inputs(compiled, names: list[str], directory: Path) -> dict[str, list[
         return {n: [directory / f"d{i:03d}" / f"binding{b}.bin" for b in range(len(d.binding_lengths))]
                 for i, (n, d) in enumerate(zip(names, dispatches))}
     stamp.unlink(missing_ok=True)
-    rng = np.random.default_rng(chk.SEED)
+    rng = np.random.default_rng(drive.SEED)
     inputs = {}
     for i, (name, d) in enumerate(zip(names, dispatches)):
         folder = directory / f"d{i:03d}"
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            inputs[name] = chk._fill(d, rng, folder)
-        except chk.DriveError as err:
+            inputs[name] = drive.fill(d, rng, folder)
+        except drive.DriveError as err:
             raise PerfError(f"{name}: {err}", name) from None
     stamp.write_text(spec)  # last: files of an interrupted draw are never reused
     return inputs
@@ -293,8 +270,11 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
             counts_only_ok: bool = False, only: set[str] | None = None,
             inputs_dir: Path | None = None, shipped: dict[str, str] | None = None, *,
-            qemu: Path, placements: tuple[int, ...] = (0,)) -> PerfReport:
-    """Every dispatch of the module measured on each description; `only`: those dispatches
+            qemu: Path, placements: tuple[int, ...] = (0,), vmfb: Path, layout: Path) -> PerfReport:
+    """Every dispatch of the build measured on each description: the executables run are
+    `vmfb`'s own bytes, driven by `layout`, what the compile that made it read from its own IR
+    (codegen.compile --out-layout); nothing is compiled here. `module`, `target_path` and
+    `analysis` are what it was built from (the report names them). `only`: those dispatches
     alone (choice.tune measures the ones whose candidate changed; the rest are still compiled
     and their inputs drawn, so a dispatch's inputs do not depend on the selection).
     `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`).
@@ -327,6 +307,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             raise PerfError(f"{p}: VLEN {hw.compute.vector_bits} is below the {target.vector_bits} bits "
                             f"{target.name} was compiled for: the code cannot run there")
     for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module"),
+                            (vmfb, "vmfb"), (layout, "dispatch layout"),
                             (qemu, "qemu-riscv64 (--qemu: //tools/qemu:qemu-riscv64)")):
         if not tool_path.is_file():
             raise PerfError(f"{tool_path}: {what} not found")
@@ -341,34 +322,34 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     with scratch_directory("perf_") as tmp:
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        compiled, infos = _compile(module, target, analysis, work)
+        libraries, built = _shipped_build(vmfb, layout, target, work)
         try:
-            root = guest.guest_root(chk.find_riscv_sysroot(), Path(tempfile.mkdtemp(prefix="guest_", dir=work)))
-        except SystemExit as err:
-            raise PerfError(str(err.code).removeprefix("check_dispatches: ")) from None
-        if shipped is not None and compiled.libraries_sha256 != shipped:
+            root = guest.guest_root(drive.find_riscv_sysroot(), Path(tempfile.mkdtemp(prefix="guest_", dir=work)))
+        except drive.RunnerError as err:
+            raise PerfError(str(err)) from None
+        if shipped is not None and built.executables_sha256 != shipped:
             raise PerfError(f"{module.name}: the executables compiled for measurement "
-                            f"({_hashes(compiled.libraries_sha256)}) are not the build's "
+                            f"({_hashes(built.executables_sha256)}) are not the build's "
                             f"({_hashes(shipped)}): its compile report is of another build")
         exports = {}
-        for lib in compiled.libraries:
+        for lib in libraries:
             try:
-                listed = chk._library_exports(_qemu_cmd(qemu, target.vector_bits, root) + [str(runner)], lib)
-            except SystemExit as err:  # a runner of another architecture, or a qemu that ran nothing;
+                listed = drive.library_exports(_qemu_cmd(qemu, target.vector_bits, root) + [str(runner)], lib)
+            except drive.RunnerError as err:  # a runner of another architecture, or a qemu that ran nothing;
                 # the message starts with which (it was cut to its reason, blaming the runner for the qemu)
-                raise PerfError(f"{str(err.code).removeprefix('check_dispatches: ')}, listing "
+                raise PerfError(f"{err}, listing "
                                 f"{lib.name}'s dispatches under qemu") from None
             for name, index in listed.items():
                 exports[name] = (lib, index)
-        names = sorted(compiled.dispatches)
+        names = sorted(built.dispatches)
         for i, name in enumerate(names):
-            d = compiled.dispatches[name]
+            d = built.dispatches[name]
             if d.error or d.workgroup_count is None:
                 raise PerfError(f"{name}: cannot be driven: {d.error or 'no workgroup count'}", name)
             if name not in exports:
                 raise PerfError(f"{name}: export not found in the compiled libraries", name)
             (work / f"d{i:03d}").mkdir(exist_ok=True)
-        inputs = _draw_inputs(compiled, names, inputs_dir or work)
+        inputs = _draw_inputs(built, names, inputs_dir or work)
 
         folder_of = {name: i for i, name in enumerate(names)}  # d{i:03d} above
         if only is not None:
@@ -385,19 +366,19 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
                 for p in placements:
                     out = work / f"d{i:03d}" / (f"counts_{hw.name}.txt" if p == 0 else f"counts_{hw.name}_p{p}.txt")
                     jobs_list.append(((h, name, p), (qemu_cmd, plugin, mem.plugin_cache_args(hw), runner, lib,
-                                                     index, compiled.dispatches[name], inputs[name], out, p)))
+                                                     index, built.dispatches[name], inputs[name], out, p)))
         counts: dict[tuple[int, str, int], cnt.DispatchCounts] = {}
         with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
             futures = {pool.submit(_run_dispatch, *job): key for key, job in jobs_list}
             for fut in concurrent.futures.as_completed(futures):
                 counts[futures[fut]] = fut.result()
         runs = [_core_run(hw, path, names, {n: {p: counts[(h, n, p)] for p in placements} for n in names},
-                          compiled, infos, mattr)
+                          built, mattr)
                 for h, (hw, path) in enumerate(hws)]
 
     return PerfReport(**_build_fields(module, target, analysis, model_name),
                       tools={"qemu": _qemu_version(qemu), "llvm-mca": mca.tool_version(mca.LLVM_MCA)},
-                      executables_sha256=compiled.libraries_sha256, runs=runs)
+                      executables_sha256=built.executables_sha256, runs=runs)
 
 
 def _hashes(named: dict[str, str]) -> str:
@@ -516,9 +497,10 @@ def _compiled_build(args):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.measure", description=__doc__.split("\n")[0])
-    p.add_argument("--module", required=True, type=Path)
+    p.add_argument("--module", required=True, type=Path, help="the module the build was compiled from")
     p.add_argument("--target", required=True, type=Path, help="riscv target file (derived from the accelerator)")
-    p.add_argument("--analysis", type=Path, default=None, help="analysis.json (absent: IREE's default configs)")
+    p.add_argument("--analysis", type=Path, default=None,
+                   help="the analysis.json the build was compiled with (absent: IREE's default configs)")
     p.add_argument("--hardware", required=True, type=Path, action="append",
                    help="accelerator description with a model_core (repeatable)")
     p.add_argument("--runner", required=True, type=Path, help="riscv64 hal_runner")
@@ -539,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="codegen's report of the build measured: the executables measured must be the "
                         "ones it recorded (the shipped bytes); a build IREE refused (recorded with "
                         "--record-failure) gets a report saying so instead of a measurement")
+    p.add_argument("--vmfb", required=True, type=Path, help="the build's vmfb: its own executables are run")
+    p.add_argument("--layout", required=True, type=Path,
+                   help="the build's dispatch layout, read by its own compile (codegen.compile --out-layout)")
     p.add_argument("--keep-temps", type=Path, default=None, help="keep libraries, inputs and plugin outputs here")
     args = p.parse_args(argv)
     mca.use_llvm_bin(args.llvm_bin)
@@ -546,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
         check_outputs({"--out-json": args.out_json, "--out-md": args.out_md, "--keep-temps": args.keep_temps},
                       {"--module": args.module, "--target": args.target, "--analysis": args.analysis,
                        "--hardware": args.hardware, "--runner": args.runner, "--plugin": args.plugin,
-                       "--qemu": args.qemu, "--compiled-report": args.compiled_report})
+                       "--qemu": args.qemu, "--compiled-report": args.compiled_report, "--vmfb": args.vmfb,
+                       "--layout": args.layout})
         if args.keep_temps is not None:
             check_new_directory(args.keep_temps, "--keep-temps")
         compiled = _compiled_build(args) if args.compiled_report else None
@@ -556,7 +542,8 @@ def main(argv: list[str] | None = None) -> int:
             report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
                              args.model_name, args.jobs, args.keep_temps, args.allow_counts_only,
                              shipped=compiled.executables_sha256 if compiled is not None else None,
-                             qemu=args.qemu, placements=tuple(range(args.placements)))
+                             qemu=args.qemu, placements=tuple(range(args.placements)), vmfb=args.vmfb,
+                             layout=args.layout)
         write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     if cli.failed:
         return cli.exit_code

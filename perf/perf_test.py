@@ -19,7 +19,7 @@ from analysis.accelerator_target import main as derive_target
 from perf import counts as cnt
 from perf import mca
 from perf import measure
-from runtime.hal_runner import check_dispatches as chk
+from common import dispatch_layout as chk
 
 ROOT = Path(__file__).absolute().parent.parent  # the runfiles tree, not the source tree
 HERE = ROOT / "perf"
@@ -82,9 +82,20 @@ def _target(tmp_path: Path, vlen: int) -> Path:
     return out
 
 
+def _build(tmp_path: Path, target: Path, out: str) -> tuple[Path, Path]:
+    """(vmfb, layout) of MATMUL compiled for `target` by codegen: what perf.measure runs."""
+    from codegen.compile import compile_for_measurement
+
+    vmfb, layout, _ = compile_for_measurement(MATMUL, target, None, tmp_path / f"{out}_build")
+    return vmfb, layout
+
+
 def _measure(tmp_path: Path, target: Path, hardware: list[Path], out: str, *extra: str,
-             qemu: Path = QEMU, llvm_bin: Path = LLVM_BIN) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "perf.measure", "--module", str(MATMUL), "--target", str(target),
+             qemu: Path = QEMU, llvm_bin: Path = LLVM_BIN,
+             build: tuple[Path, Path] | None = None) -> subprocess.CompletedProcess:
+    vmfb, layout = build or _build(tmp_path, target, out)
+    args = [sys.executable, "-m", "perf.measure", "--vmfb", str(vmfb), "--layout", str(layout),
+            "--module", str(MATMUL), "--target", str(target),
             "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(qemu), "--llvm-bin", str(llvm_bin),
             "--model-name", "matmul",
             "--out-json", str(tmp_path / f"{out}.json"), "--out-md", str(tmp_path / f"{out}.md"), *extra]
@@ -144,17 +155,65 @@ def test_the_measured_executables_are_the_builds(tmp_path):
 
     target = _target(tmp_path, 128)
     report = cg.compile_module(MATMUL, target, None, tmp_path / "m.vmfb", tmp_path / "m.configs.mlir",
-                               tmp_path / "m.report.json")
-    proc = _measure(tmp_path, target, [HW[128]], "ok", "--compiled-report", str(tmp_path / "m.report.json"))
+                               tmp_path / "m.report.json", out_layout=tmp_path / "m.layout.json")
+    build = (tmp_path / "m.vmfb", tmp_path / "m.layout.json")
+    proc = _measure(tmp_path, target, [HW[128]], "ok", "--compiled-report", str(tmp_path / "m.report.json"),
+                    build=build)
     assert proc.returncode == 0, proc.stderr
     measured = json.loads((tmp_path / "ok.json").read_text())["executables_sha256"]
     assert measured == report["executables_sha256"] != {}
     other = json.loads((tmp_path / "m.report.json").read_text())
     other["executables_sha256"] = {name: "0" * 64 for name in other["executables_sha256"]}
     (tmp_path / "other.report.json").write_text(json.dumps(other))
-    proc = _measure(tmp_path, target, [HW[128]], "bad", "--compiled-report", str(tmp_path / "other.report.json"))
+    proc = _measure(tmp_path, target, [HW[128]], "bad", "--compiled-report", str(tmp_path / "other.report.json"),
+                    build=build)
     assert proc.returncode == 1 and "its compile report is of another build" in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and not (tmp_path / "bad.json").exists()
+
+
+def test_a_layout_of_another_build_is_refused(tmp_path):
+    """The layout drives the vmfb's executables: one that describes other executables (another
+    strategy's build) is refused with one line, nothing written."""
+    import yaml
+
+    from common.targets import load_target
+
+    target = _target(tmp_path, 128)
+    other = tmp_path / "ukernels.yaml"
+    other.write_text(yaml.safe_dump(load_target(target).with_strategy("ukernels").model_dump(mode="json")))
+    vmfb, _ = _build(tmp_path, target, "plain")
+    _, layout = _build(tmp_path, other, "uk")
+    proc = _measure(tmp_path, target, [HW[128]], "bad", build=(vmfb, layout))
+    assert proc.returncode == 1, proc.stderr
+    assert "build.layout.json describes" in proc.stderr or "a layout of target" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "bad.json").exists()
+
+
+def test_measuring_compiles_nothing(tmp_path):
+    """One compile, many readers (issue 63): perf.measure runs the vmfb its compile wrote with the
+    layout that compile read, and never calls iree-compile (or imports the compile stage)."""
+    target = _target(tmp_path, 128)
+    vmfb, layout = _build(tmp_path, target, "m")
+    args = ["--vmfb", str(vmfb), "--layout", str(layout), "--module", str(MATMUL), "--target", str(target),
+            "--hardware", str(HW[128]), "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(QEMU),
+            "--llvm-bin", str(LLVM_BIN), "--model-name", "matmul",
+            "--out-json", str(tmp_path / "m.json"), "--out-md", str(tmp_path / "m.md")]
+    guard = (
+        "import runpy, sys\n"
+        "import common.iree_tools as tools\n"
+        "def refuse(*args, **kwargs):\n"
+        "    sys.exit('perf.measure called iree-compile')\n"
+        "tools.iree_compile = tools.executable_configurations = refuse\n"
+        f"sys.argv = ['perf.measure', *{args!r}]\n"
+        "try:\n"
+        "    runpy.run_module('perf.measure', run_name='__main__')\n"
+        "except SystemExit as done:\n"
+        "    code = done.code\n"
+        "compiling = sorted(m for m in sys.modules if m.startswith('codegen') or m == 'iree.compiler.tools')\n"
+        "sys.exit(f'perf.measure imported {compiling}' if compiling else code)\n")
+    proc = subprocess.run([sys.executable, "-c", guard], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["runs"][0]["dispatches"]
 
 
 def test_the_code_model_predicts_the_measured_model_cycles(tmp_path):
@@ -319,7 +378,7 @@ def test_inputs_are_drawn_once_per_directory_and_match_a_fresh_draw(tmp_path, mo
     fresh = measure._draw_inputs(compiled, ["a", "b"], tmp_path / "fresh")
     assert [p.read_bytes() for n in "ab" for p in kept[n]] == [p.read_bytes() for n in "ab" for p in fresh[n]]
     with monkeypatch.context() as m:
-        m.setattr(chk, "_fill", lambda *args: pytest.fail("inputs drawn again"))
+        m.setattr(measure.drive, "fill", lambda *args: pytest.fail("inputs drawn again"))
         assert measure._draw_inputs(compiled, ["a", "b"], tmp_path / "kept") == kept
     b_before = kept["b"][0].read_bytes()
     compiled.dispatches["a"] = dispatch(3)  # one stream: b's inputs change with a's bindings

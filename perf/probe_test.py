@@ -82,6 +82,8 @@ def builds(tmp_path_factory):
                                 ("k", "host_uk.yaml", ())):
         steps.append(("codegen.compile", "--module", "m.mlir", "--target", target, *extra, "--out-vmfb",
                       f"{name}.c.vmfb", "--out-configs", f"{name}.configs.mlir", "--out-report", f"{name}.report.json"))
+    steps.append(("codegen.compile", "--module", "m.mlir", "--target", "riscv64_rvv.yaml", "--out-vmfb", "rv.vmfb",
+                  "--out-configs", "rv.configs.mlir", "--out-report", "rv.report.json", "--out-layout", "rv.layout.json"))
     for step in steps:
         r = p.run(*step)
         assert r.returncode == 0, r.stderr
@@ -109,8 +111,10 @@ def p(tmp_path, builds):
 
 
 def measure(*extra, module="m.mlir", target="riscv64_rvv.yaml", out_json="o.perf.json", out_md="o.perf.md",
-            runner="runner", plugin="plugin.so"):
-    return ("perf.measure", "--module", module, "--target", target, "--hardware", "riscv_rvv.yaml",
+            runner="runner", plugin="plugin.so", build="rv"):
+    return ("perf.measure", "--vmfb", f"{build}.vmfb", "--layout", f"{build}.layout.json", "--module", module,
+            "--target", target,
+            "--hardware", "riscv_rvv.yaml",
             "--runner", runner, "--plugin", plugin, "--qemu", "qemu", "--llvm-bin", LLVM_BIN, "--model-name", "m",
             *extra,
             "--out-json", out_json,
@@ -128,6 +132,14 @@ def _measure_json_is_md(p):
 def _measure_md_is_compiled_report(p):
     return measure("--compiled-report", "r.report.json", out_md="r.report.json"), "--out-md r.report.json", \
         "the same file as --compiled-report"
+
+
+def _measure_layout_not_a_layout(p):
+    for tool in TOOLS[:2]:
+        p.put(tool)
+    p.write("junk.layout.json", "{}")
+    args = measure(runner=TOOLS[1].name, plugin=TOOLS[0].name)
+    return args[:4] + ("junk.layout.json",) + args[5:], "junk.layout.json", "not a dispatch layout"
 
 
 def _measure_keep_temps_not_empty(p):
@@ -323,7 +335,8 @@ def _choose_code_tuned_build_given_as_untuned(p):
         "a build tuned by an analysis, given as an untuned one"
 
 
-CASES = [_measure_json_is_module, _measure_json_is_md, _measure_md_is_compiled_report, _measure_keep_temps_not_empty,
+CASES = [_measure_json_is_module, _measure_json_is_md, _measure_md_is_compiled_report, _measure_layout_not_a_layout,
+         _measure_keep_temps_not_empty,
          _measure_report_of_another_module, _measure_report_of_another_target,
          _measure_report_of_a_tuned_build_measured_untuned, _measure_report_not_a_report, _measure_json_under_a_file,
          _measure_md_is_a_directory, _measure_runner_of_another_architecture, _measure_qemu_exits_0_without_running,
@@ -358,8 +371,11 @@ def test_sigterm_while_qemu_runs_is_one_line_and_leaves_nothing(p):
     plugin, runner = (p.put(t) for t in TOOLS[:2])
     p.write("big.mlir", MATMUL_MLIR.replace("64x96", "1024x1024").replace("96x128", "1024x1024")
             .replace("64x128", "1024x1024"))
+    r = p.run("codegen.compile", "--module", "big.mlir", "--target", "riscv64_rvv.yaml", "--out-vmfb", "big.vmfb",
+              "--out-configs", "big.configs.mlir", "--out-report", "big.report.json", "--out-layout", "big.layout.json")
+    assert r.returncode == 0, r.stderr
     before = snapshot(p.root)
-    result, seen = p.interrupt(*measure(module="big.mlir", runner=runner.name, plugin=plugin.name),
+    result, seen = p.interrupt(*measure(module="big.mlir", runner=runner.name, plugin=plugin.name, build="big"),
                                when=lambda pid, kids: any("-plugin" in cmdline(k) for k in kids))
     assert seen, "qemu never ran a dispatch"
     p.check_refused(result, before, "perf", "big.mlir", "interrupted by SIGTERM")

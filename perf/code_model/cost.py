@@ -155,12 +155,12 @@ def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, w
     workgroup count of each call site) and the directory of IREE's `*.optimized.ll` and `.s`
     per executable (`codegen.compile --out-code` writes both)."""
     from codegen import compile as cg
-    from runtime.hal_runner import check_dispatches as chk
+    from codegen.layout import CompiledTarget
 
     isa = isa_of(target.triple)
     if not Path(targets_ir).is_file():
         raise MissingCode(f"{targets_ir}: not found (codegen.compile --out-code writes it)")
-    compiled = chk.CompiledTarget(target, Path(targets_ir).read_text(), [], [])
+    compiled = CompiledTarget(target, Path(targets_ir).read_text(), [], [])
     total = CallCycles({}, set())
     lls = sorted(Path(intermediates).glob(f"*{cg.CODE_LLVM_IR}"))
     if not lls:

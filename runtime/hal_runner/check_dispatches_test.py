@@ -44,7 +44,7 @@ def test_runs_the_rvv_code_qemu_7_2_aborts_on():
 def test_a_source_tree_run_finds_qemu_in_the_output_base(tmp_path, monkeypatch):
     """Outside Bazel (python -m ... from a workspace), qemu is <output_base>/external/<repo>,
     found through the workspace's bazel-bin symlink."""
-    from runtime.hal_runner import check_dispatches as chk
+    from runtime.hal_runner import dispatch as chk
 
     bin_dir = tmp_path / "ob" / "execroot" / chk.WORKSPACE / "bazel-out" / "k8-fastbuild" / "bin"
     bin_dir.mkdir(parents=True)
@@ -181,7 +181,7 @@ def test_pack_is_tensor_pack():
     on dims (0, 1), outer dims swapped: packed[j][i][a][b] = src[2i + a][2j + b], zero padded."""
     import numpy as np
 
-    from runtime.hal_runner.check_dispatches import pack, unpack
+    from common.dispatch_layout import pack, unpack
 
     src = np.arange(15, dtype=np.float32).reshape(5, 3) + 1
     packed = pack(src, (0, 1), (2, 2), (1, 0))
@@ -232,7 +232,7 @@ def test_offsets_through_util_assume_int():
     """Bufferized (tuned) IR routes push-constant offsets through util.assume.int (mobilenet_v2)."""
     from iree.compiler import ir
 
-    from runtime.hal_runner.check_dispatches import Evaluator, _walk
+    from codegen.layout import Evaluator, _walk
 
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
@@ -259,7 +259,7 @@ def test_index_operands_are_drawn_in_range_and_signed_ones_both_signs(tmp_path):
     lookup came out 5e6 off between host and riscv); i8/i32 data keeps negative values."""
     import numpy as np
 
-    from runtime.hal_runner.check_dispatches import Dispatch, Subspan, _fill
+    from runtime.hal_runner.dispatch import Dispatch, Subspan, fill as _fill
 
     spans = [Subspan(0, 0, "readonly", (4096,), np.dtype(np.int64)),
              Subspan(1, 0, "readonly", (4096,), np.dtype(np.int8))]
@@ -271,7 +271,7 @@ def test_index_operands_are_drawn_in_range_and_signed_ones_both_signs(tmp_path):
 
 def test_a_failed_run_is_named_by_its_last_line():
     """qemu warns first ('vector version is not specified') and says why it aborted last."""
-    from runtime.hal_runner.check_dispatches import DriveError, _run
+    from runtime.hal_runner.dispatch import DriveError, run as _run
 
     cmd = [sys.executable, "-c", "import sys; sys.stderr.write('a warning\\nthe cause\\n'); sys.exit(3)"]
     with pytest.raises(DriveError) as err:
@@ -302,20 +302,20 @@ def _fake_runner(tmp_path, stdout: str) -> str:
 def test_a_qemu_that_exits_0_without_running_is_named(tmp_path):
     """Its empty output was read as a library without exports: every dispatch then failed with
     'export not found in the dumped libraries', blaming the module (issue 62)."""
-    from runtime.hal_runner.check_dispatches import _library_exports
+    from runtime.hal_runner.dispatch import RunnerError, library_exports as _library_exports
 
-    with pytest.raises(SystemExit) as err:
+    with pytest.raises(RunnerError) as err:
         _library_exports(["/bin/true", "-cpu", "rv64", "hal_runner_riscv64"], Path("module_0.so"))
-    assert str(err.value) == ("check_dispatches: true: exited 0 but did not run the runner hal_runner_riscv64 "
+    assert str(err.value) == ("true: exited 0 but did not run the runner hal_runner_riscv64 "
                               "(module_0.so --info printed nothing, not its 'library' line)")
 
 
 def test_a_runner_listing_fewer_exports_than_it_declares_is_named(tmp_path):
-    from runtime.hal_runner.check_dispatches import _library_exports
+    from runtime.hal_runner.dispatch import RunnerError, library_exports as _library_exports
 
     runner = _fake_runner(tmp_path, "library m.so version 6 exports 2 imports 0 constants 0\n"
                                     "export 0 name=d0 constants=0 bindings=2 workgroup_size=1,1,1\n")
-    with pytest.raises(SystemExit, match="runner fake listed 1 of the 2 exports it declared"):
+    with pytest.raises(RunnerError, match="runner fake listed 1 of the 2 exports it declared"):
         _library_exports([runner], Path("m.so"))
     runner = _fake_runner(tmp_path, "library m.so version 6 exports 1 imports 0 constants 0\n"
                                     "export 0 name=d0 constants=0 bindings=2 workgroup_size=1,1,1\n")
@@ -327,7 +327,7 @@ def test_a_0d_output_compares_as_0d(tmp_path, exact):
     """Issue 64: the amax of a dynamic per-tensor quantization is a 0-d tensor. Written right, it
     failed as "non-finite values differ" (the checker made it shape (1,) against the capture's ())."""
     import numpy as np
-    from runtime.hal_runner.check_dispatches import Subspan, compare_outputs
+    from runtime.hal_runner.dispatch import Subspan, compare_outputs
 
     s = Subspan(binding=1, offset=8, access="readwrite", shape=(), dtype=np.dtype(np.float32))
     buf = np.zeros(4, dtype=np.float32)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.hal_runner.check_dispatches import find_qemu
+from runtime.hal_runner.dispatch import find_qemu
 
 HERE = Path(__file__).parent
 RUNNER = HERE / "hal_runner"
