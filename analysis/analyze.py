@@ -5,7 +5,7 @@
         --calibration analysis/calibration/riscv_rvv.json --model-name resnet18 --out analysis.json
 
 Per dispatch: IREE's own default (read from its lowering_config) and the generators the op
-kind registry (analysis/op_kinds.py) names propose complete tile sets; ZigZag runs once per
+kind registry (common/op_kinds.py) names propose complete tile sets; ZigZag runs once per
 distinct op of the kinds it maps; the cost model (analysis/cost_model.py, coefficients from
 the calibration) prices every candidate; the cheapest is compiled when it is predicted at
 least the calibration's margin cheaper than IREE's default, else IREE's default is kept.
@@ -30,7 +30,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from analysis import candidates as cands
-from analysis import cost_model, op_kinds, roofline, zigzag_cost
+from analysis import cost_model, roofline, zigzag_cost
+from common import op_kinds
 from analysis import dispatches as dsp
 from analysis import hardware as hwmod
 from common.analysis_schema import (LEVEL_ROLES, Analysis, AnalysisOptions, Candidate, Cost,

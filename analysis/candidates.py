@@ -3,7 +3,7 @@
 Every generator returns `Proposal`s whose tiles are *final*: `finalize` applies the same
 rules codegen's `pipeline_adjust` would (clamping, lane multiples, unit window rows for
 ConvTileAndDecomposeExpert), so the cost model predicts exactly what is compiled.
-Which generators an op kind gets is decided in analysis/op_kinds.py, not here.
+Which generators an op kind gets is decided in common/op_kinds.py, not here.
 """
 
 from __future__ import annotations

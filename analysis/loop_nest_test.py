@@ -89,7 +89,7 @@ def test_loop_nest_and_tiles(results, model, hw):
         assert "zigzag" in names or any("also proposed as zigzag" in c["reason"]
                                          for c in d["candidates"])
     else:
-        assert "zigzag" not in names  # depthwise: not a ZigZag layer (analysis/op_kinds.py)
+        assert "zigzag" not in names  # depthwise: not a ZigZag layer (common/op_kinds.py)
     assert len(set(names)) == len(names)
     for c in d["candidates"]:
         t = c["tiles"]

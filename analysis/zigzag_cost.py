@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 
 from analysis.dispatches import LoopNest
-from analysis.op_kinds import ZIGZAG_LAYERS
+from common.op_kinds import ZIGZAG_LAYERS
 from common.errors import first_line
 
-ZIGZAG_KINDS = ZIGZAG_LAYERS  # op kind -> ZigZag operator type (analysis/op_kinds.py)
+ZIGZAG_KINDS = ZIGZAG_LAYERS  # op kind -> ZigZag operator type (common/op_kinds.py)
 # LOMA's limit on loop prime factors (analysis.analyze --zigzag-lpf-limit) and which factors
 # it merges to get down to it (--zigzag-lpf-merge): ZigZag merges the two SMALLEST of the
 # dimension with the most factors (2x2 -> 4 first), which leaves the coarse factors (7, 49,

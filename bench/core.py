@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from bench import riscv, stats
-from analysis.op_kinds import MAC_KINDS
+from common.op_kinds import MAC_KINDS
 from bench.artifacts import Artifacts
 from common.analysis_schema import Analysis
 from common.codegen_report import load_codegen_report
@@ -36,7 +36,7 @@ VARIANTS = ("tuned", "default", "framework")
 # torch restricted to the ISA IREE's host target uses (x86-64-v3: AVX2 + FMA), next to torch's
 # own default dispatch (which may use AVX-512 where the CPU has it).
 TORCH_SAME_ISA = {"ATEN_CPU_CAPABILITY": "avx2"}
-CONTRACTIONS = set(MAC_KINDS)  # the op kinds with multiply-accumulates (analysis/op_kinds.py)
+CONTRACTIONS = set(MAC_KINDS)  # the op kinds with multiply-accumulates (common/op_kinds.py)
 
 
 class BenchError(RuntimeError):

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench import stats
-from analysis.op_kinds import MAC_KINDS
+from common.op_kinds import MAC_KINDS
 from bench.artifacts import ArtifactError, perf_index, workspace_roots, zoo
 from common.perf_schema import PerfReport
 from common.targets import DEFAULT_STRATEGY, OTHER_STRATEGIES, TUNED
@@ -47,7 +47,7 @@ GROUPS = {
     "vector int/perm/red": ("vector_int", "vector_red_perm"),
     "scalar": ("scalar_int", "branch", "scalar_mem", "scalar_fp", "other"),
 }
-MATMUL_LIKE = MAC_KINDS  # the op kinds with multiply-accumulates (analysis/op_kinds.py)
+MATMUL_LIKE = MAC_KINDS  # the op kinds with multiply-accumulates (common/op_kinds.py)
 
 
 class ReportError(RuntimeError):

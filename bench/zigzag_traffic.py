@@ -25,13 +25,13 @@ from pathlib import Path
 
 from analysis import hardware as hwmod
 from analysis import zigzag_cost
-from analysis.op_kinds import MAC_KINDS
+from common.op_kinds import MAC_KINDS
 from bench.run_bench import out_path
 from bench.zigzag_ranking import HARDWARE_DIR, SCHEMA, RankingInputError, _split_of, nest_from_json
 from common.errors import OneLineErrors
 from common.files import atomic_write, check_outputs, sha256_file
 
-CONTRACTIONS = MAC_KINDS  # the op kinds with multiply-accumulates (analysis/op_kinds.py)
+CONTRACTIONS = MAC_KINDS  # the op kinds with multiply-accumulates (common/op_kinds.py)
 
 
 def _levels(result: dict, fills: dict[str, int]) -> dict[str, dict[str, int]]:

@@ -447,7 +447,7 @@ def module_layout(compiled: CompiledTarget, infos: dict) -> ModuleLayout:
     multiply-accumulates from `infos` (analysis.dispatches.DispatchInfo by dispatch name, as the
     analysis reads IREE's configurations of the module)."""
     from analysis.cost_model import element_bytes
-    from analysis.op_kinds import MAC_KINDS
+    from common.op_kinds import MAC_KINDS
 
     for name, d in compiled.dispatches.items():
         info = infos.get(name)

@@ -44,7 +44,7 @@ class Calibration(_Strict):
     # cycles per unit of each cost-model feature (analysis/cost_model.FEATURES), >= 0, fitted
     # on every calibration measurement: they price the op kinds without coefficients of their own
     coefficients: dict[str, float]
-    # Op kind (analysis/op_kinds.py) -> coefficients fitted on that kind's measurements alone,
+    # Op kind (common/op_kinds.py) -> coefficients fitted on that kind's measurements alone,
     # for the kinds with at least `min_rows_per_kind` of them: the same feature buys different
     # cycles in a broadcast's code than in a matmul's.
     kind_coefficients: dict[str, dict[str, float]] = Field(default_factory=dict)

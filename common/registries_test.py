@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from analysis import op_kinds
+from common import op_kinds
 from common import registries_bzl, targets
 
 # Where each vocabulary may be listed: its registry and the generated constants.
-REGISTRIES = {"analysis/op_kinds.py", "common/targets.py", "common/registries.bzl"}
+REGISTRIES = {"common/op_kinds.py", "common/targets.py", "common/registries.bzl"}
 VOCABULARIES = {
-    "op kinds (analysis/op_kinds.py)": frozenset(op_kinds.REGISTRY),
+    "op kinds (common/op_kinds.py)": frozenset(op_kinds.REGISTRY),
     "strategies (common/targets.py)": frozenset(targets.STRATEGY_FLAGS) | {targets.TUNED},
 }
 

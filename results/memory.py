@@ -27,7 +27,7 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from analysis.op_kinds import MAC_KINDS
+from common.op_kinds import MAC_KINDS
 from bench import stats
 from choice.records import load_record
 
@@ -44,7 +44,7 @@ TRAFFIC = Path("docs/data/zigzag_traffic.json")
 SWEEPS = ("transformer_memory_sweep", "resnet_memory_sweep")
 DEFAULT = "iree-default"
 ZIGZAG = "zigzag"
-CONTRACTIONS = MAC_KINDS  # the op kinds with multiply-accumulates (analysis/op_kinds.py)
+CONTRACTIONS = MAC_KINDS  # the op kinds with multiply-accumulates (common/op_kinds.py)
 LEVELS = ("l1d", "l2", "dram")  # the shipped accelerators' cache levels and DRAM, by name
 SPLITS = ("calibration", "held_out")
 

@@ -12,5 +12,9 @@ class MissingCode(CodeCostError):
     not code the model cannot price."""
 
 
+class UnknownTripCount(ValueError):
+    """A backedge-taken count the code model cannot evaluate (a run-time value, an unknown form)."""
+
+
 class UncostableFunction(CodeCostError):
     """One function's code has no static count (the others of its module may)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from perf.code_model.scev import UnknownTripCount
+from perf.code_model.errors import UnknownTripCount
 
 
 _INSTRUCTION = re.compile(r"\s*(%[\w.\-]+) = (.*)$")

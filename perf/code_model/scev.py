@@ -7,12 +7,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from perf.code_model.errors import UnknownTripCount
+
 if TYPE_CHECKING:
     from perf.code_model.ir_values import IrValues
 
-
-class UnknownTripCount(ValueError):
-    """A backedge-taken count this module cannot evaluate (a run-time value, an unknown form)."""
+__all__ = ["Scev", "UnknownTripCount", "parse_scev"]
 
 
 _TOKEN = re.compile(r"\s*(\{|\}|\(|\)|,|<%[\w.\-]+>|<[a-z]+>|/u|[+*]|-?\d+|%[\w.\-]+|[A-Za-z_]\w*)")

@@ -57,7 +57,7 @@ REGISTRY: dict[str, OpKind] = {
 
 # Kinds not in the registry (softmax, unconfigured, new ones) keep IREE's default, and say so.
 DEFAULT_ONLY = OpKind((), False, "no candidate generator is registered for this op kind "
-                      "(analysis/op_kinds.py): IREE's default is kept")
+                      "(common/op_kinds.py): IREE's default is kept")
 
 
 # Kinds whose root op multiplies and accumulates, in registry order.
