@@ -11,7 +11,7 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 # The option that builds for riscv64 Linux (also cc_probe.bzl's): the platform. C toolchain
 # resolution (.bazelrc turns it on for Bazel 4, whose transitions cannot set --incompatible_*
 # options; Bazel 7's default) then picks //tools/riscv:riscv64_linux_toolchain, registered in
-# WORKSPACE and MODULE.bazel.
+# WORKSPACE.
 RISCV64_SETTINGS = {
     "//command_line_option:platforms": "//tools/riscv:riscv64_linux",
 }

@@ -2,7 +2,7 @@
 
 The real rules_python cannot be fetched offline; BUILD files load this file
 exactly as they would load rules_python's, so moving to Bazel 7+ and the real
-rules (see MODULE.bazel) changes no BUILD file.
+rules changes no BUILD file.
 """
 
 def py_binary(**kwargs):
