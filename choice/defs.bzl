@@ -159,6 +159,48 @@ HOST_CODE_RANKED = 4
 # not tuned on riscv prices.
 HOST_CODE_MARGIN = "0.05"
 
+def _choice_inputs_impl(ctx):
+    analysis = ctx.attr.analysis[AnalysisInfo]
+    out = ctx.actions.declare_file(ctx.label.name + ".json")
+    files = {
+        "module": analysis.module.mlir,
+        "target": analysis.target.file,
+        "analysis": analysis.analysis_json,
+        "hardware": analysis.hardware,
+        "runner": ctx.file._runner,
+        "plugin": ctx.file._plugin,
+        "qemu": ctx.file._qemu,
+        "llvm_mca": ctx.file._llvm_mca,  # --llvm-bin is its directory
+    }
+    ctx.actions.write(out, json.encode(dict(
+        # `path`: from the execution root (the refresh runs there); `short_path`: in runfiles.
+        files = {k: {"path": f.path, "short_path": f.short_path} for k, f in files.items()},
+        model_name = analysis.module.model_name,
+        candidates = MEASURED_CANDIDATES,
+        code_ranked = CODE_RANKED,
+        placements = MEASURED_PLACEMENTS,
+        record_name = ctx.attr.record_name,
+        refresh_target = "//%s:%s" % (ctx.attr.analysis.label.package, ctx.attr.record_name),  # the pipeline's package
+    )))
+    return [DefaultInfo(files = depset([out] + files.values() + ctx.files._llvm),
+                        runfiles = ctx.runfiles(files = [out] + files.values() + ctx.files._llvm))]
+
+choice_inputs = rule(
+    implementation = _choice_inputs_impl,
+    attrs = dict({
+        "analysis": attr.label(mandatory = True, providers = [AnalysisInfo]),
+        "record_name": attr.string(mandatory = True, doc = "the tuning record the choice writes, e.g. mlp_batch32_riscv"),
+        "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
+        "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
+        "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
+    }, **LLVM_ATTRS),
+    doc = """<name>.json: what `measured_choice` hands choice.tune for `analysis` (every file, by its
+execution-root and its runfiles path; the model name; the shortlist, code-ranked and placement
+defaults; the record's name and refresh target), the files built beside it: for what runs the
+measured choice outside a build action (`tools/bazel run //tools:tune -- --ray-address`, and
+//tuning:ray_cluster_test).""",
+)
+
 def _code_choice_impl(ctx):
     how = ["--by", "code-model", "--margin", ctx.attr.margin, "--code-ranked", str(ctx.attr.code_ranked)]
     inputs = []

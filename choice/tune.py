@@ -63,6 +63,7 @@ from common.tuning_schema import TuningRecord
 from common.targets import TargetError, load_target
 from common.scratch import scratch_directory
 from choice.choose import clears_margin
+from choice.ray_engine import RayEngineError, connect
 from codegen.compile import compile_for_measurement
 from perf import mca
 from perf.code_model.cost import module_call_cycles
@@ -241,8 +242,8 @@ class _CodeRound:
 class _Round:
     """Measures one round's analysis on the accelerator's own core: dispatch -> model cycles."""
 
-    def __init__(self, a: argparse.Namespace, work: Path):
-        self.a, self.work = a, work
+    def __init__(self, a: argparse.Namespace, work: Path, executor=None):
+        self.a, self.work, self.executor = a, work, executor
 
     def __call__(self, analysis: dict, only: set[str], tag: str,
                  placements: tuple[int, ...] = (0,)) -> dict[str, "Measured"]:
@@ -256,7 +257,7 @@ class _Round:
         report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
                          self.a.plugin, self.a.model_name, self.a.jobs, only=only,
                          inputs_dir=self.work / "inputs", qemu=self.a.qemu, placements=placements,
-                         vmfb=vmfb, layout=layout)
+                         vmfb=vmfb, layout=layout, executor=self.executor)
         return {d.name: Measured.of(d, placements) for d in report.runs[0].dispatches}
 
 
@@ -724,7 +725,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="cost IREE's default and the N-1 best predicted candidates per dispatch with "
                    "the code model (perf/code_model/) and shortlist the cheapest; 0: shortlist by "
                    "the analysis' prediction")
-    p.add_argument("--jobs", type=int, default=2, help="qemu processes at once")
+    p.add_argument("--jobs", type=int, default=2, help="qemu processes at once (locally)")
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="run every qemu run of the measurements as a task on the Ray cluster whose head is "
+                        "here (choice/ray_engine.py: each node's toolchain must be the driver's; the "
+                        "record is the one a local run writes)")
     p.add_argument("--placements", type=int, default=1,
                    help="--by memory-aware-cycles: buffer placements a switch from IREE's default is judged "
                    "over (1: placement 0 alone); a candidate replaces the default only when its worst "
@@ -746,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     mca.use_llvm_bin(a.llvm_bin)
     with OneLineErrors("choice.tune", a.module, (TuneError, HardwareError, TargetError, mca.McaError,
-                                               records.RecordError)) as cli:
+                                               records.RecordError, RayEngineError)) as cli:
         check_outputs({"--out": a.out, "--out-md": a.out_md, "--record-out": a.record_out},
                       {"--module": a.module, "--target": a.target, "--analysis": a.analysis,
                        "--hardware": a.hardware, "--code-calibration": a.code_calibration,
@@ -831,8 +836,14 @@ def main(argv: list[str] | None = None) -> int:
                 if a.by == "code-model":
                     result = choose_tiles_by_code(analysis, a.margin, hw.name, hw.model_core, a.code_ranked, term)
                 else:
-                    result, tune_log = tune(analysis, _Round(a, Path(tmp)), a.candidates, hw.name, hw.model_core,
-                                            a.code_ranked, a.placements)
+                    executor = (connect(a.ray_address, a.llvm_bin, a.qemu, a.plugin, a.runner)
+                                if a.ray_address else None)
+                    try:
+                        result, tune_log = tune(analysis, _Round(a, Path(tmp), executor), a.candidates, hw.name,
+                                                hw.model_core, a.code_ranked, a.placements)
+                    finally:
+                        if executor is not None:
+                            executor.shutdown()
                     log += tune_log
         if a.record_name is not None:
             outputs[a.record_out] = records.dump_record(records.make_record(a.record_name, refresh, key, result))

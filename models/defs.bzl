@@ -36,7 +36,7 @@ load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_an
 load("//codegen:defs.bzl", "iree_compile")
 load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STOCK_IREE_STRATEGY", "STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
 load("//frontend:defs.bzl", "mlir_import")
-load("//choice:defs.bzl", "code_choice", "code_strategy_choice", "measured_choice", "strategy_choice")
+load("//choice:defs.bzl", "choice_inputs", "code_choice", "code_strategy_choice", "measured_choice", "strategy_choice")
 load("//perf:defs.bzl", "perf_index", "riscv_perf", "sweep_report")
 load("//runtime:defs.bzl", "hal_module")
 load("//tuning/strategies:recorded.bzl", "RECORDED_STRATEGIES")
@@ -408,6 +408,15 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
             # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
             measured_choice(
                 name = "%s_%s_measured_analysis" % (name, suffix),
+                analysis = ":%s_%s_predicted_analysis" % (name, suffix),
+                record_name = "%s_%s" % (name, suffix),
+                tags = ["manual"],
+            )
+
+            # The same choice's inputs, for `bazel run //tools:tune -- --ray-address` (which runs it
+            # outside a build action, its qemu runs on a Ray cluster).
+            choice_inputs(
+                name = "%s_%s_choice_inputs" % (name, suffix),
                 analysis = ":%s_%s_predicted_analysis" % (name, suffix),
                 record_name = "%s_%s" % (name, suffix),
                 tags = ["manual"],

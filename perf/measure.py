@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import os
@@ -38,6 +39,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from analysis.hardware import Hardware, HardwareError, load_hardware
 from common import processes
@@ -270,7 +272,8 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
             counts_only_ok: bool = False, only: set[str] | None = None,
             inputs_dir: Path | None = None, shipped: dict[str, str] | None = None, *,
-            qemu: Path, placements: tuple[int, ...] = (0,), vmfb: Path, layout: Path) -> PerfReport:
+            qemu: Path, placements: tuple[int, ...] = (0,), vmfb: Path, layout: Path,
+            executor: concurrent.futures.Executor | None = None) -> PerfReport:
     """Every dispatch of the build measured on each description: the executables run are
     `vmfb`'s own bytes, driven by `layout`, what the compile that made it read from its own IR
     (codegen.compile --out-layout); nothing is compiled here. `module`, `target_path` and
@@ -282,7 +285,9 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     must be the same bytes. `qemu`: the qemu-riscv64 that loads the plugin
     (//tools/qemu:qemu-riscv64). `placements`: the buffer placements each dispatch runs under
     (`placement_offsets`); the report's figures are the first's, and with more than placement 0
-    each dispatch also lists its memory-aware cycles under every one."""
+    each dispatch also lists its memory-aware cycles under every one. `executor`: what runs the
+    qemu runs (`submit(fn, *args)` returning futures: choice.ray_engine's runs them on a Ray
+    cluster); default, `jobs` local threads. The figures do not depend on it."""
     if not placements or len(set(placements)) != len(placements) or min(placements) < 0:
         raise PerfError(f"placements {placements}: expected distinct non-negative placement numbers")
     target = load_target(target_path)
@@ -314,13 +319,14 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     if not os.access(runner, os.X_OK):  # qemu would only say "vector version is not specified"
         raise PerfError(f"{runner}: riscv64 hal_runner is not executable")
     plugin = plugin.absolute()  # qemu dlopen()s it: a bare file name would be searched for elsewhere
+    runner = runner.absolute()  # a run may happen in another process (a Ray worker), elsewhere
     qemu = str(qemu.absolute())  # run as given: a bare name would be looked up on PATH (another qemu)
     for name in (mca.LLVM_MC, mca.LLVM_MCA):
         mca.tool(name)
     mattr = ",".join(target.cpu_features)
 
     with scratch_directory("perf_") as tmp:
-        work = keep or Path(tmp)
+        work = (keep or Path(tmp)).absolute()
         work.mkdir(parents=True, exist_ok=True)
         libraries, built = _shipped_build(vmfb, layout, target, work)
         try:
@@ -349,7 +355,7 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
             if name not in exports:
                 raise PerfError(f"{name}: export not found in the compiled libraries", name)
             (work / f"d{i:03d}").mkdir(exist_ok=True)
-        inputs = _draw_inputs(built, names, inputs_dir or work)
+        inputs = _draw_inputs(built, names, (inputs_dir or work).absolute())
 
         folder_of = {name: i for i, name in enumerate(names)}  # d{i:03d} above
         if only is not None:
@@ -368,9 +374,12 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
                     jobs_list.append(((h, name, p), (qemu_cmd, plugin, mem.plugin_cache_args(hw), runner, lib,
                                                      index, built.dispatches[name], inputs[name], out, p)))
         counts: dict[tuple[int, str, int], cnt.DispatchCounts] = {}
-        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        with contextlib.ExitStack() as stack:
+            pool = executor or stack.enter_context(concurrent.futures.ThreadPoolExecutor(max(1, jobs)))
             futures = {pool.submit(_run_dispatch, *job): key for key, job in jobs_list}
-            for fut in concurrent.futures.as_completed(futures):
+            # On a terminal only (tqdm's default): done/total qemu runs and the time left.
+            for fut in tqdm(concurrent.futures.as_completed(futures), total=len(futures), unit="run",
+                            desc=f"perf {model_name}", leave=False, disable=None):
                 counts[futures[fut]] = fut.result()
         runs = [_core_run(hw, path, names, {n: {p: counts[(h, n, p)] for p in placements} for n in names},
                           built, mattr)

@@ -3,10 +3,13 @@
     bazel run //tools:tune -- //models:mlp_batch32_riscv     # one pipeline target's records
     bazel run //tools:tune -- //models:resnet_host
     bazel run //tools:tune -- all                             # every one's
+    bazel run //tools:tune -- all --ray-address HOST:PORT     # tile records measured on a Ray cluster
 
 For each pipeline target //P:N (N = <pipeline>_<target>): if it has a measured tile choice, builds
 //P:N_measured_analysis (records ignored: every shortlisted candidate compiled and run under qemu)
-and copies its record into tuning/records/N.json; then, if its build is a `strategy = "auto"`
+and copies its record into tuning/records/N.json (with `--ray-address`, builds
+//P:N_choice_inputs instead and runs the same choice.tune command outside Bazel, from the
+execution root, every qemu run a task on that Ray cluster: choice/ray_engine.py); then, if its build is a `strategy = "auto"`
 choice, builds //P:N_strategy_measured (every strategy compiled and priced, riscv confirmed under
 qemu) and copies its record into tuning/strategies/N.json, and rewrites
 tuning/strategies/recorded.bzl from the committed strategy records. Tiles first: the tuned build a
@@ -17,10 +20,12 @@ hand: review its diff (which figures moved, which key component changed) and com
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from common.errors import OneLineErrors
@@ -32,6 +37,7 @@ RECORDS_DIR = Path("tuning/records")
 STRATEGIES_DIR = Path("tuning/strategies")
 MEASURED_SUFFIX = "_measured_analysis"  # models/defs.bzl: the choice measured whatever the records say
 STRATEGY_SUFFIX = "_strategy_measured"  # models/defs.bzl: the strategy choice, every candidate built
+CHOICE_INPUTS_SUFFIX = "_choice_inputs"  # models/defs.bzl: what the measured choice hands choice.tune
 _LABEL = re.compile(r"^//([A-Za-z0-9_/.-]*):([A-Za-z0-9_.-]+)$")
 
 
@@ -81,6 +87,36 @@ def _build(workspace: Path, bazel: list[str], labels: list[str]) -> None:
         raise RefreshError(f"bazel build {' '.join(labels)} failed (see above)")
 
 
+def _execution_root(workspace: Path, bazel: list[str]) -> Path:
+    out = subprocess.run(bazel + ["info", "execution_root"], cwd=workspace, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RefreshError(f"bazel info execution_root failed: {out.stderr.strip().splitlines()[-1:]}")
+    return Path(out.stdout.strip())
+
+
+def _tune_on_ray(inputs_json: Path, execroot: Path, address: str) -> Path:
+    """Runs the measured choice `inputs_json` describes (choice:defs.bzl choice_inputs: the
+    command measured_choice runs) from the execution root with --ray-address; returns the record
+    it wrote (in a scratch directory that lives until this process ends)."""
+    i = json.loads(inputs_json.read_text())
+    f = {k: str(execroot / v["path"]) for k, v in i["files"].items()}
+    out = Path(tempfile.mkdtemp(prefix="tune_ray_"))
+    # -P: the execution root (the cwd) is not on sys.path: the modules, and the runfiles they find
+    # their tools in (the guest sysroot), are this tool's.
+    cmd = [sys.executable, "-P", "-m", "choice.tune", "--module", f["module"], "--target", f["target"],
+           "--analysis", f["analysis"], "--hardware", f["hardware"], "--model-name", i["model_name"],
+           "--llvm-bin", str(Path(f["llvm_mca"]).parent), "--runner", f["runner"], "--plugin", f["plugin"],
+           "--qemu", f["qemu"], "--candidates", str(i["candidates"]), "--code-ranked", str(i["code_ranked"]),
+           "--placements", str(i["placements"]), "--record-name", i["record_name"],
+           "--record-out", str(out / "record.json"), "--refresh-target", i["refresh_target"], "--records-ignored",
+           "--out", str(out / "analysis.json"), "--out-md", str(out / "tune.md"), "--ray-address", address]
+    print(f"tune: measuring {i['record_name']} on the Ray cluster at {address}", file=sys.stderr)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    if subprocess.run(cmd, cwd=execroot, env=env).returncode != 0:
+        raise RefreshError(f"choice.tune for {i['record_name']} on {address} failed (see above)")
+    return out / "record.json"
+
+
 def _commit(dest: Path, text: str, what: str) -> None:
     old = dest.read_text() if dest.is_file() else None
     if old == text:
@@ -96,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", choices=("tiles", "strategies"),
                    help="refresh only the tile (tuning/records) or only the strategy (tuning/strategies) records")
     p.add_argument("--bazel", default="tools/bazel", help="the Bazel entry point, relative to the workspace")
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="measure the tile records' candidates on the Ray cluster whose head is here "
+                        "(choice/ray_engine.py); the strategy records are still measured by the build")
     a = p.parse_args(argv)
     with OneLineErrors("tune", " ".join(a.targets), (RefreshError, RecordError)) as cli:
         ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
@@ -110,10 +149,16 @@ def main(argv: list[str] | None = None) -> int:
             pairs = [(pkg, name) for pkg, name, s in found if s == suffix]
             if not pairs:
                 continue
-            _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
+            if suffix == MEASURED_SUFFIX and a.ray_address:
+                _build(workspace, bazel, [f"//{pkg}:{name}{CHOICE_INPUTS_SUFFIX}" for pkg, name in pairs])
+                execroot = _execution_root(workspace, bazel)
+            else:
+                _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
             for pkg, name in pairs:
                 if suffix == MEASURED_SUFFIX:
-                    record = load_record(bin_dir / pkg / f"{name}{suffix}.record.json")  # validated first
+                    built = (_tune_on_ray(bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json", execroot, a.ray_address)
+                             if a.ray_address else bin_dir / pkg / f"{name}{suffix}.record.json")
+                    record = load_record(built)  # validated first
                     measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
                     _commit(workspace / RECORDS_DIR / f"{name}.json", dump_record(record),
                             f"{len(record.results)} dispatches, {measured} candidates measured")

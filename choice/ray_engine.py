@@ -1,0 +1,117 @@
+"""Measuring on a Ray cluster (issue 61): `choice.tune --ray-address ADDRESS` runs every qemu run
+its measurements make (perf.measure's unit of work: one dispatch on one description under one
+buffer placement, the bulk of a measured choice's time) as a Ray task on any node of the
+cluster, instead of in a local thread pool.
+
+- The figures are the same: a task runs exactly the function a local thread runs
+  (`perf.measure._run_dispatch`) on the same files, and perf.measure assembles the results in
+  its own order, so a record tuned on a cluster is byte for byte a serial run's
+  (//tuning:ray_cluster_test).
+- Every node is checked before any task runs: each computes the toolchain fingerprint a record
+  is keyed by (`choice.records.tool_versions`: iree-base-compiler, @llvm19, qemu, its plugin,
+  the riscv64 runner, the measurement version) and its Python environment, and a node whose
+  fingerprint is not the driver's is refused, named, with the component that differs.
+- A task lost with its worker or its node is run again elsewhere (`MAX_RETRIES`); an error the
+  task raises itself (a dispatch that fails under qemu) is the measurement's answer and is not.
+- Nodes must see the files at the paths the driver sees: a task's arguments are paths (the
+  runner, the executable, the binding files). One machine (the test's two localhost nodes) or
+  a shared checkout, output base and scratch directory on several.
+
+Builds never use this: they replay records inside Bazel's sandbox. Ray is for refreshing
+records and for sweeps, as TVM tunes offline and builds from its logs.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+MAX_RETRIES = 3  # a task whose worker or node died runs again, at most this often
+
+
+class RayEngineError(RuntimeError):
+    """The cluster cannot be used; the message names the node or the reason."""
+
+
+def toolchain(llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> dict[str, str]:
+    """What a node measures with: the tools a record's key names, and the Python environment
+    (its directory is named by the lock's digest) and version."""
+    from choice.records import tool_versions
+
+    return {**tool_versions(Path(llvm_bin), Path(qemu), Path(plugin), Path(runner)),
+            "python_environment": Path(sys.prefix).name, "python": sys.version.split()[0]}
+
+
+def differences(node: dict[str, str], driver: dict[str, str]) -> list[str]:
+    """Each component where a node's toolchain differs from the driver's, one phrase each."""
+    return [f"{k} {node.get(k)} (driver: {driver.get(k)})" for k in sorted(set(node) | set(driver))
+            if node.get(k) != driver.get(k)]
+
+
+class RayExecutor:
+    """`submit(fn, *args)` runs fn(*args) as a Ray task and returns a concurrent.futures.Future,
+    so perf.measure's `as_completed` loop is the same for threads and for the cluster. A task's
+    own exception reaches the caller as itself (Ray's wrapper, with its remote traceback, is
+    removed: the message is what a local run would say)."""
+
+    def __init__(self, ray_module):
+        self._ray = ray_module
+        self._remote: dict[Callable, Any] = {}
+
+    def submit(self, fn: Callable, *args) -> concurrent.futures.Future:
+        remote = self._remote.get(fn)
+        if remote is None:
+            remote = self._remote[fn] = self._ray.remote(fn).options(num_cpus=1, max_retries=MAX_RETRIES)
+        done: concurrent.futures.Future = concurrent.futures.Future()
+
+        def settle(ray_future: concurrent.futures.Future) -> None:
+            err = ray_future.exception()
+            if err is None:
+                done.set_result(ray_future.result())
+                return
+            cause = getattr(err, "cause", None)
+            done.set_exception(cause if isinstance(cause, BaseException) else err)
+
+        remote.remote(*args).future().add_done_callback(settle)
+        return done
+
+    def shutdown(self) -> None:
+        self._ray.shutdown()
+
+
+def connect(address: str, llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> RayExecutor:
+    """Joins the cluster at `address` (host:port of its head, as `ray start --head` prints it)
+    and checks every alive node's toolchain against this process's; raises RayEngineError
+    naming a node that differs, or when the cluster cannot be reached."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    mine = toolchain(llvm_bin, qemu, plugin, runner)
+    try:
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
+                 configure_logging=True)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        raise RayEngineError(f"{address}: no Ray cluster to join ({str(err).splitlines()[0]})") from None
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    check = ray.remote(toolchain)
+    refs = {n["NodeID"]: check.options(num_cpus=0, max_retries=MAX_RETRIES,
+                                       scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
+            .remote(llvm_bin, qemu, plugin, runner) for n in nodes}
+    for node in nodes:
+        try:
+            theirs = ray.get(refs[node["NodeID"]])
+        except Exception as err:  # noqa: BLE001 (a node that cannot even compute it is refused)
+            ray.shutdown()
+            raise RayEngineError(f"node {node['NodeManagerAddress']} ({node['NodeID'][:8]}): cannot check its "
+                                 f"toolchain: {str(getattr(err, 'cause', err) or err).splitlines()[0]}") from None
+        differ = differences(theirs, mine)
+        if differ:
+            ray.shutdown()
+            raise RayEngineError(f"node {node['NodeManagerAddress']} ({node['NodeID'][:8]}): its toolchain is not "
+                                 f"the driver's, refused: {'; '.join(differ)}")
+    print(f"choice.tune: Ray cluster at {address}: {len(nodes)} nodes, "
+          f"{int(ray.cluster_resources().get('CPU', 0))} CPUs, every toolchain the driver's", file=sys.stderr)
+    return RayExecutor(ray)

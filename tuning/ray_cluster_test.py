@@ -1,0 +1,172 @@
+"""A measured choice on a real two-node Ray cluster on localhost (issue 61).
+
+Both nodes are started with `ray start` (the head, and a second node joining it), on loopback
+only, with one CPU each and a short temporary directory of their own; each test stops them.
+`choice.tune --ray-address` then measures mlp_batch32's choice with every qemu run a Ray task,
+and its record must be the committed one byte for byte (what a serial refresh writes). The
+second test kills the second node (its `ray start --block` process group) once the first
+tasks have run: the tasks it held run again on the head, and the record is still the same.
+
+    python tuning/ray_cluster_test.py CHOICE_INPUTS.json COMMITTED_RECORD
+
+CHOICE_INPUTS.json is choice:defs.bzl `choice_inputs`' (what measured_choice hands choice.tune).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).absolute().parent.parent  # the runfiles tree
+ARGS = sys.argv[1:3]
+NODE_FLAGS = ["--num-cpus=1", "--disable-usage-stats", "--object-store-memory=100000000",
+              "--node-ip-address=127.0.0.1"]
+TIMEOUT = 600  # a choice of three dispatches: about 30 s serial on two cores, plus Ray's start
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ray(*args: str, env: dict, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ray.scripts.scripts", *args], env=env, capture_output=True,
+                          text=True, timeout=120, **kwargs)
+
+
+class Cluster:
+    """A head and a second node on loopback; `stop()` ends both and removes their files."""
+
+    def __init__(self):
+        # Ray's unix sockets live under the temporary directory: Bazel's TEST_TMPDIR is too long.
+        self.tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+        self.port = _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        # The workers import the project's modules (perf.measure) as this process does.
+        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+                    "RAY_USAGE_STATS_ENABLED": "0"}
+        self.second = None
+        head = _ray("start", "--head", f"--port={self.port}", f"--temp-dir={self.tmp}", "--include-dashboard=false",
+                    *NODE_FLAGS, env=self.env)
+        assert head.returncode == 0, head.stderr
+        # --block: the node lives as long as this process group, which the node-loss test kills.
+        self.second = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--block",
+                                        f"--address={self.address}", *NODE_FLAGS], env=self.env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while self.nodes() < 2:
+            assert time.monotonic() < deadline, "the second node never joined"
+            assert self.second.poll() is None, "the second node's ray start exited"
+            time.sleep(1)
+
+    def nodes(self) -> int:
+        out = _ray("status", f"--address={self.address}", env=self.env)
+        return out.stdout.count("node_") if out.returncode == 0 else 0
+
+    def kill_second(self) -> None:
+        os.killpg(self.second.pid, signal.SIGKILL)
+        self.second.wait()
+
+    def stop(self) -> None:
+        if self.second is not None and self.second.poll() is None:
+            os.killpg(self.second.pid, signal.SIGTERM)
+            self.second.wait(timeout=30)
+        _ray("stop", "--force", env=self.env)
+        subprocess.run(["rm", "-rf", self.tmp])
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _runfile(short_path: str) -> Path:
+    # An external repository's file (@llvm19) is ../<repo>/... from the workspace's runfiles.
+    return (ROOT / short_path).absolute()
+
+
+INPUTS = json.loads((ROOT / ARGS[0]).read_text()) if ARGS else {}
+FILES = {k: _runfile(v["short_path"]) for k, v in INPUTS.get("files", {}).items()}
+
+
+def _tune(cluster: Cluster, out: Path) -> subprocess.Popen:
+    i = INPUTS
+    cmd = [sys.executable, "-m", "choice.tune", "--module", str(FILES["module"]), "--target", str(FILES["target"]),
+           "--analysis", str(FILES["analysis"]), "--hardware", str(FILES["hardware"]),
+           "--model-name", i["model_name"], "--llvm-bin", str(FILES["llvm_mca"].parent),
+           "--runner", str(FILES["runner"]), "--plugin", str(FILES["plugin"]), "--qemu", str(FILES["qemu"]),
+           "--candidates", str(i["candidates"]), "--code-ranked", str(i["code_ranked"]),
+           "--placements", str(i["placements"]), "--record-name", i["record_name"],
+           "--record-out", str(out / "record.json"), "--refresh-target", i["refresh_target"], "--records-ignored",
+           "--out", str(out / "analysis.json"), "--out-md", str(out / "tune.md"),
+           "--ray-address", cluster.address]
+    return subprocess.Popen(cmd, cwd=ROOT, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _committed() -> str:
+    return Path(ARGS[1]).read_text()
+
+
+def _assert_committed(record: Path) -> None:
+    got, want = record.read_text(), _committed()
+    if got != want:
+        import difflib
+
+        diff = "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), "committed",
+                                                 "on the cluster", n=1))[:60])
+        pytest.fail(f"the record measured on the cluster is not the committed one:\n{diff}")
+
+
+def test_a_two_node_cluster_tunes_the_committed_record(cluster, tmp_path):
+    proc = _tune(cluster, tmp_path)
+    stdout, stderr = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, stderr
+    assert "2 nodes" in stderr and "every toolchain the driver's" in stderr, stderr
+    _assert_committed(tmp_path / "record.json")
+
+
+def test_a_node_lost_mid_run_still_completes(cluster, tmp_path):
+    proc = _tune(cluster, tmp_path)
+    # Let measuring start (the toolchain check and round 0's compile come first), then kill the
+    # second node while it holds tasks: Ray runs them again on the head.
+    deadline = time.monotonic() + TIMEOUT
+    while not list(Path(tempfile.gettempdir()).glob("perf_*/d000/counts_*.txt")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "no qemu run ever finished"
+        time.sleep(0.5)
+    assert proc.poll() is None, f"the choice ended before a node could be lost: {proc.communicate()[1]}"
+    cluster.kill_second()
+    stdout, stderr = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, stderr
+    _assert_committed(tmp_path / "record.json")
+
+
+def test_a_node_with_another_toolchain_is_refused(tmp_path):
+    """The driver's toolchain is checked on every node: a runner that is not the nodes' is named."""
+    other = tmp_path / "hal_runner_riscv64"
+    other.write_bytes(FILES["runner"].read_bytes() + b"\0")
+    other.chmod(0o755)
+    from choice import ray_engine
+
+    llvm_bin = FILES["llvm_mca"].parent
+    theirs = ray_engine.toolchain(llvm_bin, FILES["qemu"], FILES["plugin"], FILES["runner"])
+    mine = ray_engine.toolchain(llvm_bin, FILES["qemu"], FILES["plugin"], other)
+    assert ray_engine.differences(theirs, mine) == [
+        f"hal_runner_riscv64 {theirs['hal_runner_riscv64']} (driver: {mine['hal_runner_riscv64']})"]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v", "-p", "no:cacheprovider"]))
