@@ -68,7 +68,10 @@ def _iree_compile_impl(ctx):
         ),
     )
     return [
-        DefaultInfo(files = depset([vmfb, configs, report]), runfiles = ctx.runfiles(files = [vmfb, configs, report])),
+        DefaultInfo(
+            files = depset([vmfb, configs, report] + ([layout] if layout else [])),
+            runfiles = ctx.runfiles(files = [vmfb, configs, report] + ([layout] if layout else [])),
+        ),
         CompiledModuleInfo(vmfb = vmfb, configs = configs, report = report, analysis = analysis, target = target, code = code, layout = layout),
         module,
     ]

@@ -582,6 +582,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         ],
     )
 
+    shippable_riscv = _shippable_builds(shipped["riscv"], RECORDED_STRATEGIES.get("%s_riscv" % name))
     py_test(
         name = name + "_riscv_dispatch_test",
         size = test_size,
@@ -600,13 +601,21 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         ] + [
             "host:%s=$(location %s)" % (other, STRATEGY_TARGETS[("host", other)])
             for other in STRATEGIES
+        ] + [
+            # The layouts of the builds <name>_riscv may package: the test runs the shipped vmfb
+            # with the one whose executables it holds (nothing compiled for the riscv side).
+            "layout:%s/%s_riscv%s_compiled.layout.json" % (native.package_name(), name, _build_suffix(b))
+            for b in shippable_riscv
         ],
         data = [
             ":" + imported,
             ":%s_riscv" % name,
             ":%s_riscv_analysis" % name,
             riscv_target,
-        ] + [STRATEGY_TARGETS[(t, other)] for t in ("riscv", "host") for other in STRATEGIES],
+        ] + [STRATEGY_TARGETS[(t, other)] for t in ("riscv", "host") for other in STRATEGIES] + [
+            ":%s_riscv%s_compiled" % (name, _build_suffix(b))
+            for b in shippable_riscv
+        ],
         tags = tags,
         deps = ["//runtime/hal_runner:check_dispatches_lib"],
     )

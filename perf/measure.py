@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -51,13 +50,12 @@ from common.provenance import check_build_inputs
 from common.core_models import MODEL_IGNORES, RISCV, core_model
 from common.scratch import scratch_directory
 from common.targets import IreeTarget, TargetError, load_target
-from common.vmfb_executables import VmfbError, embedded_executables
 from perf import counts as cnt
 from perf import guest
 from perf.guest import GUEST_RUN_PREFIX, GUEST_RUN_ROOT
 from perf import mca
 from perf import memory_model as mem
-from common.dispatch_layout import Dispatch, LayoutError, ModuleLayout, load_layout
+from common.dispatch_layout import Dispatch, ModuleLayout
 from runtime.hal_runner import dispatch as drive
 
 class PerfError(RuntimeError):
@@ -94,25 +92,14 @@ def _compulsory_bytes(d: Dispatch) -> tuple[int, int]:
 
 
 def _shipped_build(vmfb: Path, layout_path: Path, target: IreeTarget, work: Path) -> tuple[list[Path], ModuleLayout]:
-    """(the executables `vmfb` embeds, written to work/lib, its layout): what its own compile
-    wrote, nothing compiled again. The layout must describe exactly the vmfb's executables."""
+    """(the executables `vmfb` embeds, written to work/lib, its layout): runtime's `load_build`."""
     try:
-        built = load_layout(layout_path)
-        embedded = embedded_executables(vmfb)
-    except (LayoutError, VmfbError) as err:
+        built = drive.load_build(vmfb, layout_path, work / "lib")
+    except drive.BuildError as err:
         raise PerfError(str(err)) from None
-    if built.target != target.name:
-        raise PerfError(f"{layout_path}: a layout of target {built.target}, not {target.name}")
-    by_sha = {hashlib.sha256(data).hexdigest(): data for data in embedded.values()}
-    if sorted(by_sha) != sorted(built.executables_sha256.values()):
-        raise PerfError(f"{vmfb}: its executables ({', '.join(h[:12] for h in sorted(by_sha))}) are not the ones "
-                        f"{layout_path.name} describes ({_hashes(built.executables_sha256)})")
-    (work / "lib").mkdir(exist_ok=True)
-    libraries = []
-    for name, sha in sorted(built.executables_sha256.items()):
-        libraries.append(work / "lib" / name)
-        libraries[-1].write_bytes(by_sha[sha])
-    return libraries, built
+    if built.layout.target != target.name:
+        raise PerfError(f"{layout_path}: a layout of target {built.layout.target}, not {target.name}")
+    return built.libraries, built.layout
 
 
 # Buffer placements. Where the runner's buffers fall decides which cache sets and pages a

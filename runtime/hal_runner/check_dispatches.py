@@ -37,6 +37,10 @@ region is compared. A dispatch that cannot be driven is a failure with its
 reason. Prints one line per dispatch and `N checked, N passed`; exit status 1
 when any dispatch failed.
 
+With `--build VMFB LAYOUT` the riscv side is not compiled: the vmfb's own executables run,
+driven by the layout its compile wrote (codegen.compile --out-layout; the zoo's dispatch tests
+run the shipped vmfb this way), and a layout of other executables is refused.
+
 With `--activations GOLDEN.npz` the inputs are real: the tensors each dispatch gets when the
 reference build runs the model on the golden inputs (runtime/hal_runner/activations.py, IREE's
 `--iree-flow-trace-dispatch-tensors`), placed in each side's own bindings (data-tiled operands
@@ -63,9 +67,10 @@ from codegen.compile import CompileError
 from codegen.layout import compile_build
 from common.targets import IreeTarget, TargetError, load_target, named_target
 from common.scratch import scratch_directory
-from runtime.hal_runner.dispatch import (QEMU_REPOSITORY, SEED, Dispatch, DriveError, RunnerError, Subspan,
+from runtime.hal_runner.dispatch import (QEMU_REPOSITORY, SEED, BuildError, Dispatch, DriveError, RunnerError, Subspan,
                                          compare, compare_outputs, corrupt, dispatch_command, fill,
-                                         find_qemu, find_riscv_sysroot, find_runner, library_exports, place, run)
+                                         find_qemu, find_riscv_sysroot, find_runner, library_exports, load_build,
+                                         place, run)
 
 if TYPE_CHECKING:
     from runtime.hal_runner.activations import Capture
@@ -83,7 +88,8 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
           analysis: Path | None = None, reference_analysis: Path | None = None,
           tamper: str | None = None, qemu: Path | None = None,
           shipped: dict[str, str] | None = None, run_unmatched: bool = False,
-          activations: Path | None = None, target_module: Path | None = None, every_call: bool = False) -> int:
+          activations: Path | None = None, target_module: Path | None = None, every_call: bool = False,
+          build: tuple[Path, Path] | None = None) -> int:
     """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
     riscv64 output is corrupted before comparing (proves the comparison can fail).
     `shipped`: the executables' sha256 a manifest records: the riscv build compiled here must
@@ -99,7 +105,9 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     F32_TOLERANCE. Without it, inputs are fixed-seed random numbers. `every_call`: every call of
     each export in that run, not only its first.
     `target_module`: compile the riscv side from this module instead (negative testing: a
-    deliberately wrong executable must fail)."""
+    deliberately wrong executable must fail).
+    `build`: (vmfb, layout) of the riscv side as its own compile wrote them (codegen.compile
+    --out-layout): its executables are run from the vmfb, nothing is compiled for that side."""
     target = _target(target_name)
     reference = _target(reference_name)
     if not reference.runnable_on_host:
@@ -134,7 +142,10 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         start = time.monotonic()
         tuned_names = {}
         compiled = []
-        for t, a, m in ((reference, reference_analysis, module), (target, analysis, target_module or module)):
+        sides = [(reference, reference_analysis, module)]
+        if build is None:
+            sides.append((target, analysis, target_module or module))
+        for t, a, m in sides:
             try:
                 c, tuned = compile_build(m, t, a, work)
             except CompileError as err:
@@ -147,8 +158,19 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
             tuned_names[t.name] = set(applied)
             print(f"{t.name}: tuned by {a.name}: {len(applied)} of {len(tuned.entries)} dispatches "
                   f"with analysis tiles, every config landed")
+        if build is not None:
+            try:
+                compiled.append(load_build(build[0], build[1], work / f"{target.name}_shipped"))
+            except BuildError as err:
+                raise SystemExit(f"check_dispatches: {err}") from None
+            if compiled[-1].layout.target != target.name:
+                raise SystemExit(f"check_dispatches: {build[1]}: a layout of target {compiled[-1].layout.target}, "
+                                 f"not {target.name}")
+            print(f"{target.name}: {build[0].name} run as its compile wrote it ({build[1].name}): nothing "
+                  "compiled for it")
         ref_c, dut_c = compiled
-        print(f"compiled {module.name} for {reference.name} and {target.name} in {time.monotonic() - start:.1f} s")
+        print(f"compiled {module.name} for {reference.name}" + (f" and {target.name}" if build is None else "")
+              + f" in {time.monotonic() - start:.1f} s")
         captured = None
         if activations is not None:
             from runtime.hal_runner import activations as act
@@ -392,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
                              "outputs compared with that run's (default: fixed-seed random inputs)")
     parser.add_argument("--every-call", action="store_true",
                         help="with --activations: run every call of each export in the host run, not only its first")
+    parser.add_argument("--build", type=Path, nargs=2, metavar=("VMFB", "LAYOUT"), default=None,
+                        help="run the riscv side from this vmfb with the layout its compile wrote "
+                             "(codegen.compile --out-layout) instead of compiling it")
     parser.add_argument("--target-module", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--tamper", metavar="EXPORT", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -400,6 +425,10 @@ def main(argv: list[str] | None = None) -> int:
         if path is not None and not path.is_file():
             print(f"check_dispatches: {path}: {what} not found", file=sys.stderr)
             return 2
+    if args.build is not None and (args.analysis is not None or args.target_module is not None):
+        print("check_dispatches: --build is the riscv side as compiled: no --analysis or --target-module for it",
+              file=sys.stderr)
+        return 2
     if args.every_call and args.activations is None:
         print("check_dispatches: --every-call needs --activations (the calls are the traced run's)", file=sys.stderr)
         return 2
@@ -414,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
         return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner,
                      args.keep, args.analysis, args.reference_analysis, args.tamper, args.qemu, shipped,
-                     args.run_unmatched, args.activations, args.target_module, args.every_call)
+                     args.run_unmatched, args.activations, args.target_module, args.every_call,
+                     tuple(args.build) if args.build is not None else None)
     except TargetError as err:
         print(f"check_dispatches: {err}", file=sys.stderr)
         return 2

@@ -359,3 +359,20 @@ def test_a_dispatch_traced_outputs_first_pairs_its_inputs():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+def test_the_shipped_build_runs_as_compiled_and_a_foreign_layout_is_refused(tmp_path):
+    """--build: the riscv side is the vmfb its compile wrote, driven by that compile's layout
+    (nothing compiled for it); a layout of other executables is refused in one line."""
+    from codegen.compile import compile_for_measurement
+
+    target = HERE.parent.parent / "common" / "targets" / "riscv64_rvv.yaml"
+    vmfb, layout, _ = compile_for_measurement(MODEL, target, None, tmp_path / "own")
+    out = driver(MODEL, "--build", vmfb, layout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "nothing compiled for it" in out.stdout and f"compiled {MODEL.name} for host in" in out.stdout
+    _, other, _ = compile_for_measurement(HERE / "testdata" / "tiny_model_perturbed.mlirbc", target, None,
+                                          tmp_path / "other")
+    out = driver(MODEL, "--build", vmfb, other)
+    assert out.returncode == 2 and "are not the ones build.layout.json describes" in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1

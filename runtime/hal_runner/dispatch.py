@@ -11,15 +11,60 @@ dispatch (`library_exports`), its binding files (fixed-seed `fill`, or captured 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from common import processes
-from common.dispatch_layout import Dispatch, DriveError, Subspan
+from common.dispatch_layout import Dispatch, DriveError, LayoutError, ModuleLayout, Subspan, load_layout
+from common.vmfb_executables import VmfbError, embedded_executables
 from common.errors import first_line, last_line
+
+class BuildError(ValueError):
+    """A vmfb and a layout that cannot be run together; the message names the file and why."""
+
+
+@dataclass
+class Build:
+    """A compiled module as its compile wrote it: the executables its vmfb embeds (files a runner
+    loads) and the layout of their dispatches."""
+    libraries: list[Path]
+    layout: ModuleLayout
+
+    @property
+    def dispatches(self) -> dict[str, Dispatch]:
+        return self.layout.dispatches
+
+    @property
+    def libraries_sha256(self) -> dict[str, str]:
+        return self.layout.executables_sha256
+
+
+def load_build(vmfb: Path, layout_path: Path, directory: Path) -> Build:
+    """The executables `vmfb` embeds, written into `directory` under the names the layout at
+    `layout_path` gives them, with that layout: nothing compiled. Raises BuildError unless the
+    layout describes exactly the vmfb's executables."""
+    try:
+        layout = load_layout(layout_path)
+        embedded = embedded_executables(vmfb)
+    except (LayoutError, VmfbError) as err:
+        raise BuildError(str(err)) from None
+    by_sha = {hashlib.sha256(data).hexdigest(): data for data in embedded.values()}
+    if sorted(by_sha) != sorted(layout.executables_sha256.values()):
+        described = ", ".join(f"{n} {h[:12]}" for n, h in sorted(layout.executables_sha256.items())) or "none"
+        raise BuildError(f"{vmfb}: its executables ({', '.join(h[:12] for h in sorted(by_sha))}) are not the ones "
+                         f"{Path(layout_path).name} describes ({described})")
+    directory.mkdir(parents=True, exist_ok=True)
+    libraries = []
+    for name, sha in sorted(layout.executables_sha256.items()):
+        libraries.append(directory / name)
+        libraries[-1].write_bytes(by_sha[sha])
+    return Build(libraries, layout)
+
 
 class RunnerError(RuntimeError):
     """A runner, qemu or the guest sysroot is missing or did not run; the message says which."""
