@@ -45,6 +45,24 @@ def toolchain(llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> dict[st
             "python_environment": Path(sys.prefix).name, "python": sys.version.split()[0]}
 
 
+def choice_tune_command(inputs: dict, files: dict[str, Path], out: Path, address: str) -> list[str]:
+    """The choice.tune command a measured choice runs (choice:defs.bzl `choice_inputs`' JSON
+    `inputs`, its `files` resolved to paths) with every qemu run on the cluster at `address`;
+    its record, analysis and table go to `out`/record.json, analysis.json, tune.md. `-P`: the
+    modules (and the runfiles they find their tools in) are the caller's sys.path's, never the
+    working directory's."""
+    return [sys.executable, "-P", "-m", "choice.tune", "--module", str(files["module"]),
+            "--target", str(files["target"]), "--analysis", str(files["analysis"]),
+            "--hardware", str(files["hardware"]), "--model-name", inputs["model_name"],
+            "--llvm-bin", str(Path(files["llvm_mca"]).parent), "--runner", str(files["runner"]),
+            "--plugin", str(files["plugin"]), "--qemu", str(files["qemu"]),
+            "--candidates", str(inputs["candidates"]), "--code-ranked", str(inputs["code_ranked"]),
+            "--placements", str(inputs["placements"]), "--record-name", inputs["record_name"],
+            "--record-out", str(out / "record.json"), "--refresh-target", inputs["refresh_target"],
+            "--records-ignored", "--out", str(out / "analysis.json"), "--out-md", str(out / "tune.md"),
+            "--ray-address", address]
+
+
 def differences(node: dict[str, str], driver: dict[str, str]) -> list[str]:
     """Each component where a node's toolchain differs from the driver's, one phrase each."""
     return [f"{k} {node.get(k)} (driver: {driver.get(k)})" for k in sorted(set(node) | set(driver))

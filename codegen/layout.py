@@ -358,7 +358,9 @@ class CompiledTarget:
             raise DriveError(f"workgroup count has {len(count)} values")
         d.workgroup_count = count
 
-    def _read_sources(self, path: Path) -> None:
+    def _functions(self, path: Path) -> tuple[object, dict[str, object]]:
+        """(the parsed module, each of its func.func by symbol name: one per dispatch). The
+        caller keeps the module while it reads the functions: they are views into it."""
         from iree.compiler import ir
 
         module = ir.Module.parse(path.read_text(), self.context)
@@ -369,6 +371,10 @@ class CompiledTarget:
                 funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
 
         _walk(module.operation, visit)
+        return module, funcs
+
+    def _read_sources(self, path: Path) -> None:
+        module, funcs = self._functions(path)  # noqa: F841 (keeps the functions' module alive)
         for name, func in funcs.items():
             d = self.dispatches.get(name)
             if d is None or d.error:
@@ -399,16 +405,7 @@ class CompiledTarget:
         dispatch-tensor types, before bufferization) to the subspans read from the configurations;
         subspans pair up in order and must agree in binding and bytes, else the dispatch is not
         drivable (its error says why)."""
-        from iree.compiler import ir
-
-        module = ir.Module.parse(path.read_text(), self.context)
-        funcs: dict[str, object] = {}
-
-        def visit(op):
-            if op.name == "func.func":
-                funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
-
-        _walk(module.operation, visit)
+        module, funcs = self._functions(path)  # noqa: F841 (keeps the functions' module alive)
         for name, d in self.dispatches.items():
             if d.error:
                 continue

@@ -104,16 +104,9 @@ FILES = {k: _runfile(v["short_path"]) for k, v in INPUTS.get("files", {}).items(
 
 
 def _tune(cluster: Cluster, out: Path) -> subprocess.Popen:
-    i = INPUTS
-    cmd = [sys.executable, "-m", "choice.tune", "--module", str(FILES["module"]), "--target", str(FILES["target"]),
-           "--analysis", str(FILES["analysis"]), "--hardware", str(FILES["hardware"]),
-           "--model-name", i["model_name"], "--llvm-bin", str(FILES["llvm_mca"].parent),
-           "--runner", str(FILES["runner"]), "--plugin", str(FILES["plugin"]), "--qemu", str(FILES["qemu"]),
-           "--candidates", str(i["candidates"]), "--code-ranked", str(i["code_ranked"]),
-           "--placements", str(i["placements"]), "--record-name", i["record_name"],
-           "--record-out", str(out / "record.json"), "--refresh-target", i["refresh_target"], "--records-ignored",
-           "--out", str(out / "analysis.json"), "--out-md", str(out / "tune.md"),
-           "--ray-address", cluster.address]
+    from choice.ray_engine import choice_tune_command
+
+    cmd = choice_tune_command(INPUTS, FILES, out, cluster.address)
     return subprocess.Popen(cmd, cwd=ROOT, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -25,11 +25,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from common.errors import OneLineErrors
 from common.files import atomic_write
+from common.scratch import scratch_directory
+from choice.ray_engine import choice_tune_command
 from choice.records import RecordError, dump_record, dump_strategy_record, load_record, load_strategy_record
 from tuning.strategy_records import recorded_bzl
 
@@ -94,25 +95,15 @@ def _execution_root(workspace: Path, bazel: list[str]) -> Path:
     return Path(out.stdout.strip())
 
 
-def _tune_on_ray(inputs_json: Path, execroot: Path, address: str) -> Path:
-    """Runs the measured choice `inputs_json` describes (choice:defs.bzl choice_inputs: the
-    command measured_choice runs) from the execution root with --ray-address; returns the record
-    it wrote (in a scratch directory that lives until this process ends)."""
+def _tune_on_ray(inputs_json: Path, execroot: Path, address: str, out: Path) -> Path:
+    """Runs the measured choice `inputs_json` describes (choice:defs.bzl choice_inputs: what
+    measured_choice runs) from the execution root with --ray-address, writing into `out`;
+    returns the record it wrote."""
     i = json.loads(inputs_json.read_text())
-    f = {k: str(execroot / v["path"]) for k, v in i["files"].items()}
-    out = Path(tempfile.mkdtemp(prefix="tune_ray_"))
-    # -P: the execution root (the cwd) is not on sys.path: the modules, and the runfiles they find
-    # their tools in (the guest sysroot), are this tool's.
-    cmd = [sys.executable, "-P", "-m", "choice.tune", "--module", f["module"], "--target", f["target"],
-           "--analysis", f["analysis"], "--hardware", f["hardware"], "--model-name", i["model_name"],
-           "--llvm-bin", str(Path(f["llvm_mca"]).parent), "--runner", f["runner"], "--plugin", f["plugin"],
-           "--qemu", f["qemu"], "--candidates", str(i["candidates"]), "--code-ranked", str(i["code_ranked"]),
-           "--placements", str(i["placements"]), "--record-name", i["record_name"],
-           "--record-out", str(out / "record.json"), "--refresh-target", i["refresh_target"], "--records-ignored",
-           "--out", str(out / "analysis.json"), "--out-md", str(out / "tune.md"), "--ray-address", address]
+    files = {k: execroot / v["path"] for k, v in i["files"].items()}
     print(f"tune: measuring {i['record_name']} on the Ray cluster at {address}", file=sys.stderr)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    if subprocess.run(cmd, cwd=execroot, env=env).returncode != 0:
+    if subprocess.run(choice_tune_command(i, files, out, address), cwd=execroot, env=env).returncode != 0:
         raise RefreshError(f"choice.tune for {i['record_name']} on {address} failed (see above)")
     return out / "record.json"
 
@@ -156,9 +147,12 @@ def main(argv: list[str] | None = None) -> int:
                 _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
             for pkg, name in pairs:
                 if suffix == MEASURED_SUFFIX:
-                    built = (_tune_on_ray(bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json", execroot, a.ray_address)
-                             if a.ray_address else bin_dir / pkg / f"{name}{suffix}.record.json")
-                    record = load_record(built)  # validated first
+                    if a.ray_address:
+                        with scratch_directory("tune_ray_") as tmp:
+                            record = load_record(_tune_on_ray(bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json",
+                                                              execroot, a.ray_address, Path(tmp)))
+                    else:
+                        record = load_record(bin_dir / pkg / f"{name}{suffix}.record.json")  # validated first
                     measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
                     _commit(workspace / RECORDS_DIR / f"{name}.json", dump_record(record),
                             f"{len(record.results)} dispatches, {measured} candidates measured")
