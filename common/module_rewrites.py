@@ -259,6 +259,23 @@ def _channels_last(module) -> int:
     return count + _depthwise_nchw_to_nhwc(module)
 
 
+# IREE's im2col for the regular 2-D convolutions, in the layout they were imported in (NCHW
+# from PyTorch): what the target's global im2col flag does, but before the depthwise rewrite below,
+# which that flag would turn into im2col copies and matrix-vector products.
+_IREE_IM2COL = "builtin.module(func.func(iree-global-opt-convert-conv2d-to-img2col))"
+
+
+def _depthwise_channels_last(module) -> int:
+    """Only the depthwise convolutions channels-last; every other convolution stays in its
+    imported layout as IREE's im2col GEMM. One lowering per op kind: PyTorch's NCHW depthwise
+    convs vectorise as NHWC, while the NCHW GEMMs beside them keep IREE's code emission and the
+    analysis' tiles (channelslast's NHWC GEMMs cost se_net more than its depthwise convs gain)."""
+    from iree.compiler import passmanager
+
+    passmanager.PassManager.parse(_IREE_IM2COL).run(module.operation)
+    return _depthwise_nchw_to_nhwc(module)
+
+
 # The registry of rewrites: name -> function rewriting a parsed module in place (returns how many
 # ops it rewrote). A strategy names them in common/targets.py STRATEGY_FLAGS.
 REWRITES: dict[str, Callable] = {
@@ -266,6 +283,9 @@ REWRITES: dict[str, Callable] = {
     # group, dilated ones one per phase, then regular 2-D convs as im2col GEMMs over NHWC (IREE's
     # passes) and depthwise 2-D convs as IREE's vectorising NHWC depthwise convolution.
     "channels_last": _channels_last,
+    # Depthwise 2-D convs as IREE's vectorising NHWC depthwise convolution, every other 2-D conv
+    # as IREE's im2col GEMM in its imported layout.
+    "depthwise_channels_last": _depthwise_channels_last,
 }
 
 

@@ -99,6 +99,17 @@ def test_channels_last_rewrites_every_convolution(program):
         assert "to tensor<1x12x12x16xf32>" in text and "to tensor<1x16x12x12xf32>" not in text
 
 
+def test_depthwise_channels_last_rewrites_only_the_depthwise_convolution():
+    """The depthwise conv goes NHWC; the regular NCHW convs become im2col GEMMs in NCHW (no
+    transposes around them, unlike channels_last's NHWC GEMMs)."""
+    ops = _ops(rw.rewrite_module(BLOCK.encode(), ("depthwise_channels_last",), "block"))
+    convs = [o for o in ops if "conv" in o]
+    assert convs == ["linalg.depthwise_conv_2d_nhwc_hwc"], convs
+    # the depthwise conv's input, filter and init in, its result out; none around the GEMMs
+    assert ops.count("linalg.transpose") == 4, ops
+    assert ops.count("linalg.matmul") + ops.count("linalg.generic") >= 2, ops
+
+
 def _run(module_path, target, inputs):
     from iree import runtime as rt
     from common.iree_tools import iree_compile

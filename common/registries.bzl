@@ -25,14 +25,14 @@ OP_KINDS = {
 MAC_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 
 # common/targets.py STRATEGY_FLAGS: every lowering strategy.
-LOWERING_STRATEGIES = ("codegen", "datatiling", "ukernels", "directconv", "channelslast")
+LOWERING_STRATEGIES = ("codegen", "datatiling", "ukernels", "directconv", "channelslast", "dwchannelslast")
 
 # IREE's own lowering.
 DEFAULT_STRATEGY = "codegen"
 
 # The strategies a pipeline builds besides IREE's code emission, each derived from a
 # pipeline target by `strategy_target`.
-STRATEGIES = ("datatiling", "ukernels", "directconv", "channelslast")
+STRATEGIES = ("datatiling", "ukernels", "directconv", "channelslast", "dwchannelslast")
 
 # Strategies whose operands are packed (data tiling) in a layout IREE chooses per target.
 PACKED_STRATEGIES = ("datatiling", "ukernels", "channelslast")
@@ -45,12 +45,12 @@ STOCK_IREE_STRATEGY = "directconv"
 
 # model_pipeline's choices among builds -> their candidates, the baseline first.
 CHOICE_CANDIDATES = {
-    "auto": ("tuned", "datatiling", "ukernels", "directconv", "channelslast"),
-    "measured": ("tuned", "codegen", "datatiling", "ukernels", "directconv", "channelslast"),
+    "auto": ("tuned", "datatiling", "ukernels", "directconv", "channelslast", "dwchannelslast"),
+    "measured": ("tuned", "codegen", "datatiling", "ukernels", "directconv", "channelslast", "dwchannelslast"),
 }
 
 # What model_pipeline's `strategy` accepts.
-PIPELINE_STRATEGIES = ("tuned", "codegen", "datatiling", "ukernels", "directconv", "channelslast", "auto", "measured")
+PIPELINE_STRATEGIES = ("tuned", "codegen", "datatiling", "ukernels", "directconv", "channelslast", "dwchannelslast", "auto", "measured")
 
 # common/pipeline_targets.py PIPELINE_TARGETS: what every model_pipeline is built for.
 PIPELINE_TARGETS = {
