@@ -187,15 +187,43 @@ def _register_variants(ctx: Context, base_name: str, base: dict[str, list[int]])
     return out
 
 
+# What names a candidate's twin with its reduction blocked at L1 (choice.tune's shortlist adds the
+# twin of the code model's cheapest candidate: the code model prices every load as an L1 hit, so
+# only the measurement can tell what the blocking buys).
+REDUCTION_BLOCKED = "+kblock"
+
+
+def _reduction_blocked(ctx: Context, base: Proposal | tuple[str, dict[str, list[int]]]) -> list[Proposal]:
+    name, tiles = (base.name, base.tiles) if isinstance(base, Proposal) else base
+    blocked = tl.block_reduction(ctx.bounds, ctx.kinds, tiles, ctx.info.nest.terms,
+                                 ctx.hw.level("l1").size_bytes)
+    if blocked is None:
+        return []
+    blocked = finalize(ctx, blocked)
+    if blocked == finalize(ctx, tiles):
+        return []
+    return [Proposal(name + REDUCTION_BLOCKED, "search", blocked,
+                     f"{name}'s tiles with the reduction blocked at L1 (block "
+                     f"{max(blocked['l1'][i] for i, k in enumerate(ctx.kinds) if k == 'reduction')}, "
+                     "the L1 tile's operands within L1), so a register tile does not stream "
+                     "whole rows and columns from L2 or DRAM")]
+
+
 def _register_search(ctx: Context) -> list[Proposal]:
     """Systematic register tiles (1, 2, 4, 8 vectors per row; rows filling half the register
     file or all but RESERVED_REGISTERS) and the base's own register tile, on IREE's default and
-    on ZigZag's cache tiles, the vector loop's outer tiles made whole multiples of it."""
+    on ZigZag's cache tiles, the vector loop's outer tiles made whole multiples of it; each
+    also with its reduction blocked at L1 (`_reduction_blocked`), and IREE's default too."""
+    variants = []
+    if ctx.default is not None:
+        variants += _register_variants(ctx, "iree-default", ctx.default)
+    for p in _zigzag(ctx):
+        variants += _register_variants(ctx, "zigzag", p.tiles)
     out = []
     if ctx.default is not None:
-        out += _register_variants(ctx, "iree-default", ctx.default)
-    for p in _zigzag(ctx):
-        out += _register_variants(ctx, "zigzag", p.tiles)
+        out += _reduction_blocked(ctx, ("iree-default", ctx.default))
+    for p in variants:
+        out += [p] + _reduction_blocked(ctx, p)
     return out
 
 

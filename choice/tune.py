@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
+from analysis.candidates import REDUCTION_BLOCKED
 from analysis.cost_model import FEATURES
 from common.analysis_schema import Analysis, Candidate, CodePriceTerm, Cost, Dispatch, MeasuredChoice, Summary
 from common.calibration_schema import CodeModelCalibration
@@ -85,7 +86,9 @@ def shortlist(dispatch: dict, size: int) -> list[str]:
     """IREE's default, then the other candidates best ranked, `size` in all: those the code
     model costed (`code_model_cycles`) cheapest first, then the rest in the analysis'
     (predicted) order; plus ZigZag's own mapping where the analysis has one and it is not among
-    them, so that ZigZag is always judged by the measurement (docs/design.md). Empty when IREE's
+    them, so that ZigZag is always judged by the measurement (docs/design.md); plus the twin of
+    the code model's cheapest candidate with its reduction blocked at L1 (REDUCTION_BLOCKED),
+    which the code model, every load an L1 hit, cannot tell apart from it. Empty when IREE's
     default is not among the candidates (nothing to compare against)."""
     candidates = dispatch.get("candidates", [])
     if DEFAULT not in (c["name"] for c in candidates):
@@ -97,6 +100,11 @@ def shortlist(dispatch: dict, size: int) -> list[str]:
     names = ([DEFAULT] + [c["name"] for c in costed + rest])[:size]
     if ZIGZAG not in names and any(c["name"] == ZIGZAG for c in others):
         names.append(ZIGZAG)
+    cheapest = min((c for c in candidates if c.get("code_model_cycles") is not None),
+                   key=lambda c: c["code_model_cycles"], default=None)  # ties: the earlier
+    twin = cheapest["name"] + REDUCTION_BLOCKED if cheapest is not None else None
+    if twin is not None and twin not in names and any(c["name"] == twin for c in others):
+        names.append(twin)
     return names
 
 

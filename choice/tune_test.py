@@ -124,6 +124,23 @@ def test_a_module_the_code_model_cannot_read_is_costed_once_not_bisected():
     assert shortlist(ranked.model_dump(mode="json")["dispatches"][0], 2) == [DEFAULT, "a"]
 
 
+def test_the_cheapest_candidates_reduction_blocked_twin_is_always_measured():
+    """The code model prices every load as an L1 hit, so it cannot see what blocking a
+    contraction's reduction at L1 buys: the twin of its cheapest candidate is measured too."""
+    a = _analysis({"x": [DEFAULT, "a", "a+kblock", "b", "b+kblock"]})
+    code = FakeCode({("x", DEFAULT): 100, ("x", "a"): 90, ("x", "a+kblock"): 95, ("x", "b"): 50,
+                     ("x", "b+kblock"): 55})
+    ranked, _ = code_rank(a, code, 5)
+    assert shortlist(ranked.model_dump(mode="json")["dispatches"][0], 2) == [DEFAULT, "b", "b+kblock"]
+    # already shortlisted: not twice; IREE's default cheapest: its own twin
+    assert shortlist(ranked.model_dump(mode="json")["dispatches"][0], 3) == [DEFAULT, "b", "b+kblock"]
+    a = _analysis({"x": [DEFAULT, "iree-default+kblock", "a"]})
+    ranked, _ = code_rank(a, FakeCode({("x", DEFAULT): 10, ("x", "iree-default+kblock"): 12, ("x", "a"): 50}), 3)
+    assert shortlist(ranked.model_dump(mode="json")["dispatches"][0], 2) == [DEFAULT, "iree-default+kblock"]
+    ranked, _ = code_rank(a, FakeCode({("x", DEFAULT): 10, ("x", "iree-default+kblock"): 12, ("x", "a"): 5}), 3)
+    assert shortlist(ranked.model_dump(mode="json")["dispatches"][0], 2) == [DEFAULT, "a"]  # a has no twin
+
+
 def test_shortlist_is_the_default_then_the_best_predicted():
     a = _analysis({"x": ["zigzag", DEFAULT, "a", "b", "c"]}).model_dump(mode="json")
     assert shortlist(a["dispatches"][0], 3) == [DEFAULT, "zigzag", "a"]
