@@ -104,11 +104,11 @@ def mlir_import(name, model, module, factory, framework, model_name = None, visi
     importer = name + "_importer"
     py_binary(
         name = importer,
-        srcs = ["//frontend:importer_main.py"],
-        main = "//frontend:importer_main.py",
+        srcs = [str(Label("//frontend:importer_main.py"))],
+        main = str(Label("//frontend:importer_main.py")),
         python_version = "PY3",
         deps = [
-            "//frontend:import_model",
+            str(Label("//frontend:import_model")),
             model,
         ],
         visibility = ["//visibility:private"],

@@ -33,25 +33,57 @@ vs the host's run of it).
 load("@rules_python//python:defs.bzl", "py_test")
 load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_analysis")
-load("//codegen:defs.bzl", "iree_compile")
+load("//codegen:defs.bzl", "iree_compile", "strategy_target")
 load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STOCK_IREE_STRATEGY", "STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
 load("//frontend:defs.bzl", "mlir_import")
 load("//choice:defs.bzl", "choice_inputs", "code_choice", "code_strategy_choice", "measured_choice", "strategy_choice")
-load("//perf:defs.bzl", "perf_index", "riscv_perf", "sweep_report")
+load("//perf:defs.bzl", "perf_index", "riscv_perf", "shipped_perf", "sweep_report")
 load("//runtime:defs.bzl", "hal_module")
 load("//tuning/strategies:recorded.bzl", "RECORDED_STRATEGIES")
+
+def _project(label):
+    """A label of this project as a string that names it from any workspace: `//x:y` here,
+    `@riscv_ml_toolchain//x:y` in a workspace that loads the project as a repository (a plain
+    string a macro passes on resolves against the calling package's repository)."""
+    return str(Label(label))
+
+def _in_package(path):
+    """`path`, a file of the calling package, relative to its repository's runfiles root."""
+    package = native.package_name()
+    return "%s/%s" % (package, path) if package else path
+
+def accelerator(name, hardware, isa = "//common:riscv64_rvv", visibility = None):
+    """An accelerator a model_pipeline ships for (`model_pipeline(accelerator = ":<name>")`).
+
+    Makes <name> (the riscv IREE target: `isa`'s flags with the description's VLEN),
+    <name>_hardware.yaml (the description) and <name>_<strategy> for every lowering strategy
+    (STRATEGIES), which model_pipeline derives by name.
+
+    Args:
+      name: the accelerator's name.
+      hardware: its description, a YAML of analysis/hardware.py's schema (copy
+        analysis/hardware/riscv_rvv.yaml): VLEN, FMA pipes, caches, bandwidths, energies and
+        `model_core`, an llvm-mca core of common/core_models.py with the same VLEN
+        (sifive-p670: 128, sifive-x280: 512); other VLENs are refused by the measured choice.
+      isa: the riscv target file its ISA and IREE flags come from.
+      visibility: of the targets made.
+    """
+    accelerator_target(name = name, base = _project(isa), hardware = hardware, visibility = visibility)
+    native.alias(name = name + "_hardware.yaml", actual = hardware, visibility = visibility)
+    for strategy in STRATEGIES:
+        strategy_target(name = "%s_%s" % (name, strategy), base = ":" + name, strategy = strategy, visibility = visibility)
 
 # Pipeline target suffix -> (IREE target, hardware description it is tuned for, cost-model
 # calibration for that hardware), from the registry (common/pipeline_targets.py).
 PIPELINE_TARGETS = {
-    suffix: (t.iree_target, t.hardware, t.calibration)
+    suffix: (_project(t.iree_target), _project(t.hardware), _project(t.calibration) if t.calibration else None)
     for suffix, t in REGISTERED_PIPELINE_TARGETS.items()
 }
 
 # Lowering strategies other than the tuned direct codegen (STRATEGIES, common/targets.py), each
 # with its derived target per pipeline target, named after it (//codegen:<target name>_<strategy>).
 STRATEGY_TARGETS = {
-    (pipeline, strategy): "//codegen:%s_%s" % (target.split(":")[1], strategy)
+    (pipeline, strategy): _project("//codegen:%s_%s" % (target.split(":")[1], strategy))
     for pipeline, (target, _hardware, _calibration) in PIPELINE_TARGETS.items()
     for strategy in STRATEGIES
 }
@@ -70,10 +102,10 @@ HOST_TILE_CHOICES = ("predicted", "code")
 
 # What host_tiles = "code" adds to each candidate's code-model cycles: one tile-model feature's
 # weight, fitted on the calibration split's one-thread host timings (bench.host_ranking --fit).
-HOST_CODE_CALIBRATION = "//analysis:calibration/host.code_model.json"
+HOST_CODE_CALIBRATION = _project("//analysis:calibration/host.code_model.json")
 
 # The committed tuning records of the riscv measured choices (common/tuning_schema.py).
-TUNING_RECORDS = "//tuning/records:all"
+TUNING_RECORDS = _project("//tuning/records:all")
 
 # The committed strategy records of `strategy = "auto"` choices (tuning/strategies/recorded.bzl
 # says which build each chose).
@@ -269,7 +301,7 @@ def _chosen_tiles(prefix, choice, module, hardware, target, calibration = None, 
         **dict(choice_args, **kwargs)
     )
 
-def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted", float_reference = None):
+def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted", float_reference = None, accelerator = None):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -303,6 +335,11 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         "measured" (of tuned, codegen and STRATEGIES the build with the fewest model cycles per
         call, all measured under qemu; host time is not a reproducible build input). The
         manifest records the choice and every candidate's figure.
+      accelerator: the label of an `accelerator(...)` declaration (e.g. ":my_accel") that
+        replaces the registered riscv pipeline target (riscv_rvv): analysis, measured choice,
+        every strategy's build, perf reports and the dispatch test are for it. The project's
+        committed records are of its own accelerators: the tiles and an "auto" strategy are
+        measured in the build.
       float_reference: for a quantized model, the pipeline of the same network in float: results
         report the two beside each other (cycles, energy, output error; docs/results_bounds.md).
       host_tiles: how <name>_host_analysis chooses the host's tiles: "predicted" (the default:
@@ -313,6 +350,17 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         0.74-0.81x of IREE's codegen (geomean) but held-out models at up to 1.06-1.10x
         (README, host tiles by the code model).
     """
+    # The pipeline targets of this model: the registry's, the riscv one replaced by `accelerator`.
+    targets = dict(PIPELINE_TARGETS)
+    strategy_targets = dict(STRATEGY_TARGETS)
+    perf_hardware = {s: [_project(h) for h in t.perf_hardware] for s, t in REGISTERED_PIPELINE_TARGETS.items()}
+    recorded_strategies = dict(RECORDED_STRATEGIES)
+    if accelerator:
+        targets["riscv"] = (accelerator, accelerator + "_hardware.yaml", None)
+        for strategy in STRATEGIES:
+            strategy_targets[("riscv", strategy)] = "%s_%s" % (accelerator, strategy)
+        perf_hardware["riscv"] = [accelerator + "_hardware.yaml"]
+        recorded_strategies.pop(name + "_riscv", None)
     if host_tiles not in HOST_TILE_CHOICES:
         fail("model_pipeline(%s): host_tiles must be one of %s, got %r" % (name, ", ".join(HOST_TILE_CHOICES), host_tiles))
     for target in strategies:
@@ -356,7 +404,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         framework = framework,
         model_name = model_name,
     )
-    for suffix, (target, hardware, calibration) in PIPELINE_TARGETS.items():
+    for suffix, (target, hardware, calibration) in targets.items():
         analysis = "%s_%s_analysis" % (name, suffix)
 
         # On the accelerator the candidates are measured (model cycles) rather than trusted to
@@ -434,7 +482,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
             iree_compile(
                 name = "%s_%s_%s_compiled" % (name, suffix, other),
                 module = ":" + imported,
-                target = STRATEGY_TARGETS[(suffix, other)],
+                target = strategy_targets[(suffix, other)],
                 untuned = True,
                 code = by_code,
                 # One candidate of a choice: IREE refusing it (data tiling fails on some attention
@@ -474,7 +522,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
                 tags = ["manual"],
                 **choice
             )
-            recorded = RECORDED_STRATEGIES.get(pipeline_target)
+            recorded = recorded_strategies.get(pipeline_target)
             if recorded:
                 # Replayed from tuning/strategies/<pipeline_target>.json: only the baseline and
                 # the recorded build are compiled (a stale record compiles the rest itself).
@@ -482,8 +530,8 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
                 code_strategy_choice(
                     name = pipeline_target,
                     compiled = {s: ":" + builds[s] for s in given},
-                    unbuilt_targets = {s: STRATEGY_TARGETS[(suffix, s)] for s in candidates if s not in given},
-                    record = "%s:%s.json" % (STRATEGY_RECORDS, pipeline_target),
+                    unbuilt_targets = {s: strategy_targets[(suffix, s)] for s in candidates if s not in given},
+                    record = _project("%s:%s.json" % (STRATEGY_RECORDS, pipeline_target)),
                     **choice
                 )
             else:
@@ -497,12 +545,12 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
                 name = "%s_%s" % (name, suffix),
                 compiled = ":" + builds[chosen],
             )
-    riscv_target = PIPELINE_TARGETS["riscv"][0]
+    riscv_target = targets["riscv"][0]
     for suffix, t in REGISTERED_PIPELINE_TARGETS.items():
         iree_compile(
             name = "%s_%s_untuned_compiled" % (name, suffix),
             module = ":" + imported,
-            target = t.iree_target,
+            target = targets[suffix][0],
             untuned = True,
             # Measured: only the perf report (and strategy = "measured") reads it.
             tags = perf_tags if t.measured else [],
@@ -513,7 +561,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
                 riscv_perf(
                     name = "%s_%s%s_perf" % (name, suffix, _build_suffix(build)),
                     compiled = ":%s_%s%s_compiled" % (name, suffix, _build_suffix(build)),
-                    hardware = list(t.perf_hardware),
+                    hardware = perf_hardware[suffix],
                     tags = perf_tags if build in (TUNED, DEFAULT_STRATEGY) else ["manual"],
                 )
             # Where bench finds the measurements (from their PerfInfo): the tuned and IREE-default
@@ -524,13 +572,21 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
                 # tuned beside stock IREE (//tools:report -- --collect riscv_stock)
                 ("stock_perf_index", [TUNED, STOCK_IREE_STRATEGY], ["manual"]),
                 # every build <name>_riscv may ship (//peers:collect_ours)
-                ("shipped_perf_index", _shippable_builds(shipped[suffix], RECORDED_STRATEGIES.get("%s_%s" % (name, suffix))), ["manual"]),
+                ("shipped_perf_index", _shippable_builds(shipped[suffix], recorded_strategies.get("%s_%s" % (name, suffix))), ["manual"]),
             ):
                 perf_index(
                     name = "%s_%s_%s" % (name, suffix, index),
                     perf = {":%s_%s%s_perf" % (name, suffix, _build_suffix(b)): b for b in builds_measured},
                     tags = index_tags,
                 )
+
+            # The perf report of what <name>_<suffix> ships (the build its manifest names).
+            shipped_perf(
+                name = "%s_%s_shipped_perf" % (name, suffix),
+                shipped = ":%s_%s" % (name, suffix),
+                index = ":%s_%s_shipped_perf_index" % (name, suffix),
+                tags = ["manual"],
+            )
         else:
             # Runnable here: IREE's defaults and every strategy's build as HAL modules to time.
             hal_module(
@@ -547,8 +603,8 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
     py_test(
         name = name + "_pipeline_test",
         size = test_size,
-        srcs = ["//models:pipeline_test.py"],
-        main = "//models:pipeline_test.py",
+        srcs = [_project("//models:pipeline_test.py")],
+        main = _project("//models:pipeline_test.py"),
         # Files are found by name in the runfiles (bazel-bin layout of this package).
         args = [
             "--package=" + native.package_name(),
@@ -568,43 +624,43 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
             ":%s_host_compiled" % name,
             ":%s_riscv_compiled" % name,
             # The pinned riscv64 readelf/objdump: the wrappers and the files they run and load.
-            "//tools/riscv:binutils",
+            _project("//tools/riscv:binutils"),
             "@riscv64_gcc//:riscv64-linux-gnu-objdump",
             "@riscv64_gcc//:riscv64-linux-gnu-readelf",
         ],
         tags = tags,
         deps = [
-            "//common",
-            "//runtime",
+            _project("//common"),
+            _project("//runtime"),
             requirement("iree-base-runtime"),
             requirement("numpy"),
             requirement("pytest"),
         ],
     )
 
-    shippable_riscv = _shippable_builds(shipped["riscv"], RECORDED_STRATEGIES.get("%s_riscv" % name))
+    shippable_riscv = _shippable_builds(shipped["riscv"], recorded_strategies.get("%s_riscv" % name))
     py_test(
         name = name + "_riscv_dispatch_test",
         size = test_size,
-        srcs = ["//models:riscv_dispatch_test.py"],
-        main = "//models:riscv_dispatch_test.py",
+        srcs = [_project("//models:riscv_dispatch_test.py")],
+        main = _project("//models:riscv_dispatch_test.py"),
         args = [
-            "%s/%s.mlirbc" % (native.package_name(), model_name),
+            _in_package("%s.mlirbc" % model_name),
             # The import's golden inputs: each dispatch runs on the activations they produce.
-            "%s/%s.golden.npz" % (native.package_name(), model_name),
-            "%s/%s_riscv.manifest.json" % (native.package_name(), name),
-            "%s/%s_riscv_analysis.analysis.json" % (native.package_name(), name),
+            _in_package("%s.golden.npz" % model_name),
+            _in_package("%s_riscv.manifest.json" % name),
+            _in_package("%s_riscv_analysis.analysis.json" % name),
             "$(location %s)" % riscv_target,
         ] + [
-            "%s=$(location %s)" % (other, STRATEGY_TARGETS[("riscv", other)])
+            "%s=$(location %s)" % (other, strategy_targets[("riscv", other)])
             for other in STRATEGIES
         ] + [
-            "host:%s=$(location %s)" % (other, STRATEGY_TARGETS[("host", other)])
+            "host:%s=$(location %s)" % (other, strategy_targets[("host", other)])
             for other in STRATEGIES
         ] + [
             # The layouts of the builds <name>_riscv may package: the test runs the shipped vmfb
             # with the one whose executables it holds (nothing compiled for the riscv side).
-            "layout:%s/%s_riscv%s_compiled.layout.json" % (native.package_name(), name, _build_suffix(b))
+            "layout:" + _in_package("%s_riscv%s_compiled.layout.json" % (name, _build_suffix(b)))
             for b in shippable_riscv
         ],
         data = [
@@ -612,18 +668,18 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
             ":%s_riscv" % name,
             ":%s_riscv_analysis" % name,
             riscv_target,
-        ] + [STRATEGY_TARGETS[(t, other)] for t in ("riscv", "host") for other in STRATEGIES] + [
+        ] + [strategy_targets[(t, other)] for t in ("riscv", "host") for other in STRATEGIES] + [
             ":%s_riscv%s_compiled" % (name, _build_suffix(b))
             for b in shippable_riscv
         ],
         tags = tags,
-        deps = ["//runtime/hal_runner:check_dispatches_lib"],
+        deps = [_project("//runtime/hal_runner:check_dispatches_lib")],
     )
 
 def _variant_label(name, variant):
     return "%s_%s" % (name, variant)
 
-def hardware_sweep(name, module, model_name, base, variants, riscv_target = "//common:riscv64_rvv", require_model_cycles = False, **kwargs):
+def hardware_sweep(name, module, model_name, base, variants, riscv_target = _project("//common:riscv64_rvv"), require_model_cycles = False, **kwargs):
     """Builds and measures `module` for each accelerator variant; report <name>.sweep.{md,json,png}
     (perf:sweep_report).
 

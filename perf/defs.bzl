@@ -125,6 +125,35 @@ with the files themselves: what tools outside Bazel (bench) read riscv_perf's me
 through, from the targets' PerfInfo, instead of guessing their file names.""",
 )
 
+def _shipped_perf_impl(ctx):
+    md = ctx.actions.declare_file(ctx.label.name + ".perf.md")
+    js = ctx.actions.declare_file(ctx.label.name + ".perf.json")
+    manifests = [f for f in ctx.files.shipped if f.path.endswith(".manifest.json")]
+    if len(manifests) != 1:
+        fail("%s: %s must output exactly one .manifest.json" % (ctx.label, ctx.attr.shipped.label))
+    index = [f for f in ctx.files.index if f.path.endswith(".json") and f.basename == ctx.attr.index.label.name + ".json"]
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = ["--manifest", manifests[0].path, "--index", index[0].path, "--root", ctx.bin_dir.path,
+                     "--out-md", md.path, "--out-json", js.path],
+        inputs = ctx.files.shipped + ctx.files.index,
+        outputs = [md, js],
+        mnemonic = "ShippedPerf",
+        progress_message = "Picking the perf report of what %s ships" % ctx.attr.shipped.label.name,
+    )
+    return [DefaultInfo(files = depset([md, js]))]
+
+shipped_perf = rule(
+    implementation = _shipped_perf_impl,
+    attrs = {
+        "shipped": attr.label(mandatory = True, allow_files = True, doc = "what a pipeline ships: its vmfb and manifest"),
+        "index": attr.label(mandatory = True, allow_files = True, doc = "perf_index of every build it may ship"),
+        "_tool": attr.label(default = "//perf:shipped", executable = True, cfg = "exec"),
+    },
+    doc = """<name>.perf.{md,json}: the riscv_perf report of the build `shipped`'s manifest names,
+checked to have measured the same executables (perf/shipped.py).""",
+)
+
 def perf_of(label, perf_target, compiled_target):
     """The PerfInfo of riscv_perf `perf_target`, which must have measured `compiled_target`'s
     build; fail() naming both otherwise."""

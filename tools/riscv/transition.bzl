@@ -13,7 +13,7 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 # options; Bazel 7's default) then picks //tools/riscv:riscv64_linux_toolchain, registered in
 # WORKSPACE.
 RISCV64_SETTINGS = {
-    "//command_line_option:platforms": "//tools/riscv:riscv64_linux",
+    "//command_line_option:platforms": str(Label("//tools/riscv:riscv64_linux")),
 }
 
 def _riscv64_transition_impl(settings, attr):

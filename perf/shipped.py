@@ -1,0 +1,61 @@
+"""The perf report of what a pipeline ships: of the builds `<name>_riscv` may package, the one its
+manifest names, checked to be the same executables.
+
+    python -m perf.shipped --manifest M.manifest.json --index I.json --out-md R.perf.md --out-json R.perf.json
+
+The index is `<name>_riscv_shipped_perf_index` (perf:perf_index: build -> its riscv_perf report).
+Refuses, naming the file, a manifest whose build has no report in the index and a report of other
+executables than the manifest's (the sha256 each records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from common.errors import OneLineErrors
+from common.files import check_outputs, write_together
+from common.targets import TUNED
+
+
+class ShippedPerfError(RuntimeError):
+    """The manifest and the reports do not agree; the message names the file."""
+
+
+def shipped_build(manifest: dict) -> str:
+    """The build a manifest packages: its strategy choice's, else its target's strategy (tuned
+    when the manifest says the build applied the analysis' tiles)."""
+    chosen = (manifest.get("strategy_choice") or {}).get("chosen")
+    if chosen is not None:
+        return chosen
+    return TUNED if manifest.get("tuned") else manifest["target"]["strategy"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m perf.shipped", description=__doc__.split("\n")[0])
+    p.add_argument("--manifest", required=True, type=Path)
+    p.add_argument("--index", required=True, type=Path, help="perf_index of the builds the pipeline may ship")
+    p.add_argument("--root", type=Path, default=Path("."), help="what the index' paths are relative to")
+    p.add_argument("--out-md", required=True, type=Path)
+    p.add_argument("--out-json", required=True, type=Path)
+    a = p.parse_args(argv)
+    with OneLineErrors("perf.shipped", a.manifest, (ShippedPerfError,)) as cli:
+        check_outputs({"--out-md": a.out_md, "--out-json": a.out_json}, {"--manifest": a.manifest, "--index": a.index})
+        manifest = json.loads(a.manifest.read_text())
+        build = shipped_build(manifest)
+        index = json.loads(a.index.read_text())
+        if build not in index:
+            raise ShippedPerfError(f"{a.manifest}: ships build '{build}', which {a.index} has no report of "
+                                   f"(it has {', '.join(sorted(index)) or 'none'})")
+        report_json = a.root / index[build]["perf_json"]
+        report = json.loads(report_json.read_text())
+        if report.get("executables_sha256") != manifest.get("executables_sha256"):
+            raise ShippedPerfError(f"{report_json}: measured other executables than {a.manifest} ships")
+        write_together({a.out_md: (a.root / index[build]["perf_md"]).read_text(), a.out_json: report_json.read_text()})
+    return cli.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
