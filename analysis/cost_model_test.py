@@ -188,6 +188,12 @@ def test_register_search_aligns_the_vector_loops_outer_tiles():
     assert props["iree-default+aligned"] == tiles([7, 16, 1], [64, 196, 2304], [64, 196, 2304])
     for name, t in props.items():
         reg, l1, l2 = t["register"][1], t["l1"][1], t["l2"][1]
+        if name.endswith(cands.REDUCTION_BLOCKED):
+            # a reduction-blocked twin's cache tile fits L1 with whole register tiles; the
+            # workgroup may end in a narrower cache tile (measured: ResNet-18's 256x196x2304 GEMM
+            # 51.8 M -> 25.8 M memory-aware cycles with 48-wide cache tiles in 196-wide workgroups)
+            assert l1 % reg == 0 and l1 <= l2 and 196 % l2 == 0, (name, t)
+            continue
         # whole register tiles in every cache tile, or one partial one at the loop's end
         assert (l1 % reg == 0 or l1 == 196) and 196 % l2 == 0 and l2 % l1 == 0, (name, t)
 

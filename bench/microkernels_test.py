@@ -44,8 +44,10 @@ def test_one_call_weights_calls_and_keeps_initializers_apart():
     ukernels = _report("ukernels", "iree-default", packed[:2] + [_dispatch("main_dispatch_0_matmul", "matmul", 180, calls=3)])
     directconv = _report("directconv", "iree-default", [_dispatch("main_dispatch_0_conv", "conv", 1500, calls=3)])
     channelslast = _report("channelslast", "iree-default", packed[:2] + [_dispatch("main_dispatch_0_matmul", "matmul", 210, calls=3)])
+    dwchannelslast = _report("dwchannelslast", "iree-default", [_dispatch("main_dispatch_0_matmul", "matmul", 950, calls=3)])
     rows = mk.summarize({"m": {"codegen": codegen, "tuned": tuned, "datatiling": datatiling, "ukernels": ukernels,
-                               "directconv": directconv, "channelslast": channelslast}})
+                               "directconv": directconv, "channelslast": channelslast,
+                               "dwchannelslast": dwchannelslast}})
     (row,) = rows
     v = row["variants"]
     assert v["codegen"]["cycles"] == 3000 and v["tuned"]["cycles"] == 2700
@@ -53,8 +55,8 @@ def test_one_call_weights_calls_and_keeps_initializers_apart():
     assert v["ukernels"]["initializer_cycles"] == 500 and v["ukernels"]["layout_cycles"] == 150
     assert v["ukernels"]["by_kind"] == {"pack/unpack": 150, "matmul": 540}
     text = mk.markdown(rows, {"llvm-mca": "LLVM 19"})
-    assert "| m | sifive-p670 | matmul | 0.003M | 0.003M | 0.001M | 0.001M | - | 0.001M | ukernels |" in text
-    assert "| m | sifive-p670 | conv | - | - | - | - | 0.004M | - | directconv |" in text
+    assert "| m | sifive-p670 | matmul | 0.003M | 0.003M | 0.001M | 0.001M | - | 0.001M | 0.003M | ukernels |" in text
+    assert "| m | sifive-p670 | conv | - | - | - | - | 0.004M | - | - | directconv |" in text
     assert "| 0.23x | 0.25x | 0.92x | 1.50x | 21.7% |" in text  # ukernels 690, datatiling 750, directconv 4500 / 3000
 
 
@@ -119,8 +121,9 @@ def test_interleave_follows_the_balanced_orders_and_drops_warmup():
     s = {"median": 0.002, "iqr_rel": 0.1}
     text = "\n".join(host_markdown({"m": {"codegen": s, "as built": s, "datatiling": s,
                                           "ukernels": dict(s, median=0.001), "directconv": dict(s, median=0.003),
-                                          "channelslast": dict(s, median=0.0015)}}, 30))
-    assert "| m | 2.000 ms ±10% |" in text and text.endswith("| 1.00x | 1.00x | 0.50x | 1.50x | 0.75x |")
+                                          "channelslast": dict(s, median=0.0015),
+                                          "dwchannelslast": dict(s, median=0.0019)}}, 30))
+    assert "| m | 2.000 ms ±10% |" in text and text.endswith("| 1.00x | 1.00x | 0.50x | 1.50x | 0.75x | 0.95x |")
 
 
 if __name__ == "__main__":
