@@ -14,6 +14,27 @@ load("//tools/python:python_env.bzl", "python_env")
 load("//tools/debian:debian_package.bzl", "debian_package")
 load("//tools/debian:debian_source.bzl", "debian_source")
 
+# libLLVM and the shared libraries it loads, pinned (Debian bookworm), as @llvm19's and @clang19's
+# tools both need them: name in the repository -> path in the packages, and package -> [version, sha256].
+_LLVM19_LIBRARY_EXPORTS = {
+    "lib/libLLVM.so.19.1": "usr/lib/x86_64-linux-gnu/libLLVM.so.19.1",
+    "lib/libbsd.so.0": "usr/lib/x86_64-linux-gnu/libbsd.so.0.11.7",
+    "lib/libedit.so.2": "usr/lib/x86_64-linux-gnu/libedit.so.2.0.70",
+    "lib/libicudata.so.72": "usr/lib/x86_64-linux-gnu/libicudata.so.72.1",
+    "lib/libicuuc.so.72": "usr/lib/x86_64-linux-gnu/libicuuc.so.72.1",
+    "lib/libxml2.so.2": "usr/lib/x86_64-linux-gnu/libxml2.so.2.9.14",
+    "lib/libz3.so.4": "usr/lib/x86_64-linux-gnu/libz3.so.4",
+}
+
+_LLVM19_LIBRARIES = {
+    "libbsd0": ["0.11.7-2", "bb31cc8b40f962a85b2cec970f7f79cc704a1ae4bad24257a822055404b2c60b"],
+    "libedit2": ["3.1-20221030-2", "1cf14abf2716d3279db12d0657a5737cf70074a1e71d3bdf73206625e3c89ce6"],
+    "libicu72": ["72.1-3+deb12u1", "f7f6f99c6d7b025914df2447fc93e11d22c44c0c8bdd8b6f36691c9e7ddcef88"],
+    "libllvm19": ["1:19.1.7-3~deb12u1", "6edf3a8b28495cdba883d9760e0dca1a81983fc497a5f989dc64d0d96d23b4aa"],
+    "libxml2": ["2.9.14+dfsg-1.3~deb12u6", "4460e39dda10a815881374217cde08474747cfa018358cd8612c14b390eff53b"],
+    "libz3-4": ["4.8.12-3.1", "6221ca25ad5abcfbe1965801029d85a88b4775320384b4b716de8fab7a4d2f7a"],
+}
+
 def _in_project(path, relative):
     """`relative` (a path inside the project) as seen from the calling workspace."""
     return relative if path in ("", ".") else path.rstrip("/") + "/" + relative
@@ -92,27 +113,13 @@ def riscv_ml_toolchain_dependencies(path = "."):
     # is an input of the actions that run them (@llvm19//:all).
     debian_package(
         name = "llvm19",
-        exports = {
-            "lib/libLLVM.so.19.1": "usr/lib/x86_64-linux-gnu/libLLVM.so.19.1",
-            "lib/libbsd.so.0": "usr/lib/x86_64-linux-gnu/libbsd.so.0.11.7",
-            "lib/libedit.so.2": "usr/lib/x86_64-linux-gnu/libedit.so.2.0.70",
-            "lib/libicudata.so.72": "usr/lib/x86_64-linux-gnu/libicudata.so.72.1",
-            "lib/libicuuc.so.72": "usr/lib/x86_64-linux-gnu/libicuuc.so.72.1",
-            "lib/libxml2.so.2": "usr/lib/x86_64-linux-gnu/libxml2.so.2.9.14",
-            "lib/libz3.so.4": "usr/lib/x86_64-linux-gnu/libz3.so.4",
+        exports = dict(_LLVM19_LIBRARY_EXPORTS, **{
             "llc": "usr/lib/llvm-19/bin/llc",
             "llvm-mc": "usr/lib/llvm-19/bin/llvm-mc",
             "llvm-mca": "usr/lib/llvm-19/bin/llvm-mca",
             "opt": "usr/lib/llvm-19/bin/opt",
-        },
-        libraries = {
-            "libbsd0": ["0.11.7-2", "bb31cc8b40f962a85b2cec970f7f79cc704a1ae4bad24257a822055404b2c60b"],
-            "libedit2": ["3.1-20221030-2", "1cf14abf2716d3279db12d0657a5737cf70074a1e71d3bdf73206625e3c89ce6"],
-            "libicu72": ["72.1-3+deb12u1", "f7f6f99c6d7b025914df2447fc93e11d22c44c0c8bdd8b6f36691c9e7ddcef88"],
-            "libllvm19": ["1:19.1.7-3~deb12u1", "6edf3a8b28495cdba883d9760e0dca1a81983fc497a5f989dc64d0d96d23b4aa"],
-            "libxml2": ["2.9.14+dfsg-1.3~deb12u6", "4460e39dda10a815881374217cde08474747cfa018358cd8612c14b390eff53b"],
-            "libz3-4": ["4.8.12-3.1", "6221ca25ad5abcfbe1965801029d85a88b4775320384b4b716de8fab7a4d2f7a"],
-        },
+        }),
+        libraries = _LLVM19_LIBRARIES,
         package = "llvm-19",
         programs = [
             "llc",
@@ -228,26 +235,13 @@ def riscv_ml_toolchain_dependencies(path = "."):
     # it loads that a base Debian system lacks (`ldd` checks the closure at fetch).
     debian_package(
         name = "clang19",
-        exports = {
+        exports = dict(_LLVM19_LIBRARY_EXPORTS, **{
             "clang": "usr/lib/llvm-19/bin/clang",
-            "lib/libLLVM.so.19.1": "usr/lib/x86_64-linux-gnu/libLLVM.so.19.1",
-            "lib/libbsd.so.0": "usr/lib/x86_64-linux-gnu/libbsd.so.0.11.7",
             "lib/libclang-cpp.so.19.1": "usr/lib/x86_64-linux-gnu/libclang-cpp.so.19.1",
-            "lib/libedit.so.2": "usr/lib/x86_64-linux-gnu/libedit.so.2.0.70",
-            "lib/libicudata.so.72": "usr/lib/x86_64-linux-gnu/libicudata.so.72.1",
-            "lib/libicuuc.so.72": "usr/lib/x86_64-linux-gnu/libicuuc.so.72.1",
-            "lib/libxml2.so.2": "usr/lib/x86_64-linux-gnu/libxml2.so.2.9.14",
-            "lib/libz3.so.4": "usr/lib/x86_64-linux-gnu/libz3.so.4",
-        },
-        libraries = {
-            "libbsd0": ["0.11.7-2", "bb31cc8b40f962a85b2cec970f7f79cc704a1ae4bad24257a822055404b2c60b"],
+        }),
+        libraries = dict(_LLVM19_LIBRARIES, **{
             "libclang-cpp19": ["1:19.1.7-3~deb12u1", "5daa784e1d747db320c16604729ffa805e6bfd72d3ac0b7cb0ee5f1a7ebc8aae"],
-            "libedit2": ["3.1-20221030-2", "1cf14abf2716d3279db12d0657a5737cf70074a1e71d3bdf73206625e3c89ce6"],
-            "libicu72": ["72.1-3+deb12u1", "f7f6f99c6d7b025914df2447fc93e11d22c44c0c8bdd8b6f36691c9e7ddcef88"],
-            "libllvm19": ["1:19.1.7-3~deb12u1", "6edf3a8b28495cdba883d9760e0dca1a81983fc497a5f989dc64d0d96d23b4aa"],
-            "libxml2": ["2.9.14+dfsg-1.3~deb12u6", "4460e39dda10a815881374217cde08474747cfa018358cd8612c14b390eff53b"],
-            "libz3-4": ["4.8.12-3.1", "6221ca25ad5abcfbe1965801029d85a88b4775320384b4b716de8fab7a4d2f7a"],
-        },
+        }),
         package = "clang-19",
         programs = ["clang"],
         sha256 = "89ab931a9bbfd567a76df3141af5d5ec67b01d800150e614f2c9bf4671da9b08",
