@@ -31,6 +31,7 @@ from bench import stats
 from bench.artifacts import ArtifactError, PipelineInfo, workspace_roots, zoo
 from common.files import sha256_file, write_together
 from common.targets import STOCK_IREE_STRATEGY
+from runtime.manifest import shipped_build
 
 OUT = Path("docs/data/host_timings.json")
 # variant -> the suffix of its HAL module, `models/<pipeline><suffix>.vmfb`
@@ -76,7 +77,7 @@ def time_pipeline(info: PipelineInfo, root: Path | None, rounds: int, warmup: in
     times = interleave({v: timed(c) for v, c in calls.items()}, rounds, warmup, f"{info.name} host", quiet)
     ratios = [s / t for s, t in zip(times["ships"], times["stock_iree"])]
     low, high = stats.median_ci(ratios)
-    chosen = (json.loads(manifest.read_text()).get("strategy_choice") or {}).get("chosen", "tuned")
+    chosen = shipped_build(json.loads(manifest.read_text()))
     return {
         "split": info.split,
         "ships": chosen,

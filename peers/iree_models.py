@@ -33,7 +33,7 @@ from pathlib import Path
 from common.errors import OneLineErrors
 from common.files import sha256_file, write_together
 from common.perf_schema import PerfIndexError, load_perf_index
-from common.targets import TUNED
+from runtime.manifest import shipped_build
 from peers.run import PeerError
 
 OUT = Path("peers/data/iree_models_measured.json")
@@ -87,7 +87,7 @@ def collect(bins: list[Path], pipelines: list[str]) -> dict:
                 continue
             manifest_path = candidate
             manifest = _load(manifest_path)
-            ships = (manifest.get("strategy_choice") or {}).get("chosen", TUNED)
+            ships = shipped_build(manifest)
             perf_path = shipped_perf(bin_models, p, ships)
             if perf_path is not None and perf_path.is_file():
                 break

@@ -17,20 +17,11 @@ from pathlib import Path
 
 from common.errors import OneLineErrors
 from common.files import check_outputs, write_together
-from common.targets import TUNED
+from runtime.manifest import shipped_build
 
 
 class ShippedPerfError(RuntimeError):
     """The manifest and the reports do not agree; the message names the file."""
-
-
-def shipped_build(manifest: dict) -> str:
-    """The build a manifest packages: its strategy choice's, else its target's strategy (tuned
-    when the manifest says the build applied the analysis' tiles)."""
-    chosen = (manifest.get("strategy_choice") or {}).get("chosen")
-    if chosen is not None:
-        return chosen
-    return TUNED if manifest.get("tuned") else manifest["target"]["strategy"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from common.perf_schema import PerfIndexError, PerfReport, load_perf_index
-from common.targets import TUNED
+from runtime.manifest import shipped_build
 
 OUT = Path("docs/results_bounds.md")
 DATA = Path("docs/data/shipped_bounds.json")
@@ -64,7 +64,7 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
         if not manifest_path.is_file() or not index.is_file():
             missing = manifest_path if not manifest_path.is_file() else index
             raise BoundsError(f"{missing}: not built (tools/bazel build //models:zoo_shipped_perf)")
-        ships = (json.loads(manifest_path.read_text()).get("strategy_choice") or {}).get("chosen", TUNED)
+        ships = shipped_build(json.loads(manifest_path.read_text()))
         try:
             perf_path = load_perf_index(index, bin_models.parent).get(ships)
         except PerfIndexError as err:

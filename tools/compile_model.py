@@ -31,6 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from analysis.hardware import HardwareError, load_hardware
 from common.errors import OneLineErrors
 
 PROJECT_REPOSITORY = "riscv_ml_toolchain"  # deps.bzl: the name the project must be loaded under
@@ -126,8 +127,6 @@ def _check_inputs(model: Path, accelerator: Path | None, name: str, out: Path) -
             raise CompileModelError(f"{accelerator}: accelerator description not found")
         if accelerator.suffix not in (".yaml", ".yml"):
             raise CompileModelError(f"{accelerator}: not a YAML hardware description")
-        from analysis.hardware import HardwareError, load_hardware
-
         try:
             load_hardware(accelerator)
         except HardwareError as err:
