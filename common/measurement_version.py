@@ -19,5 +19,5 @@ decide differently from the same figures. Tools (iree-base-compiler, @llvm19, qe
 the riscv64 runner) and every input file stay keyed by version or sha256 of their own.
 """
 
-MEASUREMENT_VERSION = 1
+MEASUREMENT_VERSION = 2
 STRATEGY_CHOICE_VERSION = 1

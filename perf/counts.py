@@ -117,7 +117,9 @@ class DispatchCounts:
 # core model prices each block as a region of its own (perf/mca.py), so a loop body split at a
 # page cost more than the same bytes unsplit: se_net's dispatch 21 priced 141,869 model cycles
 # in one link of the module and 131,259 in another (its inner loop crossed 0x...5000 in one).
-# Joining the two halves again makes the price independent of the code's page offset.
+# Joining the two halves again makes the price independent of the code's page offset. QEMU also
+# cuts before an instruction that straddles a page and gives that one a block of its own (se_net's
+# dispatch 13: one 12-byte loop block in one link, three blocks and 4.6% dearer in another).
 PAGE_BYTES = 4096
 
 
@@ -155,20 +157,29 @@ def _vset_slot(word: int) -> int:
     return vsew * 8 + vlmul
 
 
+def _is_vset(word: int, size: int) -> bool:
+    return size == 4 and word & 0x7F == 0x57 and (word >> 12) & 7 == 7
+
+
 def _exit_slot(code: bytes, entry: int) -> tuple[int, bool]:
     """(the vtype slot after the code when entered at `entry`, whether the code sets one)."""
     slot, sets = entry, False
     for word, size in _words(code):
-        if size == 4 and word & 0x7F == 0x57 and (word >> 12) & 7 == 7:
+        if _is_vset(word, size):
             slot, sets = _vset_slot(word), True
     return slot, sets
+
+
+def _spans_pages(addr: int, size: int) -> bool:
+    return addr // PAGE_BYTES != (addr + size - 1) // PAGE_BYTES
 
 
 def join_page_splits(raw: list[tuple[int, Block]]) -> list[Block]:
     """The blocks as the core model prices them: each block A that QEMU ended at a page boundary
     without a control transfer falls through into the block B starting there, so A's executions
-    are priced as one region A+B (entered at A's vtype) and B keeps only its other entries. `raw`:
-    (guest address, block) per translated block; a B whose entries do not add up is left as is."""
+    are priced as one region A+B (entered at A's vtype) and B keeps only its other entries; a
+    chain A+B+C... is followed as long as each link is such a split. `raw`: (guest address,
+    block) per translated block; a B whose entries do not add up is left as is."""
     same: dict[tuple[int, bytes], Block] = {}  # QEMU may translate one address more than once
     for addr, b in raw:
         if (addr, b.code) in same:
@@ -182,40 +193,54 @@ def join_page_splits(raw: list[tuple[int, Block]]) -> list[Block]:
     by_start: dict[int, list[int]] = {}
     for i, (addr, _) in enumerate(raw):
         by_start.setdefault(addr, []).append(i)
-    joined: list[Block] = []
-    remaining = {i: Counter(dict(b.executions)) for i, (_, b) in enumerate(raw)}
-    for i, (addr, a) in enumerate(raw):
+
+    def split_successor(i: int) -> int | None:
+        """The block QEMU split off after block i at a page, if there is exactly one."""
+        addr, a = raw[i]
         end = addr + len(a.code)
         words = _words(a.code)
-        # QEMU ends a block before an instruction on the next page, and gives an instruction that
-        # straddles a page a block of its own: either way the block ends at or across a page.
-        at_page = end % PAGE_BYTES == 0 or addr // PAGE_BYTES != (end - 1) // PAGE_BYTES
-        if not at_page or not words or _transfers_control(*words[-1]):
-            continue
+        # QEMU also ends a block after a vset{i}vl{i} (its vtype is a translation-time constant):
+        # such a block would end there in any link.
+        if not words or _transfers_control(*words[-1]) or _is_vset(*words[-1]):
+            return None
         successors = by_start.get(end, [])
         if len(successors) != 1:
-            continue
+            return None
         j = successors[0]
-        b = raw[j][1]
-        into_b = Counter()
-        a_execs = tuple(sorted((slot, n) for slot, n in remaining[i].items() if n > 0))
-        for slot, n in a_execs:
-            after, _ = _exit_slot(a.code, slot)
-            into_b[after] += n
-        if any(remaining[j][slot] < n for slot, n in into_b.items()):
+        # QEMU ends a block before an instruction on the next page, and gives an instruction that
+        # straddles a page a block of its own (ending the block before it too): a split is a
+        # block ending at a page, a block across one, or a block before one across one.
+        if end % PAGE_BYTES == 0 or _spans_pages(addr, len(a.code)) or _spans_pages(end, len(raw[j][1].code)):
+            return j
+        return None
+
+    joined: list[Block] = []
+    remaining = {i: Counter(dict(b.executions)) for i, (_, b) in enumerate(raw)}
+    for i, (_, a) in enumerate(raw):
+        entries = tuple(sorted((slot, n) for slot, n in remaining[i].items() if n > 0))
+        if not entries:
             continue
-        remaining[j].subtract(into_b)
-        _, a_sets = _exit_slot(a.code, 0)
-        nvec_entry = a.nvec_entry + (b.nvec_entry if not a_sets else 0)
-        joined.append(Block(a.code + b.code, a.insns + b.insns, nvec_entry, a.weight_after_x8 + b.weight_after_x8,
-                            a.nvec_after_unknown + b.nvec_after_unknown, a.fma + b.fma,
-                            tuple(x + y for x, y in zip(a.classes, b.classes)), a_execs))
+        region, flows, at = a, Counter(dict(entries)), i
+        seen = {i}
+        while (j := split_successor(at)) is not None and j not in seen:
+            b = raw[j][1]
+            into_b = Counter()
+            for slot, n in flows.items():
+                into_b[_exit_slot(region.code, slot)[0]] += n
+            if any(remaining[j][slot] < n for slot, n in into_b.items()):
+                break
+            remaining[j].subtract(into_b)
+            _, region_sets = _exit_slot(region.code, 0)
+            nvec_entry = region.nvec_entry + (b.nvec_entry if not region_sets else 0)
+            region = Block(region.code + b.code, region.insns + b.insns, nvec_entry,
+                           region.weight_after_x8 + b.weight_after_x8,
+                           region.nvec_after_unknown + b.nvec_after_unknown, region.fma + b.fma,
+                           tuple(x + y for x, y in zip(region.classes, b.classes)), entries)
+            flows, at = into_b, j
+            seen.add(j)
         remaining[i] = Counter()
-    for i, (_, block) in enumerate(raw):
-        left = tuple(sorted((slot, n) for slot, n in remaining[i].items() if n > 0))
-        if left:
-            joined.append(Block(block.code, block.insns, block.nvec_entry, block.weight_after_x8,
-                                block.nvec_after_unknown, block.fma, block.classes, left))
+        joined.append(Block(region.code, region.insns, region.nvec_entry, region.weight_after_x8,
+                            region.nvec_after_unknown, region.fma, region.classes, entries))
     return _merge_by_code(joined)
 
 

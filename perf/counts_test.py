@@ -12,11 +12,14 @@ from perf.counts import PAGE_BYTES, Block, join_page_splits
 ADDI = (0x00150513).to_bytes(4, "little")  # addi a0, a0, 1
 BNEZ = (0xFE051EE3).to_bytes(4, "little")  # bnez a0, -4
 VSETVLI_M2 = (0x0D107057).to_bytes(4, "little")  # vsetvli zero, zero, e32, m2, ta, ma
+C_ADDI = (0x0505).to_bytes(2, "little")  # c.addi a0, 1
 CLASSES = (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def _block(code: bytes, execs: dict[int, int]) -> Block:
-    n = len(code) // 4
+    n, at = 0, 0
+    while at < len(code):  # 4-byte words end in 0b11, compressed ones do not
+        n, at = n + 1, at + (4 if code[at] & 3 == 3 else 2)
     return Block(code, n, 0, 0, 0, 0, (n,) + (0,) * 10, tuple(sorted(execs.items())))
 
 
@@ -49,8 +52,21 @@ def test_an_instruction_straddling_a_page_is_joined_with_what_follows():
     assert [p.code for p in priced] == [a.code + b.code]
 
 
+def test_a_chain_of_splits_before_and_across_a_page_is_priced_as_one_region():
+    """se_net's dispatch 13: a loop's 12-byte block in one link was three in another (a
+    compressed instruction QEMU cut before the straddling instruction, the straddler, the
+    rest) and priced 4.6% dearer; every split of the chain is joined."""
+    head = _block(C_ADDI, {17: 18432})  # ends at PAGE - 2: the next instruction straddles
+    straddler = _block(ADDI, {17: 18432})
+    tail = _block(C_ADDI + ADDI, {17: 18432})
+    priced = join_page_splits([(PAGE_BYTES - 4, head), (PAGE_BYTES - 2, straddler), (PAGE_BYTES + 2, tail)])
+    assert [(p.code, p.executions) for p in priced] == [(C_ADDI + ADDI + C_ADDI + ADDI, ((17, 18432),))]
+    elsewhere = join_page_splits([(0x100, _block(C_ADDI + ADDI + C_ADDI + ADDI, {17: 18432}))])
+    assert [(p.code, p.insns, p.executions) for p in elsewhere] == [(p.code, p.insns, p.executions) for p in priced]
+
+
 def test_the_entry_vtype_of_the_fall_through_follows_a_vset():
-    a = _block(ADDI + VSETVLI_M2, {64: 5})
+    a = _block(VSETVLI_M2 + ADDI, {64: 5})
     b = _block(ADDI + BNEZ, {17: 9})  # e32 m2 = slot 2*8+1
     priced = {p.code: p for p in join_page_splits([(PAGE_BYTES - 8, a), (PAGE_BYTES, b)])}
     assert priced[a.code + b.code].executions == ((64, 5),)
