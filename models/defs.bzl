@@ -27,7 +27,13 @@ default: measurements, built on request or by //tools:bench, not by `//...`),
 and the tests <name>_pipeline_test (host numerics vs the framework golden,
 configs landed, riscv HAL executables are RVV code) and
 <name>_riscv_dispatch_test (every riscv dispatch run under qemu on the model's real activations
-vs the host's run of it).
+vs the host's run of it), each opt-out (`gen_test`, `gen_dispatch_test`).
+
+Every name is spelled once, in `pipeline_names(name, target)` and `model_names(name,
+model_name)`; BUILD files that refer to a pipeline's outputs load them from here. The macro is
+its parts in data-flow order: `_tiles` (analysis and choice), `_builds` (one compile per build),
+`_shipped` (what <name>_<target> packages), `_measurements` (perf reports and their indexes),
+then the tests; hardware_sweep reuses `_chosen_tiles` and the same names per variant.
 """
 
 load("@rules_python//python:defs.bzl", "py_test")
@@ -115,17 +121,19 @@ STRATEGY_RECORDS = "//tuning/strategies"
 # "held_out" models are measured, never fitted on (bench/report show the two apart).
 SPLITS = ("calibration", "held_out")
 
-# Pipeline outputs //tools:bench and //tools:model_report read, per model (see model_zoo).
-BENCH_SUFFIXES = [
-    "_host",
-    "_host_untuned",
-    "_host_analysis",
-    "_host_predicted_analysis",  # with ZigZag's candidates, which the host analysis leaves out
-    "_host_compiled",
-    "_host_untuned_compiled",
-    "_riscv_analysis",
-    "_riscv_perf_index",  # the tuned and IREE-default riscv_perf measurements, by their PerfInfo
-]
+def _bench_targets(host, riscv):
+    """The pipeline outputs //tools:bench and //tools:model_report read, per model (model_zoo),
+    from its host and riscv pipeline_names."""
+    return [
+        host.shipped,
+        host.module[DEFAULT_STRATEGY],
+        host.analysis,
+        host.predicted_analysis,  # with ZigZag's candidates, which the host analysis leaves out
+        host.compiled[TUNED],
+        host.compiled[DEFAULT_STRATEGY],
+        riscv.analysis,
+        riscv.index["perf_index"],  # the tuned and IREE-default riscv_perf measurements, by their PerfInfo
+    ]
 
 def _pipeline_info_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".json")
@@ -169,6 +177,9 @@ def model_zoo(name):
     if not infos:
         fail("model_zoo(%s): no model_pipeline above it in %s" % (name, native.package_name()))
     labels = [":" + r["name"] for r in infos]
+    imports = [":" + model_names(r["pipeline"], r["model_name"]).imported for r in infos]
+    riscv = [pipeline_names(r["pipeline"], "riscv") for r in infos]
+    host = [pipeline_names(r["pipeline"], "host") for r in infos]
     native.filegroup(name = name, srcs = labels)
     native.py_library(
         name = name + "_models",
@@ -177,31 +188,31 @@ def model_zoo(name):
     )
     native.filegroup(
         name = name + "_imports",
-        srcs = labels + [":%s_import" % r["model_name"] for r in infos],
+        srcs = labels + imports,
     )
     native.filegroup(
         name = name + "_strategy_perf",
         srcs = labels + [
             # every build's riscv_perf measurement, by its PerfInfo
-            ":%s_riscv_strategy_perf_index" % r["pipeline"]
-            for r in infos
+            ":" + n.index["strategy_perf_index"]
+            for n in riscv
         ] + [
             # and the host modules of each strategy, timed by the same report
-            ":%s_host%s" % (r["pipeline"], variant)
-            for r in infos
-            for variant in ["", "_untuned"] + ["_" + s for s in STRATEGIES]
+            ":" + n.module[b]
+            for n in host
+            for b in BUILDS
         ] + [
             # and what each pipeline ships (its manifest says which strategy)
-            ":%s_riscv" % r["pipeline"]
-            for r in infos
-        ] + [":%s_import" % r["model_name"] for r in infos],
+            ":" + n.shipped
+            for n in riscv
+        ] + imports,
         # The strategy measurements are not part of `//...` (//tools:report_microkernels).
         tags = ["manual"],
     )
     native.filegroup(
         # What each riscv pipeline ships, with its manifest (//results:vector_floor_test).
         name = name + "_shipped",
-        srcs = [":%s_riscv" % r["pipeline"] for r in infos],
+        srcs = [":" + n.shipped for n in riscv],
     )
     # What each riscv pipeline ships (its manifest says which build) beside measurements, by their
     # PerfInfo: `_stock_perf` of its tuned and stock IREE builds (`//tools:report -- --collect
@@ -210,9 +221,9 @@ def model_zoo(name):
         native.filegroup(
             name = "%s_%s" % (name, measured),
             srcs = labels + [
-                ":%s_riscv%s" % (r["pipeline"], suffix)
-                for r in infos
-                for suffix in ("", "_%s_index" % measured)
+                ":" + target
+                for n in riscv
+                for target in (n.shipped, n.index[measured + "_index"])
             ],
             tags = ["manual"],
         )
@@ -220,10 +231,10 @@ def model_zoo(name):
         # What ships on the host beside IREE with the project's flags and stock IREE (direct
         # convolutions: the device flags alone), with the golden inputs: //tools:host_timings.
         name = name + "_host_modules",
-        srcs = labels + [":%s_import" % r["model_name"] for r in infos] + [
-            ":%s_host%s" % (r["pipeline"], variant)
-            for r in infos
-            for variant in ("", "_untuned", "_" + STOCK_IREE_STRATEGY)
+        srcs = labels + imports + [
+            ":" + n.module[b]
+            for n in host
+            for b in (TUNED, DEFAULT_STRATEGY, STOCK_IREE_STRATEGY)
         ],
         tags = ["manual"],
     )
@@ -232,9 +243,9 @@ def model_zoo(name):
         # figures, and the predicted analyses they refine (//tools:calibrate, //tools:report -- --collect memory).
         name = name + "_measured_choices",
         srcs = labels + [
-            ":%s_riscv%s" % (r["pipeline"], suffix)
-            for r in infos
-            for suffix in ("_analysis", "_predicted_analysis")
+            ":" + target
+            for n in riscv
+            for target in (n.analysis, n.predicted_analysis)
         ],
     )
     native.filegroup(
@@ -252,7 +263,7 @@ def model_zoo(name):
         # each computed: what //tuning:records_test checks the committed records against.
         name = name + "_tuning_records",
         srcs = [
-            ":%s_%s_analysis" % (r["pipeline"], suffix)
+            ":" + pipeline_names(r["pipeline"], suffix).analysis
             for r in infos
             for suffix, t in REGISTERED_PIPELINE_TARGETS.items()
             if t.measured
@@ -260,10 +271,10 @@ def model_zoo(name):
     )
     native.filegroup(
         name = name + "_bench_data",
-        srcs = labels + [":%s_import" % r["model_name"] for r in infos] + [
-            ":%s%s" % (r["pipeline"], suffix)
-            for r in infos
-            for suffix in BENCH_SUFFIXES
+        srcs = labels + imports + [
+            ":" + target
+            for h, r in zip(host, riscv)
+            for target in _bench_targets(h, r)
         ],
         # Holds every model's riscv perf reports (manual, see model_pipeline's perf_tags).
         tags = ["manual"],
@@ -283,12 +294,59 @@ def _build_suffix(build):
     or one of STRATEGIES): its compile is <name>_<target><suffix>_compiled."""
     return {TUNED: "", DEFAULT_STRATEGY: "_untuned"}.get(build, "_" + build)
 
-def _chosen_tiles(prefix, choice, module, hardware, target, calibration = None, choice_args = {}, **kwargs):
-    """<prefix>_predicted_analysis (the analysis: every dispatch's candidates) and <prefix>_analysis
+# Every build a pipeline target compiles: the tuned one, IREE's defaults and each strategy's.
+BUILDS = [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES)
+
+# The perf indexes of a measured pipeline target (PerfInfo of its builds' riscv_perf reports).
+PERF_INDEXES = ("perf_index", "strategy_perf_index", "stock_perf_index", "shipped_perf_index")
+
+def pipeline_names(name, target):
+    """The names of everything model_pipeline `name` makes for pipeline target `target`
+    ("riscv", "host"): the one place they are spelled (model_zoo, the tests and the tools'
+    BUILD files read them here).
+
+    Fields: `shipped` (<name>_<target>: the vmfb and manifest), `analysis` (the tiles it
+    compiles), `predicted_analysis` (the candidates), `measured_analysis` and `choice_inputs`
+    (the measured choice ignoring records, and its inputs for a Ray refresh),
+    `strategy_measured` (the strategy choice ignoring records), `shipped_perf`; per build
+    (BUILDS) `compiled`, `perf` and `module` (its HAL module: the tuned one's is `shipped`); per
+    PERF_INDEXES `index`. A hardware_sweep's variant is a pipeline target of the sweep too, with
+    its own description `hardware` and IREE target `iree_target`."""
+    prefix = "%s_%s" % (name, target)
+    return struct(
+        shipped = prefix,
+        record_name = prefix,
+        analysis = prefix + "_analysis",
+        predicted_analysis = prefix + "_predicted_analysis",
+        measured_analysis = prefix + "_measured_analysis",
+        choice_inputs = prefix + "_choice_inputs",
+        strategy_measured = prefix + "_strategy_measured",
+        shipped_perf = prefix + "_shipped_perf",
+        compiled = {b: prefix + _build_suffix(b) + "_compiled" for b in BUILDS},
+        perf = {b: prefix + _build_suffix(b) + "_perf" for b in BUILDS},
+        module = {b: prefix + _build_suffix(b) for b in BUILDS},
+        index = {i: "%s_%s" % (prefix, i) for i in PERF_INDEXES},
+        hardware = prefix + "_hardware",
+        iree_target = prefix + "_target",
+    )
+
+def model_names(name, model_name):
+    """The per-model names of model_pipeline `name` (its import is named after `model_name`)."""
+    return struct(
+        info = name + "_pipeline_info",
+        imported = model_name + "_import",
+        module_file = model_name + ".mlirbc",
+        golden_file = model_name + ".golden.npz",
+        pipeline_test = name + "_pipeline_test",
+        dispatch_test = name + "_riscv_dispatch_test",
+    )
+
+def _chosen_tiles(names, choice, module, hardware, target, calibration = None, choice_args = {}, **kwargs):
+    """`names.predicted_analysis` (the analysis: every dispatch's candidates) and `names.analysis`
     (`choice` among them: measured_choice by memory-aware cycles under qemu, or code_choice by the
     code model): the tile chain of model_pipeline and hardware_sweep alike."""
     zigzag_analysis(
-        name = prefix + "_predicted_analysis",
+        name = names.predicted_analysis,
         module = module,
         hardware = hardware,
         calibration = calibration,
@@ -296,12 +354,345 @@ def _chosen_tiles(prefix, choice, module, hardware, target, calibration = None, 
         **kwargs
     )
     choice(
-        name = prefix + "_analysis",
-        analysis = ":%s_predicted_analysis" % prefix,
+        name = names.analysis,
+        analysis = ":" + names.predicted_analysis,
         **dict(choice_args, **kwargs)
     )
 
-def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted", float_reference = None, accelerator = None):
+def _shipped_strategies(name, strategies, host_tiles, split):
+    """{pipeline target: what <name>_<target> ships}, after checking model_pipeline's arguments."""
+    if not name or "/" in name:
+        fail("model_pipeline: bad name %r" % name)
+    if host_tiles not in HOST_TILE_CHOICES:
+        fail("model_pipeline(%s): host_tiles must be one of %s, got %r" % (name, ", ".join(HOST_TILE_CHOICES), host_tiles))
+    for target in strategies:
+        if target not in REGISTERED_PIPELINE_TARGETS:
+            fail("model_pipeline(%s): strategies: no pipeline target %r (PIPELINE_TARGETS: %s)" % (
+                name,
+                target,
+                ", ".join(REGISTERED_PIPELINE_TARGETS),
+            ))
+    shipped = {target: strategies.get(target, "auto") for target in REGISTERED_PIPELINE_TARGETS}
+    for target, value in shipped.items():
+        if value not in PIPELINE_STRATEGIES:
+            fail("model_pipeline(%s): strategies[%r] must be one of %s, got %r" % (
+                name,
+                target,
+                ", ".join(PIPELINE_STRATEGIES),
+                value,
+            ))
+        if value == "measured" and not REGISTERED_PIPELINE_TARGETS[target].measured:
+            fail("model_pipeline(%s): strategies[%r] cannot be \"measured\": %s time is not a reproducible build input (\"auto\" prices the code)" % (name, target, target))
+    if split not in SPLITS:
+        fail("model_pipeline(%s): split must be one of %s, got %r" % (name, ", ".join(SPLITS), split))
+    return shipped
+
+def _pipeline_targets(name, accelerator):
+    """The pipeline targets of model_pipeline `name`: the registry's, the riscv one replaced by
+    `accelerator`: struct(targets = {suffix: (IREE target, hardware, calibration)},
+    strategy_targets = {(suffix, strategy): target}, perf_hardware = {suffix: [descriptions]},
+    recorded_strategies = {pipeline target: recorded build})."""
+    targets = dict(PIPELINE_TARGETS)
+    strategy_targets = dict(STRATEGY_TARGETS)
+    perf_hardware = {s: [_project(h) for h in t.perf_hardware] for s, t in REGISTERED_PIPELINE_TARGETS.items()}
+    recorded_strategies = dict(RECORDED_STRATEGIES)
+    if accelerator:
+        targets["riscv"] = (accelerator, accelerator + "_hardware.yaml", None)
+        for strategy in STRATEGIES:
+            strategy_targets[("riscv", strategy)] = "%s_%s" % (accelerator, strategy)
+        perf_hardware["riscv"] = [accelerator + "_hardware.yaml"]
+        recorded_strategies.pop(pipeline_names(name, "riscv").shipped, None)
+    return struct(
+        targets = targets,
+        strategy_targets = strategy_targets,
+        perf_hardware = perf_hardware,
+        recorded_strategies = recorded_strategies,
+    )
+
+def _tiles(names, imported, suffix, target, hardware, calibration, host_tiles):
+    """<name>_<suffix>_analysis (the tiles the tuned build applies) and what it is chosen from."""
+
+    # On the accelerator the candidates are measured (model cycles) rather than trusted to
+    # the prediction: <name>_riscv_predicted_analysis ranks them, and <name>_riscv_analysis
+    # keeps the measured fastest of IREE's default and the best predicted others
+    # (choice/tune.py, MEASURED_CANDIDATES in choice/defs.bzl).
+    # On the host, whose time a build cannot measure reproducibly, the code model's static
+    # cycles on host.yaml's core choose when asked (host_tiles = "code"; choice/tune.py
+    # --by code-model, HOST_CODE_MARGIN).
+    measured = REGISTERED_PIPELINE_TARGETS[suffix].measured
+    choice = measured_choice if measured else (code_choice if host_tiles == "code" else None)
+    if choice:
+        _chosen_tiles(
+            names,
+            choice,
+            module = ":" + imported,
+            hardware = hardware,
+            calibration = calibration,
+            target = target,
+            choice_args = {
+                # Replayed from tuning/records/<name>_<suffix>.json when its key matches.
+                "records": [TUNING_RECORDS],
+                "record_name": names.record_name,
+            } if measured else {"code_calibration": HOST_CODE_CALIBRATION},
+        )
+    else:
+        zigzag_analysis(
+            name = names.predicted_analysis,
+            module = ":" + imported,
+            hardware = hardware,
+            calibration = calibration,
+            target = target,
+            # What bench evaluates when nothing chooses from it (host_tiles = "predicted").
+            tags = ["manual"],
+        )
+
+        # The analysis this build applies: uncalibrated, it keeps IREE's defaults, so
+        # ZigZag's candidates (the costliest part of the analysis) would decide nothing.
+        zigzag_analysis(
+            name = names.analysis,
+            module = ":" + imported,
+            hardware = hardware,
+            calibration = calibration,
+            target = target,
+            zigzag = calibration != None,
+        )
+    if measured:
+        # The choice measured whatever the records say: what `bazel run //tools:tune` commits
+        # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
+        measured_choice(
+            name = names.measured_analysis,
+            analysis = ":" + names.predicted_analysis,
+            record_name = names.record_name,
+            tags = ["manual"],
+        )
+
+        # The same choice's inputs, for `bazel run //tools:tune -- --ray-address` (which runs it
+        # outside a build action, its qemu runs on a Ray cluster).
+        choice_inputs(
+            name = names.choice_inputs,
+            analysis = ":" + names.predicted_analysis,
+            record_name = names.record_name,
+            tags = ["manual"],
+        )
+
+def _builds(names, imported, suffix, target, chosen, strategy_targets, perf_tags):
+    """One compile per build (BUILDS): the tuned one with <name>_<suffix>_analysis' tiles,
+    IREE's defaults and each strategy's."""
+    by_code = chosen == "auto"  # code_strategy_choice costs the builds' code
+    iree_compile(
+        name = names.compiled[TUNED],
+        module = ":" + imported,
+        analysis = ":" + names.analysis,
+        target = target,
+        code = by_code,
+    )
+    for other in STRATEGIES:
+        iree_compile(
+            name = names.compiled[other],
+            module = ":" + imported,
+            target = strategy_targets[(suffix, other)],
+            untuned = True,
+            code = by_code,
+            # One candidate of a choice: IREE refusing it (data tiling fails on some attention
+            # transposes) leaves it out instead of failing <name>_host or <name>_riscv.
+            record_failure = chosen in CHOICE_CANDIDATES,
+            tags = ["manual"],
+        )
+    iree_compile(
+        name = names.compiled[DEFAULT_STRATEGY],
+        module = ":" + imported,
+        target = target,
+        untuned = True,
+        # Measured: only the perf report (and strategy = "measured") reads it.
+        tags = perf_tags if REGISTERED_PIPELINE_TARGETS[suffix].measured else [],
+    )
+
+def _shipped(names, suffix, hardware, chosen, strategy_targets, recorded):
+    """<name>_<suffix>: the HAL module and manifest of the build `chosen` names, or of the
+    build a strategy choice picks."""
+    measured = REGISTERED_PIPELINE_TARGETS[suffix].measured
+    if chosen == "measured":
+        candidates = list(CHOICE_CANDIDATES["measured"])
+        strategy_choice(
+            name = names.shipped,
+            strategies = candidates,
+            compiled = [":" + names.compiled[s] for s in candidates],
+            perf = [":" + names.perf[s] for s in candidates],
+        )
+    elif chosen == "auto":
+        candidates = list(CHOICE_CANDIDATES["auto"])
+        choice = dict(
+            strategies = candidates,
+            hardware = hardware,
+            # On the accelerator a choice other than tuned is measured against it first.
+            confirm = measured,
+            record_name = names.record_name,
+        )
+
+        # Every candidate built and priced, whatever the records say: what `bazel run
+        # //tools:tune` commits (its .strategy_record.json).
+        code_strategy_choice(
+            name = names.strategy_measured,
+            compiled = {s: ":" + names.compiled[s] for s in candidates},
+            records_ignored = True,
+            tags = ["manual"],
+            **choice
+        )
+        if recorded:
+            # Replayed from tuning/strategies/<pipeline_target>.json: only the baseline and
+            # the recorded build are compiled (a stale record compiles the rest itself).
+            given = [candidates[0]] + ([recorded] if recorded != candidates[0] else [])
+            code_strategy_choice(
+                name = names.shipped,
+                compiled = {s: ":" + names.compiled[s] for s in given},
+                unbuilt_targets = {s: strategy_targets[(suffix, s)] for s in candidates if s not in given},
+                record = _project("%s:%s.json" % (STRATEGY_RECORDS, names.record_name)),
+                **choice
+            )
+        else:
+            code_strategy_choice(
+                name = names.shipped,
+                compiled = {s: ":" + names.compiled[s] for s in candidates},
+                **choice
+            )
+    else:
+        hal_module(
+            name = names.shipped,
+            compiled = ":" + names.compiled[chosen],
+        )
+
+def _measurements(names, perf_hardware, shippable, perf_tags):
+    """A measured pipeline target's perf reports (every build under qemu; the strategies' only
+    on request), the indexes bench and the report read them by, and the shipped build's."""
+    for build in BUILDS:
+        riscv_perf(
+            name = names.perf[build],
+            compiled = ":" + names.compiled[build],
+            hardware = perf_hardware,
+            tags = perf_tags if build in (TUNED, DEFAULT_STRATEGY) else ["manual"],
+        )
+
+    # Where bench finds the measurements (from their PerfInfo): the tuned and IREE-default
+    # builds', and every build's.
+    for index, builds_measured, index_tags in (
+        ("perf_index", [TUNED, DEFAULT_STRATEGY], perf_tags),
+        ("strategy_perf_index", BUILDS, ["manual"]),
+        # tuned beside stock IREE (//tools:report -- --collect riscv_stock)
+        ("stock_perf_index", [TUNED, STOCK_IREE_STRATEGY], ["manual"]),
+        # every build <name>_riscv may ship (//peers:collect_ours)
+        ("shipped_perf_index", shippable, ["manual"]),
+    ):
+        perf_index(
+            name = names.index[index],
+            perf = {":" + names.perf[b]: b for b in builds_measured},
+            tags = index_tags,
+        )
+
+    # The perf report of what <name>_<suffix> ships (the build its manifest names).
+    shipped_perf(
+        name = names.shipped_perf,
+        shipped = ":" + names.shipped,
+        index = ":" + names.index["shipped_perf_index"],
+        tags = ["manual"],
+    )
+
+def _host_modules(names):
+    """Runnable here: IREE's defaults and every strategy's build as HAL modules to time."""
+    hal_module(
+        name = names.module[DEFAULT_STRATEGY],
+        compiled = ":" + names.compiled[DEFAULT_STRATEGY],
+    )
+    for other in STRATEGIES:
+        hal_module(
+            name = names.module[other],
+            compiled = ":" + names.compiled[other],
+            tags = ["manual"],
+        )
+
+def _pipeline_test(model, name, model_name, shipped, test_size, tags):
+    """<name>_pipeline_test: host numerics against the framework's golden, configs landed, the
+    riscv executables are RVV code."""
+    host, riscv = pipeline_names(name, "host"), pipeline_names(name, "riscv")
+    py_test(
+        name = model.pipeline_test,
+        size = test_size,
+        srcs = [_project("//models:pipeline_test.py")],
+        main = _project("//models:pipeline_test.py"),
+        # Files are found by name in the runfiles (bazel-bin layout of this package).
+        args = [
+            "--package=" + native.package_name(),
+            "--name=" + name,
+            "--model-name=" + model_name,
+        ] + ["--%s-strategy=%s" % (target, value) for target, value in shipped.items()] + [
+            "--readelf=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-readelf)",
+            "--objdump=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-objdump)",
+        ],
+        data = [
+            ":" + model.imported,
+            ":" + host.shipped,
+            ":" + host.module[DEFAULT_STRATEGY],
+            ":" + riscv.shipped,
+            ":" + host.analysis,
+            ":" + riscv.analysis,
+            ":" + host.compiled[TUNED],
+            ":" + riscv.compiled[TUNED],
+            # The pinned riscv64 readelf/objdump: the wrappers and the files they run and load.
+            _project("//tools/riscv:binutils"),
+            "@riscv64_gcc//:riscv64-linux-gnu-objdump",
+            "@riscv64_gcc//:riscv64-linux-gnu-readelf",
+        ],
+        tags = tags,
+        deps = [
+            _project("//common"),
+            _project("//runtime"),
+            requirement("iree-base-runtime"),
+            requirement("numpy"),
+            requirement("pytest"),
+        ],
+    )
+
+def _dispatch_test(model, name, riscv_target, strategy_targets, shippable, test_size, tags):
+    """<name>_riscv_dispatch_test: every shipped riscv dispatch run under qemu on the model's
+    real activations against the host's run of it."""
+    riscv = pipeline_names(name, "riscv")
+    py_test(
+        name = model.dispatch_test,
+        size = test_size,
+        srcs = [_project("//models:riscv_dispatch_test.py")],
+        main = _project("//models:riscv_dispatch_test.py"),
+        args = [
+            _in_package(model.module_file),
+            # The import's golden inputs: each dispatch runs on the activations they produce.
+            _in_package(model.golden_file),
+            _in_package(riscv.shipped + ".manifest.json"),
+            _in_package(riscv.analysis + ".analysis.json"),
+            "$(location %s)" % riscv_target,
+        ] + [
+            "%s=$(location %s)" % (other, strategy_targets[("riscv", other)])
+            for other in STRATEGIES
+        ] + [
+            "host:%s=$(location %s)" % (other, strategy_targets[("host", other)])
+            for other in STRATEGIES
+        ] + [
+            # The layouts of the builds <name>_riscv may package: the test runs the shipped vmfb
+            # with the one whose executables it holds (nothing compiled for the riscv side).
+            "layout:" + _in_package(riscv.compiled[b] + ".layout.json")
+            for b in shippable
+        ],
+        data = [
+            ":" + model.imported,
+            ":" + riscv.shipped,
+            ":" + riscv.analysis,
+            riscv_target,
+        ] + [strategy_targets[(t, other)] for t in ("riscv", "host") for other in STRATEGIES] + [
+            ":" + riscv.compiled[b]
+            for b in shippable
+        ],
+        tags = tags,
+        deps = [_project("//runtime/hal_runner:check_dispatches_lib")],
+    )
+
+def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted", float_reference = None, accelerator = None, gen_test = True, gen_dispatch_test = True):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -349,44 +740,15 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         IREE's default). "code" is opt-in: on the zoo it ran the calibration models at
         0.74-0.81x of IREE's codegen (geomean) but held-out models at up to 1.06-1.10x
         (README, host tiles by the code model).
+      gen_test: make <name>_pipeline_test (as tf_library's gen_test).
+      gen_dispatch_test: make <name>_riscv_dispatch_test (each riscv dispatch under qemu: the
+        slowest test of a model).
     """
-    # The pipeline targets of this model: the registry's, the riscv one replaced by `accelerator`.
-    targets = dict(PIPELINE_TARGETS)
-    strategy_targets = dict(STRATEGY_TARGETS)
-    perf_hardware = {s: [_project(h) for h in t.perf_hardware] for s, t in REGISTERED_PIPELINE_TARGETS.items()}
-    recorded_strategies = dict(RECORDED_STRATEGIES)
-    if accelerator:
-        targets["riscv"] = (accelerator, accelerator + "_hardware.yaml", None)
-        for strategy in STRATEGIES:
-            strategy_targets[("riscv", strategy)] = "%s_%s" % (accelerator, strategy)
-        perf_hardware["riscv"] = [accelerator + "_hardware.yaml"]
-        recorded_strategies.pop(name + "_riscv", None)
-    if host_tiles not in HOST_TILE_CHOICES:
-        fail("model_pipeline(%s): host_tiles must be one of %s, got %r" % (name, ", ".join(HOST_TILE_CHOICES), host_tiles))
-    for target in strategies:
-        if target not in REGISTERED_PIPELINE_TARGETS:
-            fail("model_pipeline(%s): strategies: no pipeline target %r (PIPELINE_TARGETS: %s)" % (
-                name,
-                target,
-                ", ".join(REGISTERED_PIPELINE_TARGETS),
-            ))
-    shipped = {target: strategies.get(target, "auto") for target in REGISTERED_PIPELINE_TARGETS}
-    for target, value in shipped.items():
-        if value not in PIPELINE_STRATEGIES:
-            fail("model_pipeline(%s): strategies[%r] must be one of %s, got %r" % (
-                name,
-                target,
-                ", ".join(PIPELINE_STRATEGIES),
-                value,
-            ))
-        if value == "measured" and not REGISTERED_PIPELINE_TARGETS[target].measured:
-            fail("model_pipeline(%s): strategies[%r] cannot be \"measured\": %s time is not a reproducible build input (\"auto\" prices the code)" % (name, target, target))
-    if not name or "/" in name:
-        fail("model_pipeline: bad name %r" % name)
-    if split not in SPLITS:
-        fail("model_pipeline(%s): split must be one of %s, got %r" % (name, ", ".join(SPLITS), split))
+    shipped = _shipped_strategies(name, strategies, host_tiles, split)
+    chain = _pipeline_targets(name, accelerator)
+    model_ = model_names(name, model_name)
     _pipeline_info(
-        name = name + "_pipeline_info",
+        name = model_.info,
         pipeline = name,
         model = model,
         model_name = model_name,
@@ -395,289 +757,29 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         split = split,
         float_reference = float_reference or "",
     )
-    imported = model_name + "_import"
     mlir_import(
-        name = imported,
+        name = model_.imported,
         model = model,
         module = module,
         factory = factory,
         framework = framework,
         model_name = model_name,
     )
-    for suffix, (target, hardware, calibration) in targets.items():
-        analysis = "%s_%s_analysis" % (name, suffix)
-
-        # On the accelerator the candidates are measured (model cycles) rather than trusted to
-        # the prediction: <name>_riscv_predicted_analysis ranks them, and <name>_riscv_analysis
-        # keeps the measured fastest of IREE's default and the best predicted others
-        # (choice/tune.py, MEASURED_CANDIDATES in choice/defs.bzl).
-        # On the host, whose time a build cannot measure reproducibly, the code model's static
-        # cycles on host.yaml's core choose when asked (host_tiles = "code"; choice/tune.py
-        # --by code-model, HOST_CODE_MARGIN).
-        measured = REGISTERED_PIPELINE_TARGETS[suffix].measured
-        choice = measured_choice if measured else (code_choice if host_tiles == "code" else None)
-        if choice:
-            _chosen_tiles(
-                "%s_%s" % (name, suffix),
-                choice,
-                module = ":" + imported,
-                hardware = hardware,
-                calibration = calibration,
-                target = target,
-                choice_args = {
-                    # Replayed from tuning/records/<name>_<suffix>.json when its key matches.
-                    "records": [TUNING_RECORDS],
-                    "record_name": "%s_%s" % (name, suffix),
-                } if measured else {"code_calibration": HOST_CODE_CALIBRATION},
-            )
+    for suffix, (target, hardware, calibration) in chain.targets.items():
+        names = pipeline_names(name, suffix)
+        _tiles(names, model_.imported, suffix, target, hardware, calibration, host_tiles)
+        _builds(names, model_.imported, suffix, target, shipped[suffix], chain.strategy_targets, perf_tags)
+        recorded = chain.recorded_strategies.get(names.shipped)
+        _shipped(names, suffix, hardware, shipped[suffix], chain.strategy_targets, recorded)
+        if REGISTERED_PIPELINE_TARGETS[suffix].measured:
+            _measurements(names, chain.perf_hardware[suffix], _shippable_builds(shipped[suffix], recorded), perf_tags)
         else:
-            zigzag_analysis(
-                name = "%s_%s_predicted_analysis" % (name, suffix),
-                module = ":" + imported,
-                hardware = hardware,
-                calibration = calibration,
-                target = target,
-                # What bench evaluates when nothing chooses from it (host_tiles = "predicted").
-                tags = ["manual"],
-            )
-
-            # The analysis this build applies: uncalibrated, it keeps IREE's defaults, so
-            # ZigZag's candidates (the costliest part of the analysis) would decide nothing.
-            zigzag_analysis(
-                name = analysis,
-                module = ":" + imported,
-                hardware = hardware,
-                calibration = calibration,
-                target = target,
-                zigzag = calibration != None,
-            )
-        if measured:
-            # The choice measured whatever the records say: what `bazel run //tools:tune` commits
-            # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
-            measured_choice(
-                name = "%s_%s_measured_analysis" % (name, suffix),
-                analysis = ":%s_%s_predicted_analysis" % (name, suffix),
-                record_name = "%s_%s" % (name, suffix),
-                tags = ["manual"],
-            )
-
-            # The same choice's inputs, for `bazel run //tools:tune -- --ray-address` (which runs it
-            # outside a build action, its qemu runs on a Ray cluster).
-            choice_inputs(
-                name = "%s_%s_choice_inputs" % (name, suffix),
-                analysis = ":%s_%s_predicted_analysis" % (name, suffix),
-                record_name = "%s_%s" % (name, suffix),
-                tags = ["manual"],
-            )
-        chosen = shipped[suffix]
-        by_code = chosen == "auto"  # code_strategy_choice costs the builds' code
-        iree_compile(
-            name = "%s_%s_compiled" % (name, suffix),
-            module = ":" + imported,
-            analysis = ":%s_%s_analysis" % (name, suffix),
-            target = target,
-            code = by_code,
-        )
-        for other in STRATEGIES:
-            iree_compile(
-                name = "%s_%s_%s_compiled" % (name, suffix, other),
-                module = ":" + imported,
-                target = strategy_targets[(suffix, other)],
-                untuned = True,
-                code = by_code,
-                # One candidate of a choice: IREE refusing it (data tiling fails on some attention
-                # transposes) leaves it out instead of failing <name>_host or <name>_riscv.
-                record_failure = chosen in CHOICE_CANDIDATES,
-                tags = ["manual"],
-            )
-        builds = {
-            build: "%s_%s%s_compiled" % (name, suffix, _build_suffix(build))
-            for build in [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES)
-        }
-        if chosen == "measured":
-            candidates = list(CHOICE_CANDIDATES["measured"])
-            strategy_choice(
-                name = "%s_%s" % (name, suffix),
-                strategies = candidates,
-                compiled = [":" + builds[s] for s in candidates],
-                perf = [":%s_%s%s_perf" % (name, suffix, _build_suffix(s)) for s in candidates],
-            )
-        elif chosen == "auto":
-            candidates = list(CHOICE_CANDIDATES["auto"])
-            pipeline_target = "%s_%s" % (name, suffix)
-            choice = dict(
-                strategies = candidates,
-                hardware = hardware,
-                # On the accelerator a choice other than tuned is measured against it first.
-                confirm = measured,
-                record_name = pipeline_target,
-            )
-
-            # Every candidate built and priced, whatever the records say: what `bazel run
-            # //tools:tune` commits (its .strategy_record.json).
-            code_strategy_choice(
-                name = pipeline_target + "_strategy_measured",
-                compiled = {s: ":" + builds[s] for s in candidates},
-                records_ignored = True,
-                tags = ["manual"],
-                **choice
-            )
-            recorded = recorded_strategies.get(pipeline_target)
-            if recorded:
-                # Replayed from tuning/strategies/<pipeline_target>.json: only the baseline and
-                # the recorded build are compiled (a stale record compiles the rest itself).
-                given = [candidates[0]] + ([recorded] if recorded != candidates[0] else [])
-                code_strategy_choice(
-                    name = pipeline_target,
-                    compiled = {s: ":" + builds[s] for s in given},
-                    unbuilt_targets = {s: strategy_targets[(suffix, s)] for s in candidates if s not in given},
-                    record = _project("%s:%s.json" % (STRATEGY_RECORDS, pipeline_target)),
-                    **choice
-                )
-            else:
-                code_strategy_choice(
-                    name = pipeline_target,
-                    compiled = {s: ":" + builds[s] for s in candidates},
-                    **choice
-                )
-        else:
-            hal_module(
-                name = "%s_%s" % (name, suffix),
-                compiled = ":" + builds[chosen],
-            )
-    riscv_target = targets["riscv"][0]
-    for suffix, t in REGISTERED_PIPELINE_TARGETS.items():
-        iree_compile(
-            name = "%s_%s_untuned_compiled" % (name, suffix),
-            module = ":" + imported,
-            target = targets[suffix][0],
-            untuned = True,
-            # Measured: only the perf report (and strategy = "measured") reads it.
-            tags = perf_tags if t.measured else [],
-        )
-        if t.measured:
-            # Every build measured under qemu (the strategies' builds only on request).
-            for build in [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES):
-                riscv_perf(
-                    name = "%s_%s%s_perf" % (name, suffix, _build_suffix(build)),
-                    compiled = ":%s_%s%s_compiled" % (name, suffix, _build_suffix(build)),
-                    hardware = perf_hardware[suffix],
-                    tags = perf_tags if build in (TUNED, DEFAULT_STRATEGY) else ["manual"],
-                )
-            # Where bench finds the measurements (from their PerfInfo): the tuned and IREE-default
-            # builds', and every build's.
-            for index, builds_measured, index_tags in (
-                ("perf_index", [TUNED, DEFAULT_STRATEGY], perf_tags),
-                ("strategy_perf_index", [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES), ["manual"]),
-                # tuned beside stock IREE (//tools:report -- --collect riscv_stock)
-                ("stock_perf_index", [TUNED, STOCK_IREE_STRATEGY], ["manual"]),
-                # every build <name>_riscv may ship (//peers:collect_ours)
-                ("shipped_perf_index", _shippable_builds(shipped[suffix], recorded_strategies.get("%s_%s" % (name, suffix))), ["manual"]),
-            ):
-                perf_index(
-                    name = "%s_%s_%s" % (name, suffix, index),
-                    perf = {":%s_%s%s_perf" % (name, suffix, _build_suffix(b)): b for b in builds_measured},
-                    tags = index_tags,
-                )
-
-            # The perf report of what <name>_<suffix> ships (the build its manifest names).
-            shipped_perf(
-                name = "%s_%s_shipped_perf" % (name, suffix),
-                shipped = ":%s_%s" % (name, suffix),
-                index = ":%s_%s_shipped_perf_index" % (name, suffix),
-                tags = ["manual"],
-            )
-        else:
-            # Runnable here: IREE's defaults and every strategy's build as HAL modules to time.
-            hal_module(
-                name = "%s_%s_untuned" % (name, suffix),
-                compiled = ":%s_%s_untuned_compiled" % (name, suffix),
-            )
-            for other in STRATEGIES:
-                hal_module(
-                    name = "%s_%s_%s" % (name, suffix, other),
-                    compiled = ":%s_%s_%s_compiled" % (name, suffix, other),
-                    tags = ["manual"],
-                )
-
-    py_test(
-        name = name + "_pipeline_test",
-        size = test_size,
-        srcs = [_project("//models:pipeline_test.py")],
-        main = _project("//models:pipeline_test.py"),
-        # Files are found by name in the runfiles (bazel-bin layout of this package).
-        args = [
-            "--package=" + native.package_name(),
-            "--name=" + name,
-            "--model-name=" + model_name,
-        ] + ["--%s-strategy=%s" % (target, value) for target, value in shipped.items()] + [
-            "--readelf=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-readelf)",
-            "--objdump=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-objdump)",
-        ],
-        data = [
-            ":" + imported,
-            ":%s_host" % name,
-            ":%s_host_untuned" % name,
-            ":%s_riscv" % name,
-            ":%s_host_analysis" % name,
-            ":%s_riscv_analysis" % name,
-            ":%s_host_compiled" % name,
-            ":%s_riscv_compiled" % name,
-            # The pinned riscv64 readelf/objdump: the wrappers and the files they run and load.
-            _project("//tools/riscv:binutils"),
-            "@riscv64_gcc//:riscv64-linux-gnu-objdump",
-            "@riscv64_gcc//:riscv64-linux-gnu-readelf",
-        ],
-        tags = tags,
-        deps = [
-            _project("//common"),
-            _project("//runtime"),
-            requirement("iree-base-runtime"),
-            requirement("numpy"),
-            requirement("pytest"),
-        ],
-    )
-
-    shippable_riscv = _shippable_builds(shipped["riscv"], recorded_strategies.get("%s_riscv" % name))
-    py_test(
-        name = name + "_riscv_dispatch_test",
-        size = test_size,
-        srcs = [_project("//models:riscv_dispatch_test.py")],
-        main = _project("//models:riscv_dispatch_test.py"),
-        args = [
-            _in_package("%s.mlirbc" % model_name),
-            # The import's golden inputs: each dispatch runs on the activations they produce.
-            _in_package("%s.golden.npz" % model_name),
-            _in_package("%s_riscv.manifest.json" % name),
-            _in_package("%s_riscv_analysis.analysis.json" % name),
-            "$(location %s)" % riscv_target,
-        ] + [
-            "%s=$(location %s)" % (other, strategy_targets[("riscv", other)])
-            for other in STRATEGIES
-        ] + [
-            "host:%s=$(location %s)" % (other, strategy_targets[("host", other)])
-            for other in STRATEGIES
-        ] + [
-            # The layouts of the builds <name>_riscv may package: the test runs the shipped vmfb
-            # with the one whose executables it holds (nothing compiled for the riscv side).
-            "layout:" + _in_package("%s_riscv%s_compiled.layout.json" % (name, _build_suffix(b)))
-            for b in shippable_riscv
-        ],
-        data = [
-            ":" + imported,
-            ":%s_riscv" % name,
-            ":%s_riscv_analysis" % name,
-            riscv_target,
-        ] + [strategy_targets[(t, other)] for t in ("riscv", "host") for other in STRATEGIES] + [
-            ":%s_riscv%s_compiled" % (name, _build_suffix(b))
-            for b in shippable_riscv
-        ],
-        tags = tags,
-        deps = [_project("//runtime/hal_runner:check_dispatches_lib")],
-    )
-
-def _variant_label(name, variant):
-    return "%s_%s" % (name, variant)
+            _host_modules(names)
+    if gen_test:
+        _pipeline_test(model_, name, model_name, shipped, test_size, tags)
+    if gen_dispatch_test:
+        shippable_riscv = _shippable_builds(shipped["riscv"], chain.recorded_strategies.get(pipeline_names(name, "riscv").shipped))
+        _dispatch_test(model_, name, chain.targets["riscv"][0], chain.strategy_targets, shippable_riscv, test_size, tags)
 
 def hardware_sweep(name, module, model_name, base, variants, riscv_target = _project("//common:riscv64_rvv"), require_model_cycles = False, **kwargs):
     """Builds and measures `module` for each accelerator variant; report <name>.sweep.{md,json,png}
@@ -718,56 +820,57 @@ def hardware_sweep(name, module, model_name, base, variants, riscv_target = _pro
     """
     if not variants:
         fail("hardware_sweep(%s): `variants` is empty" % name)
-    names = list(variants)
-    for variant in names:
+    order = list(variants)
+    for variant in order:
         if not variant or "/" in variant:
             fail("hardware_sweep(%s): bad variant name %r" % (name, variant))
-        prefix = _variant_label(name, variant)
+        names = pipeline_names(name, variant)
         hardware_variant(
-            name = prefix + "_hardware",
+            name = names.hardware,
             base = base,
             set = variants[variant],
             variant_name = variant,
             **kwargs
         )
         accelerator_target(
-            name = prefix + "_target",
+            name = names.iree_target,
             base = riscv_target,
-            hardware = ":%s_hardware" % prefix,
+            hardware = ":" + names.hardware,
             **kwargs
         )
         # Tiles chosen by measured memory-aware cycles on the variant's core, by model_pipeline's
         # chain; a VLEN without a core model keeps the predicted choice (measured_choice empty).
         _chosen_tiles(
-            prefix,
+            names,
             measured_choice,
             module = module,
-            hardware = ":%s_hardware.yaml" % prefix,
-            target = ":%s_target" % prefix,
+            hardware = ":%s.yaml" % names.hardware,
+            target = ":" + names.iree_target,
             choice_args = {"allow_no_core_model": not require_model_cycles},
             **kwargs
         )
         iree_compile(
-            name = prefix + "_compiled",
+            name = names.compiled[TUNED],
             module = module,
-            analysis = ":%s_analysis" % prefix,
-            target = ":%s_target" % prefix,
+            analysis = ":" + names.analysis,
+            target = ":" + names.iree_target,
             **kwargs
         )
         riscv_perf(
-            name = prefix + "_perf",
-            compiled = ":%s_compiled" % prefix,
-            hardware = [":%s_hardware" % prefix],
+            name = names.perf[TUNED],
+            compiled = ":" + names.compiled[TUNED],
+            hardware = [":" + names.hardware],
             counts_only_ok = not require_model_cycles,
             **kwargs
         )
+    variant_names = [pipeline_names(name, v) for v in order]
     sweep_report(
         name = name,
         model_name = model_name,
-        variant_names = names,
-        hardware = [":%s_hardware" % _variant_label(name, v) for v in names],
-        analyses = [":%s_analysis" % _variant_label(name, v) for v in names],
-        compiled = [":%s_compiled" % _variant_label(name, v) for v in names],
-        perf = [":%s_perf" % _variant_label(name, v) for v in names],
+        variant_names = order,
+        hardware = [":" + n.hardware for n in variant_names],
+        analyses = [":" + n.analysis for n in variant_names],
+        compiled = [":" + n.compiled[TUNED] for n in variant_names],
+        perf = [":" + n.perf[TUNED] for n in variant_names],
         **kwargs
     )
