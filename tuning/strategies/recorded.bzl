@@ -38,8 +38,8 @@ RECORDED_STRATEGIES = {
     "se_net_riscv": "dwchannelslast",
     "transformer_encoder_host": "datatiling",
     "transformer_encoder_riscv": "tuned",
-    "w8a8_cnn_f32_host": "tuned",
-    "w8a8_cnn_f32_riscv": "tuned",
+    "w8a8_cnn_f32_host": "channelslast",
+    "w8a8_cnn_f32_riscv": "dwchannelslast",
     "w8a8_cnn_host": "tuned",
     "w8a8_cnn_riscv": "tuned",
 }
