@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ValidationError, field_validator
@@ -102,6 +103,45 @@ def test_a_signal_kills_children_of_every_thread_and_starts_no_more(capsys, sign
     assert signal.getsignal(signum) is before  # the CLI's handlers are its own
     with OneLineErrors("tool", "model.mlirbc"):  # a later CLI in this process starts children
         assert processes.run(["true"]).returncode == 0
+
+
+def test_a_signal_kills_the_whole_process_tree(capsys):
+    """A child's own child (iree-compile's linker) and a child `run` had not registered yet (a
+    signal between fork and registration: codegen's probe saw iree-compile outlive the CLI
+    under load) die with the CLI too."""
+    unregistered = subprocess.Popen(["sleep", "60"])
+    grandchildren = []
+
+    def worker():
+        try:
+            processes.run(["sh", "-c", "sleep 60 & wait"])
+        except processes.Stopped:
+            pass
+
+    with OneLineErrors("tool", "model.mlirbc") as cli:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        while not grandchildren:
+            grandchildren += [p for p in processes.descendants(os.getpid()) if p != unregistered.pid
+                              and Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")]
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # interrupted
+    thread.join(10)
+    assert cli.exit_code == 128 + signal.SIGTERM
+    assert unregistered.wait(10) == -signal.SIGKILL
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and [p for p in grandchildren if _running(p)]:
+        time.sleep(0.05)
+    assert not [p for p in grandchildren if _running(p)], "the grandchild outlived the CLI"
+    capsys.readouterr()
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_a_sighup_the_cli_was_started_ignoring_stays_ignored(capsys):

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from common.processes import descendants
+
 ROOT = Path(__file__).parent.parent  # the workspace (runfiles under Bazel): what `-m` imports
 
 # One f32 matmul: a module every stage compiles in about a second (one dispatch).
@@ -134,27 +136,6 @@ class Probe:
         changes = _changes(before, snapshot(self.root))
         assert not changes, f"file system changed: {changes}"
         return line
-
-
-def descendants(pid: int) -> list[int]:
-    """Live descendants of `pid` (from /proc)."""
-    parent: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[1].split()
-            if fields[0] != "Z":
-                parent[int(entry.name)] = int(fields[1])
-    out, frontier = [], [pid]
-    while frontier:
-        p = frontier.pop()
-        kids = [c for c, pp in parent.items() if pp == p]
-        out += kids
-        frontier += kids
-    return out
 
 
 def alive(pids: list[int]) -> list[int]:

@@ -4,13 +4,18 @@
 from any thread. While a CLI runs in `common.errors.OneLineErrors`, SIGINT, SIGTERM and SIGHUP call
 `kill_all`: every child started here is killed at once (qemu runs in worker threads, where no
 KeyboardInterrupt ever arrives), and none is started afterwards, so a CLI ends with its
-children gone instead of leaving them re-parented to init.
+children gone instead of leaving them re-parented to init. So are their own children
+(iree-compile's linker) and a child whose `Popen` had not returned when the signal came: the
+CLI's whole process tree is killed, not only what `run` registered.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
+from pathlib import Path
 
 _live: set[subprocess.Popen] = set()
 _lock = threading.RLock()  # kill_all runs in a signal handler, maybe inside run's own hold
@@ -47,15 +52,45 @@ def run(args, *, input=None, capture_output: bool = False, text: bool | None = N
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
+def descendants(pid: int) -> list[int]:
+    """Live (not zombie) descendants of `pid`, from /proc, parents before their children."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue  # ended while listed
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] != "Z":
+                parent[int(entry.name)] = int(fields[1])
+    out, frontier = [], [pid]
+    while frontier:
+        p = frontier.pop(0)
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        frontier += kids
+    return out
+
+
 def kill_all() -> None:
-    """Kills every live child started by `run`; `run` starts none afterwards (until `reset`)."""
+    """Kills every live child started by `run` and every other descendant of this process;
+    `run` starts none afterwards (until `reset`). A signal can arrive after a child was forked
+    and before `run` registered it (the probe's SIGINT case met that under load: iree-compile
+    outlived the CLI), and a child's own children (iree-compile's iree-lld) are not `run`'s."""
     with _lock:
         _stopping.set()
+        tree = descendants(os.getpid())  # before any dies: its children would leave the tree
         for proc in list(_live):
             try:
                 proc.kill()
             except OSError:
                 pass
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass  # ended meanwhile
 
 
 def reset() -> None:
