@@ -28,6 +28,7 @@ from pathlib import Path
 from bench import stats
 from common.op_kinds import MAC_KINDS
 from bench.artifacts import ArtifactError, perf_index, workspace_roots, zoo
+from runtime.manifest import shipped_build
 from common.perf_schema import PerfReport
 from common.targets import DEFAULT_STRATEGY, OTHER_STRATEGIES, TUNED
 
@@ -96,9 +97,9 @@ def _find(name: str, roots: list[Path]) -> Path | None:
 
 
 def shipped_strategy(manifest: dict) -> str:
-    """The strategy of the build a `<name>_riscv.manifest.json` packages, chosen or fixed: with
-    the analysis' tiles, tuned; else its target's."""
-    return "tuned" if manifest["tuned"] else manifest["target"]["strategy"]
+    """The build a `<name>_riscv.manifest.json` packages, chosen or fixed (runtime.manifest's
+    reading: a tiled strategy's build is that strategy's)."""
+    return shipped_build(manifest)
 
 
 def shipped(models: list[str], root: Path | None = None) -> dict[str, dict]:

@@ -37,6 +37,10 @@ STRATEGIES = ("datatiling", "ukernels", "directconv", "channelslast", "dwchannel
 # Strategies whose operands are packed (data tiling) in a layout IREE chooses per target.
 PACKED_STRATEGIES = ("datatiling", "ukernels", "channelslast")
 
+# Strategies built with tiles measured over their own dispatches when a riscv pipeline ships
+# one (no packing: IREE's code emission takes per-dispatch lowering configs).
+TILED_STRATEGIES = ("directconv", "dwchannelslast")
+
 # IREE's code emission with the analysis' tiles.
 TUNED = "tuned"
 

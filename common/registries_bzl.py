@@ -60,6 +60,9 @@ def render() -> str:
          "# pipeline target by `strategy_target`.", "STRATEGIES", _value(targets.OTHER_STRATEGIES)),
         ("Strategies whose operands are packed (data tiling) in a layout IREE chooses per target.",
          "PACKED_STRATEGIES", _value(targets.PACKED_STRATEGIES)),
+        ("Strategies built with tiles measured over their own dispatches when a riscv pipeline ships\n"
+         "# one (no packing: IREE's code emission takes per-dispatch lowering configs).",
+         "TILED_STRATEGIES", _value(targets.TILED_STRATEGIES)),
         ("IREE's code emission with the analysis' tiles.", "TUNED", _value(targets.TUNED)),
         ("The build plain iree-compile gives (the device flags alone): the stock IREE baseline.",
          "STOCK_IREE_STRATEGY", _value(targets.STOCK_IREE_STRATEGY)),

@@ -76,6 +76,10 @@ OTHER_STRATEGIES: tuple[str, ...] = tuple(s for s in STRATEGY_FLAGS if s != DEFA
 # Strategies whose operands are packed (data tiling) in a layout IREE chooses per target.
 PACKED_STRATEGIES: tuple[str, ...] = tuple(s for s, f in STRATEGY_FLAGS.items()
                                            if "--iree-opt-data-tiling" in f.adds)
+# Strategies whose dispatches IREE emits code for with per-dispatch lowering configs, like the
+# default's (no packing): a riscv pipeline that ships one compiles it with tiles measured over that
+# strategy's own dispatches (models/defs.bzl: <name>_riscv_<strategy>_analysis and its record).
+TILED_STRATEGIES: tuple[str, ...] = tuple(s for s in OTHER_STRATEGIES if s not in PACKED_STRATEGIES)
 # IREE's code emission with the analysis' tiles: a build of every pipeline, not a target's strategy.
 TUNED = "tuned"
 # The build a user gets from plain iree-compile (the device flags alone): the baseline every

@@ -40,7 +40,7 @@ load("@rules_python//python:defs.bzl", "py_test")
 load("@pypi//:requirements.bzl", "requirement")
 load("//analysis:defs.bzl", "accelerator_target", "hardware_variant", "zigzag_analysis")
 load("//codegen:defs.bzl", "iree_compile", "strategy_target")
-load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STOCK_IREE_STRATEGY", "STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
+load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STOCK_IREE_STRATEGY", "STRATEGIES", "TILED_STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
 load("//frontend:defs.bzl", "mlir_import")
 load("//choice:defs.bzl", "choice_inputs", "code_choice", "code_strategy_choice", "measured_choice", "strategy_choice")
 load("//perf:defs.bzl", "perf_index", "riscv_perf", "shipped_perf", "sweep_report")
@@ -267,6 +267,14 @@ def model_zoo(name):
             for r in infos
             for suffix, t in REGISTERED_PIPELINE_TARGETS.items()
             if t.measured
+        ] + [
+            # and the tiled strategies' own choices, where a pipeline ships one
+            ":" + strategy_tile_names(r["pipeline"], suffix, strategy).analysis
+            for r in infos
+            for suffix, t in REGISTERED_PIPELINE_TARGETS.items()
+            if t.measured
+            for strategy in TILED_STRATEGIES
+            if native.existing_rule(strategy_tile_names(r["pipeline"], suffix, strategy).analysis)
         ],
     )
     native.filegroup(
@@ -329,6 +337,21 @@ def pipeline_names(name, target):
         hardware = prefix + "_hardware",
         iree_target = prefix + "_target",
     )
+
+def strategy_tile_names(name, target, strategy):
+    """The pipeline_names of `strategy`'s own tile chain on pipeline target `target` (one of
+    TILED_STRATEGIES a measured target ships): <name>_<target>_<strategy>_analysis (its measured
+    choice, record <name>_<target>_<strategy>.json), and its `compiled[TUNED]` is
+    pipeline_names(name, target).compiled[strategy]."""
+    return pipeline_names(name, "%s_%s" % (target, strategy))
+
+def _tiled_strategy(suffix, chosen, recorded):
+    """The strategy of TILED_STRATEGIES whose build <name>_<suffix> ships (a fixed one, or an "auto"
+    choice's recorded one) on a measured target, compiled with tiles of its own; else None."""
+    if not REGISTERED_PIPELINE_TARGETS[suffix].measured:
+        return None
+    strategy = recorded if chosen == "auto" else chosen
+    return strategy if strategy in TILED_STRATEGIES else None
 
 def model_names(name, model_name):
     """The per-model names of model_pipeline `name` (its import is named after `model_name`)."""
@@ -457,27 +480,48 @@ def _tiles(names, imported, suffix, target, hardware, calibration, host_tiles):
             zigzag = calibration != None,
         )
     if measured:
-        # The choice measured whatever the records say: what `bazel run //tools:tune` commits
-        # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
-        measured_choice(
-            name = names.measured_analysis,
-            analysis = ":" + names.predicted_analysis,
-            record_name = names.record_name,
-            tags = ["manual"],
-        )
+        _refresh_targets(names)
 
-        # The same choice's inputs, for `bazel run //tools:tune -- --ray-address` (which runs it
-        # outside a build action, its qemu runs on a Ray cluster).
-        choice_inputs(
-            name = names.choice_inputs,
-            analysis = ":" + names.predicted_analysis,
-            record_name = names.record_name,
-            tags = ["manual"],
-        )
+def _refresh_targets(names):
+    """What `bazel run //tools:tune` refreshes a measured choice's record from."""
 
-def _builds(names, imported, suffix, target, chosen, strategy_targets, perf_tags):
+    # The choice measured whatever the records say: what `bazel run //tools:tune` commits
+    # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
+    measured_choice(
+        name = names.measured_analysis,
+        analysis = ":" + names.predicted_analysis,
+        record_name = names.record_name,
+        tags = ["manual"],
+    )
+
+    # The same choice's inputs, for `bazel run //tools:tune -- --ray-address` (which runs it
+    # outside a build action, its qemu runs on a Ray cluster).
+    choice_inputs(
+        name = names.choice_inputs,
+        analysis = ":" + names.predicted_analysis,
+        record_name = names.record_name,
+        tags = ["manual"],
+    )
+
+def _strategy_tiles(names, imported, target, hardware, calibration):
+    """A tiled strategy's own measured tile choice: the analysis of the program as that strategy
+    hands it to IREE (rewritten, without the im2col flag) and the measured choice among its
+    candidates, keyed and replayed like the tuned build's."""
+    _chosen_tiles(
+        names,
+        measured_choice,
+        module = ":" + imported,
+        hardware = hardware,
+        calibration = calibration,
+        target = target,
+        choice_args = {"records": [TUNING_RECORDS], "record_name": names.record_name},
+    )
+    _refresh_targets(names)
+
+def _builds(names, imported, suffix, target, chosen, strategy_targets, perf_tags, tiled = None, tiled_analysis = None):
     """One compile per build (BUILDS): the tuned one with <name>_<suffix>_analysis' tiles,
-    IREE's defaults and each strategy's."""
+    IREE's defaults and each strategy's (`tiled` with `tiled_analysis`' tiles, the others
+    IREE's)."""
     by_code = chosen == "auto"  # code_strategy_choice costs the builds' code
     iree_compile(
         name = names.compiled[TUNED],
@@ -491,7 +535,8 @@ def _builds(names, imported, suffix, target, chosen, strategy_targets, perf_tags
             name = names.compiled[other],
             module = ":" + imported,
             target = strategy_targets[(suffix, other)],
-            untuned = True,
+            analysis = tiled_analysis if other == tiled else None,
+            untuned = other != tiled,
             code = by_code,
             # One candidate of a choice: IREE refusing it (data tiling fails on some attention
             # transposes) leaves it out instead of failing <name>_host or <name>_riscv.
@@ -767,9 +812,15 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
     )
     for suffix, (target, hardware, calibration) in chain.targets.items():
         names = pipeline_names(name, suffix)
-        _tiles(names, model_.imported, suffix, target, hardware, calibration, host_tiles)
-        _builds(names, model_.imported, suffix, target, shipped[suffix], chain.strategy_targets, perf_tags)
         recorded = chain.recorded_strategies.get(names.shipped)
+        _tiles(names, model_.imported, suffix, target, hardware, calibration, host_tiles)
+        tiled = _tiled_strategy(suffix, shipped[suffix], recorded)
+        tiled_analysis = None
+        if tiled:
+            tile_names = strategy_tile_names(name, suffix, tiled)
+            _strategy_tiles(tile_names, model_.imported, chain.strategy_targets[(suffix, tiled)], hardware, calibration)
+            tiled_analysis = ":" + tile_names.analysis
+        _builds(names, model_.imported, suffix, target, shipped[suffix], chain.strategy_targets, perf_tags, tiled, tiled_analysis)
         _shipped(names, suffix, hardware, shipped[suffix], chain.strategy_targets, recorded)
         if REGISTERED_PIPELINE_TARGETS[suffix].measured:
             _measurements(names, chain.perf_hardware[suffix], _shippable_builds(shipped[suffix], recorded), perf_tags)

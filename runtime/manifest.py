@@ -17,7 +17,7 @@ from common import vmfb_executables
 from common.codegen_report import CodegenReport, ReportError, load_codegen_report
 from common.errors import OneLineErrors, first_line
 from common.files import check_outputs, sha256_file, write_together
-from common.targets import TUNED, TargetError, load_target
+from common.targets import DEFAULT_STRATEGY, TUNED, TargetError, load_target
 
 _DTYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "i64": "int64",
            "i32": "int32", "i16": "int16", "i8": "int8", "i1": "bool", "ui8": "uint8"}
@@ -29,11 +29,13 @@ class ManifestError(RuntimeError):
 
 def shipped_build(manifest: dict) -> str:
     """The build a manifest packages: its strategy choice's, else its target's strategy (tuned
-    when the build applied the analysis' tiles): the name perf_index keys measurements by."""
+    when IREE's code emission applied the analysis' tiles; a tiled strategy's build keeps its
+    strategy's name): the name perf_index keys measurements by."""
     chosen = (manifest.get("strategy_choice") or {}).get("chosen")
     if chosen is not None:
         return chosen
-    return TUNED if manifest.get("tuned") else manifest["target"]["strategy"]
+    strategy = manifest["target"]["strategy"]
+    return TUNED if manifest.get("tuned") and strategy == DEFAULT_STRATEGY else strategy
 
 
 # The sha256 a hand-written fixture analysis records for a hardware description it has no file of.

@@ -13,8 +13,12 @@ execution root, every qemu run a task on that Ray cluster: choice/ray_engine.py)
 choice, builds //P:N_strategy_measured (every strategy compiled and priced, riscv confirmed under
 qemu) and copies its record into tuning/strategies/N.json, and rewrites
 tuning/strategies/recorded.bzl from the committed strategy records. Tiles first: the tuned build a
-strategy choice compares is compiled with the refreshed tile choice. A record is never written by
-hand: review its diff (which figures moved, which key component changed) and commit it.
+strategy choice compares is compiled with the refreshed tile choice. A pipeline that ships a tiled
+strategy (common/targets.py TILED_STRATEGIES) has that strategy's own tile choice too,
+//P:N_<strategy>_measured_analysis, recorded as tuning/records/N_<strategy>.json; when the
+strategy records change which one ships, its tiles are measured and that strategy choice made
+again, and the tile record of a strategy no longer shipped is deleted. A record is never written
+by hand: review its diff (which figures moved, which key component changed) and commit it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 from common.errors import OneLineErrors
 from common.files import atomic_write
 from common.scratch import scratch_directory
+from common.targets import TILED_STRATEGIES
 from choice.ray_engine import choice_tune_command
 from choice.records import RecordError, dump_record, dump_strategy_record, load_record, load_strategy_record
 from tuning.strategy_records import recorded_bzl
@@ -108,13 +113,59 @@ def _tune_on_ray(inputs_json: Path, execroot: Path, address: str, out: Path) -> 
     return out / "record.json"
 
 
-def _commit(dest: Path, text: str, what: str) -> None:
+def _commit(dest: Path, text: str, what: str) -> bool:
+    """Writes `text` to `dest` unless it holds it already; whether it wrote."""
     old = dest.read_text() if dest.is_file() else None
     if old == text:
         print(f"tune: {dest.parent.name}/{dest.name}: unchanged")
-        return
+        return False
     atomic_write(dest, text)
     print(f"tune: {dest.parent.name}/{dest.name}: {'written' if old is None else 'refreshed'} ({what})")
+    return True
+
+
+def _refresh(workspace: Path, bazel: list[str], found: list[tuple[str, str, str]], kinds: tuple[str, ...],
+             ray_address: str | None) -> bool:
+    """Measures and commits the records of `found` (record_targets' triples) of `kinds`; whether
+    tuning/strategies/recorded.bzl changed."""
+    bin_dir = workspace / "bazel-bin"
+    recorded_changed = False
+    for suffix in kinds:
+        pairs = [(pkg, name) for pkg, name, s in found if s == suffix]
+        if not pairs:
+            continue
+        if suffix == MEASURED_SUFFIX and ray_address:
+            _build(workspace, bazel, [f"//{pkg}:{name}{CHOICE_INPUTS_SUFFIX}" for pkg, name in pairs])
+            execroot = _execution_root(workspace, bazel)
+        else:
+            _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
+        for pkg, name in pairs:
+            if suffix == MEASURED_SUFFIX:
+                if ray_address:
+                    with scratch_directory("tune_ray_") as tmp:
+                        record = load_record(_tune_on_ray(bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json",
+                                                          execroot, ray_address, Path(tmp)))
+                else:
+                    record = load_record(bin_dir / pkg / f"{name}{suffix}.record.json")  # validated first
+                measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
+                _commit(workspace / RECORDS_DIR / f"{name}.json", dump_record(record),
+                        f"{len(record.results)} dispatches, {measured} candidates measured")
+            else:
+                strategy = load_strategy_record(bin_dir / pkg / f"{name}{suffix}.strategy_record.json")
+                _commit(workspace / STRATEGIES_DIR / f"{name}.json", dump_strategy_record(strategy),
+                        f"chose {strategy.choice['chosen']}")
+        if suffix == STRATEGY_SUFFIX:
+            committed = sorted((workspace / STRATEGIES_DIR).glob("*.json"))
+            recorded_changed = _commit(workspace / STRATEGIES_DIR / "recorded.bzl", recorded_bzl(committed),
+                                       f"{len(committed)} strategy records")
+    return recorded_changed
+
+
+def _strategy_tile_owner(name: str, pipelines: set[str]) -> str | None:
+    """The pipeline target (<pipeline>_<target>) whose tiled strategy's own tile choice `name`
+    records (<pipeline>_<target>_<strategy>, models/defs.bzl strategy_tile_names), if any."""
+    owners = [p for p in pipelines if name.startswith(p + "_") and name.removeprefix(p + "_") in TILED_STRATEGIES]
+    return max(owners, key=len) if owners else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,36 +185,34 @@ def main(argv: list[str] | None = None) -> int:
         workspace = Path(ws)
         bazel = [str(workspace / a.bazel)]
         found = record_targets(workspace, bazel, a.targets)
-        bin_dir = workspace / "bazel-bin"
         kinds = {"tiles": (MEASURED_SUFFIX,), "strategies": (STRATEGY_SUFFIX,)}.get(a.only, (MEASURED_SUFFIX, STRATEGY_SUFFIX))
-        for suffix in kinds:
-            pairs = [(pkg, name) for pkg, name, s in found if s == suffix]
-            if not pairs:
-                continue
-            if suffix == MEASURED_SUFFIX and a.ray_address:
-                _build(workspace, bazel, [f"//{pkg}:{name}{CHOICE_INPUTS_SUFFIX}" for pkg, name in pairs])
-                execroot = _execution_root(workspace, bazel)
-            else:
-                _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
-            for pkg, name in pairs:
-                if suffix == MEASURED_SUFFIX:
-                    if a.ray_address:
-                        with scratch_directory("tune_ray_") as tmp:
-                            record = load_record(_tune_on_ray(bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json",
-                                                              execroot, a.ray_address, Path(tmp)))
-                    else:
-                        record = load_record(bin_dir / pkg / f"{name}{suffix}.record.json")  # validated first
-                    measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
-                    _commit(workspace / RECORDS_DIR / f"{name}.json", dump_record(record),
-                            f"{len(record.results)} dispatches, {measured} candidates measured")
-                else:
-                    strategy = load_strategy_record(bin_dir / pkg / f"{name}{suffix}.strategy_record.json")
-                    _commit(workspace / STRATEGIES_DIR / f"{name}.json", dump_strategy_record(strategy),
-                            f"chose {strategy.choice['chosen']}")
-            if suffix == STRATEGY_SUFFIX:
-                committed = sorted((workspace / STRATEGIES_DIR).glob("*.json"))
-                _commit(workspace / STRATEGIES_DIR / "recorded.bzl", recorded_bzl(committed),
-                        f"{len(committed)} strategy records")
+        changed = _refresh(workspace, bazel, found, kinds, a.ray_address)
+        # A strategy choice that now records a tiled strategy (TILED_STRATEGIES) makes its own
+        # tile choice appear: measure it, then that pipeline's strategy choice again (its
+        # candidate is now the tiled build). Twice at most: a choice that keeps moving is a bug.
+        for _ in range(2):
+            if not changed or a.only is not None:
+                break
+            again = record_targets(workspace, bazel, a.targets)
+            new = [t for t in again if t not in found]
+            found = sorted(set(found) | set(again), key=lambda t: (t[2] != MEASURED_SUFFIX, t[0], t[1]))
+            pipelines = {name for _, name, s in again if s == STRATEGY_SUFFIX}
+            owners = {_strategy_tile_owner(name, pipelines) for _, name, s in new if s == MEASURED_SUFFIX}
+            if not new:
+                break
+            print(f"tune: the strategy records now ship {len(new)} tiled strategies' builds: measuring their tiles",
+                  file=sys.stderr)
+            changed = _refresh(workspace, bazel, [t for t in new if t[2] == MEASURED_SUFFIX] + [
+                t for t in again if t[2] == STRATEGY_SUFFIX and t[1] in owners], kinds, a.ray_address)
+        if a.only != "strategies":
+            # The tile records of tiled strategies no refreshed pipeline ships any more.
+            final = record_targets(workspace, bazel, a.targets)
+            keep = {name for _, name, s in final if s == MEASURED_SUFFIX}
+            pipelines = {name for _, name, s in final if s == STRATEGY_SUFFIX}
+            for record in sorted((workspace / RECORDS_DIR).glob("*.json")):
+                if record.stem not in keep and _strategy_tile_owner(record.stem, pipelines) is not None:
+                    record.unlink()
+                    print(f"tune: {RECORDS_DIR.name}/{record.name}: deleted (its pipeline ships another strategy)")
     return cli.exit_code if cli.failed else 0
 
 
