@@ -62,7 +62,9 @@ def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> lis
         scopes.append((target, f"//{m.group(1)}:all", re.escape(m.group(2))))
     pairs = []
     for target, scope, name in scopes:
-        query = f"attr(name, '^{name}({MEASURED_SUFFIX}|{STRATEGY_SUFFIX})$', {scope})"
+        # A pipeline target's own choices, and the tile choice of the tiled strategy it ships.
+        tiled = "|".join(TILED_STRATEGIES)
+        query = f"attr(name, '^{name}((_({tiled}))?{MEASURED_SUFFIX}|{STRATEGY_SUFFIX})$', {scope})"
         out = subprocess.run(bazel + ["query", "--output=label", query], cwd=workspace, capture_output=True, text=True)
         if out.returncode != 0:
             raise RefreshError(f"bazel query for {target}'s measuring targets failed: "
