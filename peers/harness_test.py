@@ -1,8 +1,9 @@
 """Each peer harness computes the GEMM numpy computes, under qemu with the trixie sysroot, and
 nothing is skipped: a library missing from the sysroot is a failure with its name.
 
-argv: --harness=NAME=PATH (autovec, openblas, blis, xnnpack, eigen) --peers-repo=<@peers_riscv64 VERSION>
-      --qemu=<//tools/qemu:qemu-riscv64>
+argv: --harness=NAME=PATH (autovec, openblas, blis, xnnpack, eigen) --conv-harness=NAME=PATH (autovec,
+      xnnpack) --peers-repo=<@peers_riscv64 VERSION> --qemu=<//tools/qemu:qemu-riscv64>
+The convolution harnesses (harness/conv_main.c) likewise against numpy's sum over the window.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ import numpy as np
 import pytest
 
 from peers import run as pr
+from peers.conv_shapes import CONV_SHAPES, ConvShape
 from peers.shapes import SHAPES, GemmShape
 
 _p = argparse.ArgumentParser()
 _p.add_argument("--harness", action="append", default=[])
+_p.add_argument("--conv-harness", action="append", default=[])
 _p.add_argument("--peers-repo", type=Path)
 _p.add_argument("--qemu", type=Path)
 ARGS, _ = _p.parse_known_args(sys.argv[1:])
 HARNESSES = {spec.split("=", 1)[0]: Path(spec.split("=", 1)[1]) for spec in ARGS.harness}
+CONV_HARNESSES = {spec.split("=", 1)[0]: Path(spec.split("=", 1)[1]) for spec in ARGS.conv_harness}
 SYSROOT = ARGS.peers_repo.parent / "sysroot" if ARGS.peers_repo else Path("missing")
 VLEN = 128
 
@@ -50,6 +54,49 @@ def test_harness_matches_numpy(name, shape):
     r = pr.run(HARNESSES[name], shape, qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN)  # PeerError if wrong
     assert r.max_abs_error <= pr.TOLERANCE * r.reference_max
     assert r.info["library"] == name
+
+
+# Convolutions: ragged, padded, strided, depthwise (one channel per group), grouped, batched.
+SMALL_CONVS = [
+    ConvShape("test", "calibration", ("regular",), 1, 7, 6, 5, 3, 3, 1, 1, 9, 1, ""),
+    ConvShape("test", "calibration", ("depthwise_s2",), 2, 9, 9, 6, 3, 3, 2, 1, 6, 6, ""),
+    ConvShape("test", "calibration", ("grouped",), 1, 8, 8, 6, 3, 3, 1, 0, 4, 2, ""),
+    ConvShape("test", "calibration", ("wide",), 1, 12, 12, 40, 1, 1, 1, 0, 24, 1, ""),
+]
+
+
+def test_every_convolution_harness_is_here():
+    assert sorted(CONV_HARNESSES) == ["autovec", "xnnpack"]
+    for path in CONV_HARNESSES.values():
+        pr.check_tools(path, ARGS.qemu, SYSROOT)
+
+
+@pytest.mark.parametrize("name", ["autovec", "xnnpack"])
+@pytest.mark.parametrize("shape", SMALL_CONVS, ids=[s.dispatches[0] for s in SMALL_CONVS])
+def test_convolution_harness_matches_numpy(name, shape):
+    r = pr.run_conv(CONV_HARNESSES[name], shape, qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN)
+    assert r.max_abs_error <= pr.TOLERANCE * r.reference_max
+    assert r.info["library"] == name
+
+
+def test_a_wrong_convolution_result_is_an_error(monkeypatch):
+    true_reference = pr.conv_reference
+    monkeypatch.setattr(pr, "conv_reference", lambda s, x, f: true_reference(s, x, f) * 1.001)
+    with pytest.raises(pr.PeerError, match="wrong result"):
+        pr.run_conv(CONV_HARNESSES["xnnpack"], SMALL_CONVS[0], qemu=ARGS.qemu, sysroot=SYSROOT, vlen=VLEN)
+
+
+def test_the_zoo_convolutions_are_those_of_their_dispatch_names():
+    """A direct or depthwise dispatch's name carries its output and window (NHWC); an im2col
+    GEMM's its M x N x K."""
+    for s in CONV_SHAPES:
+        name = s.dispatches[-1]
+        if "_matmul_" in name:
+            assert f"_{s.oc}x{s.oh * s.ow}x{s.kh * s.kw * s.c}_f32" in name, name
+        elif s.depthwise:
+            assert f"_{s.oh}x{s.ow}x{s.c}x{s.kh}x{s.kw}_f32" in name, name
+        else:
+            assert f"_{s.oh}x{s.ow}x{s.oc}x{s.kh}x{s.kw}x{s.c}_f32" in name, name
 
 
 def test_the_zoo_shapes_are_gemms_of_their_dispatch_names():

@@ -1,6 +1,7 @@
-"""Measures the peers' GEMMs on the zoo's shapes: counts, model cycles, memory-aware cycles.
+"""Measures the peers' GEMMs (or convolutions) on the zoo's shapes: counts, model cycles, memory-aware cycles.
 
     tools/bazel run //peers:measure [-- --shapes KEY,KEY] [--hardware riscv_rvv512.yaml ...]
+    tools/bazel run //peers:measure_conv   (--op conv: peers/conv_shapes.py, conv harnesses)
 
 Every (shape of peers/shapes.py, harness, hardware description) runs under the plugin-capable
 qemu at the description's VLEN with its caches simulated, its output checked against numpy
@@ -29,6 +30,7 @@ from perf import mca
 from perf import memory_model as mem
 from perf.measure import _qemu_version
 from peers import run as pr
+from peers.conv_shapes import CONV_SHAPES, conv_shape
 from peers.shapes import SHAPES, shape
 
 FORMAT = 1
@@ -44,15 +46,32 @@ def _harnesses(specs: list[str]) -> dict[str, Path]:
     return out
 
 
+def _gemm_fields(s) -> dict:
+    return {"m": s.m, "n": s.n, "k": s.k, "trans_b": s.trans_b, "dispatch": s.dispatch}
+
+
+def _conv_fields(s) -> dict:
+    return {"dispatches": list(s.dispatches), "n": s.n, "h": s.h, "w": s.w, "c": s.c, "kh": s.kh, "kw": s.kw,
+            "stride": s.stride, "pad": s.pad, "oc": s.oc, "groups": s.groups, "oh": s.oh, "ow": s.ow}
+
+
+# What `--op` measures: (its shapes, the shape of a key, the harness runner, its fields in a result).
+OPS = {
+    "gemm": (SHAPES, shape, pr.run, _gemm_fields),
+    "conv": (CONV_SHAPES, conv_shape, pr.run_conv, _conv_fields),
+}
+
+
 def measure(harnesses: dict[str, Path], sysroot: Path, qemu: Path, plugin: Path, hardware: list[Path],
-            keys: list[str], jobs: int) -> dict:
+            keys: list[str], jobs: int, op: str = "gemm") -> dict:
     hws = []
     for path in hardware:
         hw = load_hardware(path)
         if hw.model_core is None:
             raise pr.PeerError(f"{path}: no model_core: peers are priced on a core model")
         hws.append((hw, path))
-    shapes = [shape(k) for k in keys] if keys else list(SHAPES)
+    all_shapes, shape_of, runner, fields = OPS[op]
+    shapes = [shape_of(k) for k in keys] if keys else list(all_shapes)
     for name, path in harnesses.items():
         pr.check_tools(path, qemu, sysroot, plugin)
     for tool in (mca.LLVM_MC, mca.LLVM_MCA):
@@ -61,11 +80,11 @@ def measure(harnesses: dict[str, Path], sysroot: Path, qemu: Path, plugin: Path,
 
     def one(job):
         hw, s, name, path = job
-        r = pr.run(path, s, qemu=qemu, sysroot=sysroot, vlen=hw.compute.vector_bits, plugin=plugin,
+        r = runner(path, s, qemu=qemu, sysroot=sysroot, vlen=hw.compute.vector_bits, plugin=plugin,
                    plugin_args=mem.plugin_cache_args(hw))
         priced = pr.price(r.counts, hw, s.macs)
-        return {"tool": name, "shape": s.key, "model": s.model, "split": s.split, "dispatch": s.dispatch,
-                "m": s.m, "n": s.n, "k": s.k, "trans_b": s.trans_b, "macs": s.macs, "hardware": hw.name,
+        return {"tool": name, "shape": s.key, "model": s.model, "split": s.split, **fields(s),
+                "macs": s.macs, "hardware": hw.name,
                 "core": hw.model_core, "vlen": hw.compute.vector_bits, "info": r.info,
                 "max_abs_error": r.max_abs_error, "reference_max": r.reference_max, **priced}
 
@@ -75,14 +94,14 @@ def measure(harnesses: dict[str, Path], sysroot: Path, qemu: Path, plugin: Path,
             results.append(res)
             print(f"peers: {res['hardware']} {res['tool']:9s} {res['shape']}: {res['model_cycles']:,} model cycles, "
                   f"{res['fma_peak_share']:.1%} of FMA peak, vector share {res['vector_share']:.1%}", flush=True)
-    order = {s.key: i for i, s in enumerate(SHAPES)}
+    order = {s.key: i for i, s in enumerate(all_shapes)}
     tools = list(harnesses)
     results.sort(key=lambda r: (r["hardware"], order[r["shape"]], tools.index(r["tool"])))
     return {
         "format": FORMAT,
-        "what": "peers' f32 GEMMs on zoo shapes under qemu + insn_classes, priced by perf/'s llvm-mca and "
-                "memory model (peers/measure.py)",
-        "produced_by": "tools/bazel run //peers:measure",
+        "what": f"peers' f32 {'GEMMs' if op == 'gemm' else 'convolutions'} on zoo shapes under qemu + "
+                "insn_classes, priced by perf/'s llvm-mca and memory model (peers/measure.py)",
+        "produced_by": "tools/bazel run //peers:measure" + ("" if op == "gemm" else "_" + op),
         "model_ignores": MODEL_IGNORES,
         "memory_model_ignores": mem.MEMORY_MODEL_IGNORES,
         "tolerance": pr.TOLERANCE,
@@ -100,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--harness", action="append", required=True, metavar="NAME=PATH",
                    help="riscv64 harness binary (repeatable: autovec, openblas, blis, xnnpack, eigen)")
     pr.add_run_arguments(p)
-    p.add_argument("--shapes", default="", help="comma-separated shape keys (default: all of peers/shapes.py)")
+    p.add_argument("--op", choices=tuple(OPS), default="gemm",
+                   help="GEMMs (peers/shapes.py) or convolutions (peers/conv_shapes.py)")
+    p.add_argument("--shapes", default="", help="comma-separated shape keys (default: all of --op's)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args(argv)
@@ -114,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.peers_repo.is_file():
             raise pr.PeerError(f"{args.peers_repo}: @peers_riscv64's VERSION not found")
         data = measure(_harnesses(args.harness), args.peers_repo.parent / "sysroot", args.qemu, args.plugin,
-                       args.hardware, [k for k in args.shapes.split(",") if k], args.jobs)
+                       args.hardware, [k for k in args.shapes.split(",") if k], args.jobs, args.op)
         data["packages"] = args.peers_repo.read_text().splitlines()
         write_together({out: json.dumps(data, indent=1) + "\n"})
     if cli.failed:

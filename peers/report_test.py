@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from peers import report
+from peers.conv_shapes import CONV_SHAPES
 from peers.shapes import SHAPES
 
 ROOT = Path(__file__).absolute().parent.parent
@@ -20,9 +21,43 @@ ROOT = Path(__file__).absolute().parent.parent
 def test_the_committed_table_and_doc_regenerate_byte_for_byte():
     data = report.build(ROOT)
     models = report.build_models(ROOT)
+    convs = report.build_convs(ROOT)
     assert (ROOT / report.OUT_JSON).read_text() == json.dumps(data, indent=1) + "\n"
     assert (ROOT / report.OUT_MODELS_JSON).read_text() == json.dumps(models, indent=1) + "\n"
-    assert (ROOT / report.OUT_MD).read_text() == report.markdown(data, models)
+    assert (ROOT / report.OUT_CONVS_JSON).read_text() == json.dumps(convs, indent=1) + "\n"
+    assert (ROOT / report.OUT_MD).read_text() == report.markdown(data, models, convs)
+
+
+def test_every_convolution_has_both_peers_and_what_ships():
+    convs = report.build_convs(ROOT)
+    assert [o["key"] for o in convs["ops"]] == [s.key for s in CONV_SHAPES]
+    assert {o["split"] for o in convs["ops"]} == {"calibration", "held_out"}
+    for o in convs["ops"]:
+        assert set(o["tools"]) == {*report.CONV_PEERS, "iree-shipped"}
+        for t in o["tools"].values():
+            assert 0 < t["memory_aware_fma_peak_share"] <= 1
+
+
+def test_a_convolution_whose_dispatch_the_model_no_longer_ships_is_an_error(tmp_path):
+    """A refresh that changes what a model ships renames its dispatches: the table must not
+    silently compare another one."""
+    root = _copy(tmp_path)
+    bounds = json.loads((root / report.SHIPPED_BOUNDS).read_text())
+    model = CONV_SHAPES[0].model
+    bounds["pipelines"][model]["dispatches"] = [d for d in bounds["pipelines"][model]["dispatches"]
+                                                if d["name"] != CONV_SHAPES[0].dispatches[-1]]
+    (root / report.SHIPPED_BOUNDS).write_text(json.dumps(bounds))
+    with pytest.raises(report.ReportError, match=f"{model} ships no dispatch"):
+        report.build_convs(root)
+
+
+def test_a_missing_convolution_peer_run_is_an_error(tmp_path):
+    root = _copy(tmp_path)
+    measured = json.loads((root / report.CONV_MEASURED).read_text())
+    measured["results"] = [r for r in measured["results"] if r["tool"] != "xnnpack"]
+    (root / report.CONV_MEASURED).write_text(json.dumps(measured))
+    with pytest.raises(report.ReportError, match="no xnnpack run"):
+        report.build_convs(root)
 
 
 def test_every_shape_has_every_peer_and_both_iree_figures():
@@ -36,7 +71,8 @@ def test_every_shape_has_every_peer_and_both_iree_figures():
 
 
 def _copy(tmp_path: Path) -> Path:
-    for rel in (report.MEASURED, report.IREE_ALONE, report.CHOICES, report.ORT_MEASURED, report.OURS_MODELS):
+    for rel in (report.MEASURED, report.IREE_ALONE, report.CHOICES, report.ORT_MEASURED, report.OURS_MODELS,
+                report.CONV_MEASURED, report.SHIPPED_BOUNDS):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     shutil.copytree(ROOT / report.RECORDS, tmp_path / report.RECORDS)

@@ -1,4 +1,4 @@
-"""Runs one peer's GEMM harness under qemu, checks its numbers, and prices what it executed.
+"""Runs one peer's GEMM or convolution harness under qemu, checks its numbers, and prices what it executed.
 
 The harnesses (peers/harness/, built by peers/BUILD.bazel for riscv64) read A and B from files,
 run the library's GEMM once untimed and once inside the perf window markers, and write C.
@@ -37,6 +37,7 @@ from perf import mca
 from perf import memory_model as mem
 from perf import guest
 from perf.guest import GUEST_RUN_PREFIX, GUEST_RUN_ROOT
+from peers.conv_shapes import ConvShape
 from peers.shapes import GemmShape
 
 # Largest |C - reference| allowed, as a fraction of the reference's largest magnitude; the
@@ -116,54 +117,108 @@ def check_tools(harness: Path, qemu: Path, sysroot: Path, plugin: Path | None = 
         raise PeerError(f"{sysroot}: not a riscv64 sysroot (no lib/ld-linux-riscv64-lp64d.so.1; @peers_riscv64)")
 
 
-def run(harness: Path, shape: GemmShape, *, qemu: Path, sysroot: Path, vlen: int,
-        plugin: Path | None = None, plugin_args: list[str] | None = None) -> Run:
-    """Runs the harness on the shape's inputs; checks C; returns the plugin's counts if a plugin
-    is given. The guest sees the same paths on every machine (perf/measure.py says why)."""
+def _run_harness(harness: Path, key: str, argv: list[str], files: dict[str, np.ndarray], out_file: str,
+                 *, qemu: Path, sysroot: Path, vlen: int, plugin: Path | None,
+                 plugin_args: list[str] | None) -> tuple[dict[str, str], np.ndarray, cnt.DispatchCounts | None]:
+    """Runs `harness argv` under qemu in a fresh guest directory holding `files` (name -> array,
+    written raw); returns its `info` lines, the float32 array it wrote to `out_file` and the
+    plugin's counts if a plugin is given. `key` names the problem in errors."""
     check_tools(harness, qemu, sysroot, plugin)
-    a, b = inputs(shape)
     with scratch_directory(GUEST_RUN_PREFIX, GUEST_RUN_ROOT, suffix="") as tmp:
         here = Path(tmp)
         shutil.copy(harness, here / "harness")
-        a.tofile(here / "a.bin")
-        b.tofile(here / "b.bin")
+        for name, array in files.items():
+            array.tofile(here / name)
         cmd = qemu_command(qemu, sysroot, vlen, here)
         counts_path = here / "counts.txt"
         if plugin is not None:
             spec = ",".join([str(Path(plugin).absolute()), f"out={counts_path}", *(plugin_args or [])])
             cmd = [cmd[0], "-plugin", spec, *cmd[1:]]
-        cmd += ["./harness", str(shape.m), str(shape.n), str(shape.k), str(int(shape.trans_b)),
-                "a.bin", "b.bin", "c.bin"]
-        proc = processes.run(cmd, capture_output=True, text=True, cwd=here,
-                              env=guest.environment())
+        proc = processes.run(cmd + ["./harness", *argv], capture_output=True, text=True, cwd=here,
+                             env=guest.environment())
         name = Path(harness).name
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-            raise PeerError(f"{name}: failed under qemu on {shape.key} (exit {proc.returncode}): {last}")
+            raise PeerError(f"{name}: failed under qemu on {key} (exit {proc.returncode}): {last}")
         info = {}
         for line in proc.stdout.splitlines():
             if line.startswith("info "):
-                _, key, value = (line.split(" ", 2) + [""])[:3]
-                info[key] = value
+                _, k, value = (line.split(" ", 2) + [""])[:3]
+                info[k] = value
         try:
-            c = np.fromfile(here / "c.bin", dtype=np.float32)
+            out = np.fromfile(here / out_file, dtype=np.float32)
         except FileNotFoundError:
-            raise PeerError(f"{name}: wrote no output on {shape.key}") from None
-        if c.size != shape.m * shape.n:
-            raise PeerError(f"{name}: wrote {c.size} floats on {shape.key}, expected {shape.m * shape.n}")
-        ref = reference(shape, a, b)
-        err = float(np.max(np.abs(c.reshape(shape.m, shape.n) - ref)))
-        scale = float(np.max(np.abs(ref)))
-        if not np.isfinite(err) or err > TOLERANCE * scale:
-            raise PeerError(f"{name}: wrong result on {shape.key}: max |C - numpy| = {err:.3g}, "
-                            f"allowed {TOLERANCE:g} x {scale:.3g}")
+            raise PeerError(f"{name}: wrote no output on {key}") from None
         counts = None
         if plugin is not None:
             try:
                 counts = cnt.read_counts(counts_path)
             except cnt.CountsError as e:
-                raise PeerError(f"{name}: {shape.key}: {str(e).split(': ', 1)[-1]}") from None
+                raise PeerError(f"{name}: {key}: {str(e).split(': ', 1)[-1]}") from None
+    return info, out, counts
+
+
+def _checked(name: str, key: str, got: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    """(max |got - ref|, max |ref|); a wrong size or result is a PeerError."""
+    if got.size != ref.size:
+        raise PeerError(f"{name}: wrote {got.size} floats on {key}, expected {ref.size}")
+    err = float(np.max(np.abs(got.reshape(ref.shape) - ref)))
+    scale = float(np.max(np.abs(ref)))
+    if not np.isfinite(err) or err > TOLERANCE * scale:
+        raise PeerError(f"{name}: wrong result on {key}: max |C - numpy| = {err:.3g}, "
+                        f"allowed {TOLERANCE:g} x {scale:.3g}")
+    return err, scale
+
+
+def run(harness: Path, shape: GemmShape, *, qemu: Path, sysroot: Path, vlen: int,
+        plugin: Path | None = None, plugin_args: list[str] | None = None) -> Run:
+    """Runs the harness on the shape's inputs; checks C; returns the plugin's counts if a plugin
+    is given. The guest sees the same paths on every machine (perf/measure.py says why)."""
+    a, b = inputs(shape)
+    argv = [str(shape.m), str(shape.n), str(shape.k), str(int(shape.trans_b)), "a.bin", "b.bin", "c.bin"]
+    info, c, counts = _run_harness(harness, shape.key, argv, {"a.bin": a, "b.bin": b}, "c.bin", qemu=qemu,
+                                   sysroot=sysroot, vlen=vlen, plugin=plugin, plugin_args=plugin_args)
+    err, scale = _checked(Path(harness).name, shape.key, c, reference(shape, a, b))
     return Run(info=info, max_abs_error=err, reference_max=scale, counts=counts)
+
+
+def run_conv(harness: Path, shape: ConvShape, *, qemu: Path, sysroot: Path, vlen: int,
+             plugin: Path | None = None, plugin_args: list[str] | None = None) -> Run:
+    """`run` for a convolution harness (harness/conv_main.c) on the shape's inputs."""
+    x, f = conv_inputs(shape)
+    argv = [str(v) for v in (shape.n, shape.h, shape.w, shape.c, shape.kh, shape.kw, shape.stride, shape.stride,
+                             shape.pad, shape.pad, shape.pad, shape.pad, shape.oc, shape.groups)]
+    info, y, counts = _run_harness(harness, shape.key, argv + ["in.bin", "filter.bin", "out.bin"],
+                                   {"in.bin": x, "filter.bin": f}, "out.bin", qemu=qemu, sysroot=sysroot,
+                                   vlen=vlen, plugin=plugin, plugin_args=plugin_args)
+    err, scale = _checked(Path(harness).name, shape.key, y, conv_reference(shape, x, f))
+    return Run(info=info, max_abs_error=err, reference_max=scale, counts=counts)
+
+
+def conv_inputs(shape: ConvShape) -> tuple[np.ndarray, np.ndarray]:
+    """The NHWC input and the [oc][kh][kw][c / groups] filter, uniform in [-1, 1), from a seed of the shape."""
+    rng = np.random.default_rng([SEED, shape.n, shape.h, shape.w, shape.c, shape.kh, shape.kw, shape.stride,
+                                 shape.pad, shape.oc, shape.groups])
+    x = rng.uniform(-1.0, 1.0, (shape.n, shape.h, shape.w, shape.c)).astype(np.float32)
+    f = rng.uniform(-1.0, 1.0, (shape.oc, shape.kh, shape.kw, shape.c // shape.groups)).astype(np.float32)
+    return x, f
+
+
+def conv_reference(shape: ConvShape, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """The convolution in float64 (NHWC out), by numpy: a sum over the window's taps."""
+    p = shape.pad
+    xp = np.pad(x.astype(np.float64), ((0, 0), (p, p), (p, p), (0, 0)))
+    gic, goc = shape.c // shape.groups, shape.oc // shape.groups
+    out = np.zeros((shape.n, shape.oh, shape.ow, shape.oc))
+    f64 = f.astype(np.float64)
+    for i in range(shape.kh):
+        for j in range(shape.kw):
+            window = xp[:, i:i + shape.stride * shape.oh:shape.stride, j:j + shape.stride * shape.ow:shape.stride, :]
+            for g in range(shape.groups):
+                xs = window[..., g * gic:(g + 1) * gic]  # [n][oh][ow][gic]
+                ws = f64[g * goc:(g + 1) * goc, i, j, :]  # [goc][gic]
+                out[..., g * goc:(g + 1) * goc] += xs @ ws.T
+    return out
 
 
 def mattr(hw: Hardware) -> str:
