@@ -21,9 +21,14 @@ def test_anything_else_is_no_strategys_tile_record(name):
     assert _strategy_tile_owner(name, {"se_net_riscv", "keras_cnn_riscv"}) is None
 
 
-def test_the_longest_pipeline_name_owns_it():
-    """`mlp_riscv` and `mlp_riscv_x_riscv` would both prefix a name; the record is the longer's."""
-    assert _strategy_tile_owner("a_b_riscv_directconv", {"a_b_riscv", "a"}) == "a_b_riscv"
+def test_the_longest_pipeline_name_owns_it(monkeypatch):
+    """With a strategy name that ends in another's after an underscore (a hypothetical
+    `dw_channelslast` beside `channelslast`), `x` and `x_dw` would both own
+    `x_dw_channelslast`; the record is the longer pipeline's."""
+    from tuning import refresh
+
+    monkeypatch.setattr(refresh, "TILED_STRATEGIES", ("channelslast", "dw_channelslast"))
+    assert refresh._strategy_tile_owner("x_dw_channelslast", {"x", "x_dw"}) == "x_dw"
 
 
 if __name__ == "__main__":
