@@ -250,6 +250,27 @@ def _variant_same_key_twice(p):
         "given twice (l1.size_bytes=16384 and l1.size_bytes=65536)"
 
 
+# Issue 62, own probe: a --set value YAML cannot read was blamed on --base ("riscv_rvv.yaml:
+# ScannerError: ..."), an empty or list value named no flag, a variant name with a newline cut the
+# line before its reason, and a model name with a newline was recorded as given.
+def _variant_set_value_not_yaml(p):
+    return variant("--set", "l1.latency_cycles=3\ncores: 4"), "--set l1.latency_cycles", \
+        ("'3\\ncores: 4' is not a number or string", "mapping values are not allowed here")
+
+
+def _variant_set_value_empty(p):
+    return variant("--set", "l1.size_bytes="), "--set l1.size_bytes", "value '' is not a number or string"
+
+
+def _variant_name_with_a_newline(p):
+    return ("analysis.hardware_variant", "--base", "riscv_rvv.yaml", "--name", "a\nb", "--out", "v.yaml"), \
+        "variant 'a\\nb'", "field 'name': String should match pattern"
+
+
+def _model_name_with_a_newline(p):
+    return analyze(p, extra=("--model-name", "m\nx")), "--model-name 'm\\nx'", "a model name is printable text"
+
+
 CASES = [_jobs_zero, _jobs_negative, _model_name_empty, _alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
          _host_target_riscv_hardware, _riscv_target_host_hardware, _host_target_coreless_riscv_hardware,
          _level_name_twice, _level_name_twice_in_another_case, _hardware_key_twice, _level_key_twice,
@@ -260,7 +281,8 @@ CASES = [_jobs_zero, _jobs_negative, _model_name_empty, _alias_module, _alias_ha
          _accelerator_fma_pipes_true, _accelerator_cores_yes, _accelerator_l2_faster_than_l1,
          _analyze_dram_faster_than_l2, _accelerator_shared_by_more_cores_than_exist, _accelerator_access_bits_12,
          _accelerator_yaml11_string_number, _accelerator_tab_indent, _variant_set_cores_true,
-         _variant_set_fma_pipes_true, _variant_same_key_twice]
+         _variant_set_fma_pipes_true, _variant_same_key_twice, _variant_set_value_not_yaml, _variant_set_value_empty,
+         _variant_name_with_a_newline, _model_name_with_a_newline]
 PROGS = {"analysis.analyze": "analysis", "analysis.hardware_variant": "hardware_variant",
          "analysis.accelerator_target": "accelerator_target"}
 

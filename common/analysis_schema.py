@@ -257,3 +257,14 @@ class Analysis(_Strict):
     summary: Summary
     # None: chosen by the cost model's prediction (analysis.analyze); set: by measurement.
     measured_choice: MeasuredChoice | None = None
+
+    @model_validator(mode="after")
+    def _one_entry_per_dispatch(self):
+        # Consumers index dispatches by name: a dispatch listed twice had its last entry compiled and
+        # its first (the measured choice) dropped without a word (issue 62, own probe).
+        seen: set[str] = set()
+        for d in self.dispatches:
+            if d.name in seen:
+                raise ValueError(f"dispatch '{d.name}' is listed twice: which entry is meant?")
+            seen.add(d.name)
+        return self

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from common.errors import OneLineErrors
+from common.files import read_json
 from common.perf_schema import PerfIndexError, PerfReport, load_perf_index
 from runtime.manifest import shipped_build
 
@@ -385,8 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m results.bounds",
                                 description="Checks the committed shipped bounds against issue 58's vector floor.")
     sub = p.add_subparsers(dest="command", required=True)
+    # argparse %-formats help: "20% vector" was a format character and `--help` a traceback.
     floor = sub.add_parser("check-floor", help="every convolution dispatch of what ships at or above "
-                                               f"{VECTOR_FLOOR:.0%} vector instructions, or explained")
+                                               f"{VECTOR_FLOOR:.0%}% vector instructions, or explained")
     floor.add_argument("data", type=Path, help="docs/data/shipped_bounds.json")
     floor.add_argument("manifests", type=Path, nargs="+",
                        help="the riscv pipelines' manifests (<pipeline>_riscv.manifest.json; other files ignored)")
@@ -406,13 +409,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(splits)} pipelines, {len(problems)} problems")
         return 1 if problems else 0
     manifests = {}
-    for path in args.manifests:
-        if path.name.endswith("_riscv.manifest.json"):
-            manifests[path.name[:-len("_riscv.manifest.json")]] = json.loads(path.read_text())
-    if not manifests:
-        print("check-floor: no <pipeline>_riscv.manifest.json among the files given", file=sys.stderr)
-        return 2
-    problems = check_floor(json.loads(args.data.read_text()), manifests)
+    # A missing, empty or malformed input is one line naming it, not a traceback.
+    with OneLineErrors("check-floor", args.data, (BoundsError,)) as cli:
+        for path in args.manifests:
+            if path.name.endswith("_riscv.manifest.json"):
+                manifests[path.name[:-len("_riscv.manifest.json")]] = read_json(path, "manifest")
+        if not manifests:
+            print("check-floor: no <pipeline>_riscv.manifest.json among the files given", file=sys.stderr)
+            return 2
+        data = read_json(args.data, "shipped bounds file")
+        if not isinstance(data, dict) or not isinstance(data.get("pipelines"), dict):
+            raise BoundsError(f"{args.data}: not a shipped bounds file (docs/data/shipped_bounds.json): "
+                              "no mapping of pipelines")
+        problems = check_floor(data, manifests)
+    if cli.failed:
+        return cli.exit_code
     for line in problems:
         print(line)
     print(f"{len(manifests)} pipelines, {len(problems)} problems")

@@ -79,6 +79,24 @@ def test_a_quantized_model_is_shown_beside_its_float_twin(tmp_path):
         bounds.quantized_pairs(tmp_path, [{"name": "a", "model_name": "q", "float_reference": "c"}])
 
 
+def test_check_floor_help_and_bad_inputs_are_one_line(tmp_path, capsys):
+    """Issue 62, own probe: `--help` was a traceback (argparse read "20% vector" as a format), and a
+    missing, empty or zero-byte data file a traceback too."""
+    with pytest.raises(SystemExit) as done:
+        bounds.main(["--help"])
+    assert done.value.code == 0 and "20%" in capsys.readouterr().out
+    manifest = tmp_path / "p_riscv.manifest.json"
+    manifest.write_text("{}")
+    (tmp_path / "empty.json").write_text("{}")
+    (tmp_path / "zero.json").write_text("")
+    for name, message in (("missing.json", "missing.json: shipped bounds file not found"),
+                          ("empty.json", "empty.json: not a shipped bounds file"),
+                          ("zero.json", "zero.json: not a shipped bounds file: not JSON")):
+        assert bounds.main(["check-floor", str(tmp_path / name), str(manifest)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("check-floor: ") and message in err[0], err
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
 
