@@ -394,16 +394,25 @@ def main(argv: list[str] | None = None) -> int:
     floor.add_argument("manifests", type=Path, nargs="+",
                        help="the riscv pipelines' manifests (<pipeline>_riscv.manifest.json; other files ignored)")
     kinds = sub.add_parser("check-kinds", help=f"every op kind at or above its target share of the bound "
-                                                f"({KIND_TARGET:.0%}, matmuls {MATMUL_TARGET:.0%}) per split, or explained")
+                                                f"({KIND_TARGET:.0%}%, matmuls {MATMUL_TARGET:.0%}%) per split, or explained")
     kinds.add_argument("data", type=Path, help="docs/data/shipped_bounds.json")
     kinds.add_argument("infos", type=Path, nargs="+", help="the zoo's <pipeline>_pipeline_info.json (their splits)")
     args = p.parse_args(argv)
     if args.command == "check-kinds":
-        splits = {}
-        for path in args.infos:
-            info = json.loads(path.read_text())
-            splits[info["name"]] = info["split"]
-        problems = check_kinds(json.loads(args.data.read_text()), splits)
+        with OneLineErrors("check-kinds", args.data, (BoundsError,)) as cli:
+            splits = {}
+            for path in args.infos:
+                info = read_json(path, "pipeline info")
+                if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("name", "split")):
+                    raise BoundsError(f"{path}: not a pipeline info: no 'name' or 'split'")
+                splits[info["name"]] = info["split"]
+            data = read_json(args.data, "shipped bounds file")
+            if not isinstance(data, dict) or not isinstance(data.get("pipelines"), dict):
+                raise BoundsError(f"{args.data}: not a shipped bounds file (docs/data/shipped_bounds.json): "
+                                  "no mapping of pipelines")
+            problems = check_kinds(data, splits)
+        if cli.failed:
+            return cli.exit_code
         for line in problems:
             print(line)
         print(f"{len(splits)} pipelines, {len(problems)} problems")
