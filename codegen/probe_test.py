@@ -182,13 +182,21 @@ def _analysis_nan(p):
     return compile_("--analysis", "a.json"), "a.json", "NaN is not a JSON number"
 
 
+def _analysis_negative_prediction(p):
+    # Issue 62, own probe: a negative predicted_cycles was accepted (and ranks a candidate first).
+    text = json.dumps(_analysis_of_m(p), indent=1)
+    p.write("a.json", re.sub(r'"predicted_cycles": [0-9.e+]+', '"predicted_cycles": -5.0', text, count=1))
+    return compile_("--analysis", "a.json"), "a.json", "predicted_cycles"
+
+
 CASES = [_report_is_module, _vmfb_is_configs, _vmfb_hard_link_of_target, _report_symlink_to_module,
          _configs_is_analysis, _binaries_dir_is_module, _code_dir_is_vmfb, _keep_temps_is_report,
          _keep_temps_full_directory, _keep_temps_working_directory, _keep_temps_existing_file, _vmfb_under_a_file,
          _report_is_a_directory, _target_cpu_unknown, _riscv_target_cpu_unknown, _target_flag_unknown,
          _target_triple_unknown, _target_key_twice, _target_vector_bits_96, _strategy_out_is_base,
          _strategy_out_under_a_file, _strategy_base_key_twice, _analysis_dispatch_listed_twice,
-         _analysis_key_given_twice, _analysis_nan]
+         _analysis_key_given_twice, _analysis_nan,
+         _analysis_negative_prediction]
 PROGS = {"codegen.compile": "codegen.compile: error", "codegen.strategy_target": "strategy_target"}
 
 

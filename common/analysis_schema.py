@@ -68,7 +68,8 @@ class Candidate(_Strict):
     tiles: dict[LevelRole, list[int]]
     # Cost model inputs (analysis/cost_model.FEATURES) and its prediction for these tiles.
     features: dict[str, float]
-    predicted_cycles: float
+    # A prediction of cycles: finite and not negative (a negative one ranked first; issue 62 probe).
+    predicted_cycles: float = Field(ge=0, allow_inf_nan=False)
     reason: str
     # Set by a measured choice (choice/tune.py) for the shortlisted candidates: model cycles of
     # the dispatch compiled with these tiles on the accelerator's core model, or why not.
