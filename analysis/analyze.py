@@ -359,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
             raise dsp.AnalysisInputError(f"--jobs {args.jobs}: a number of ZigZag processes is at least 1")
         if not args.model_name.strip():
             raise dsp.AnalysisInputError("--model-name: a model name is not empty")
+        if not args.model_name.isprintable():
+            # A newline or tab was recorded as the model's name, breaking every one-line message and
+            # Markdown heading that names the model (issue 62, own probe).
+            raise dsp.AnalysisInputError(f"--model-name {args.model_name!r}: a model name is printable text "
+                                         "(no newline, tab or other control character)")
         try:
             options = AnalysisOptions(zigzag_lpf_limit=args.zigzag_lpf_limit,
                                       zigzag_lpf_merge=args.zigzag_lpf_merge,

@@ -34,14 +34,19 @@ class VariantError(ValueError):
 
 
 def _value(key: str, text: str) -> int | float | str:
-    value = yaml.safe_load(text)
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        # Blamed on --base before ("riscv_rvv.yaml: ScannerError: mapping values are not allowed here").
+        raise VariantError(f"--set {key}: {text!r} is not a number or string: "
+                           f"{str(err).splitlines()[0]}") from None
     # No hardware field is a boolean: YAML 1.1's true/yes/on would become the number 1
     # (`--set cores=true` gave cores: 1, issue 62).
     if isinstance(value, bool):
         raise VariantError(f"--set {key}={text}: {text!r} is a YAML boolean, not a number (no hardware "
                            "field is a boolean)")
     if not isinstance(value, (int, float, str)):
-        raise VariantError(f"value {text!r} is not a number or string")
+        raise VariantError(f"--set {key}: value {text!r} is not a number or string")
     return value
 
 
@@ -110,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 load_hardware(staged)
             except HardwareError as err:
-                raise VariantError(str(err).replace(str(staged), f"variant {a.name}")) from None
+                # A name with a newline cut the one line before its reason: such a name is quoted.
+                shown = a.name if a.name.isprintable() else repr(a.name)
+                raise VariantError(str(err).replace(str(staged), f"variant {shown}")) from None
         atomic_write(a.out, text)
     return cli.exit_code
 

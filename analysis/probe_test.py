@@ -227,6 +227,15 @@ def _accelerator_access_bits_12(p):
     return accelerator(hardware="hw.yaml"), "hw.yaml", ("memory.3.access_bits", "not a whole number of bytes")
 
 
+def _accelerator_access_wider_than_its_line(p):
+    # Issue 62, own probe: 8192-bit accesses over 64 B lines were accepted (each byte priced 16x
+    # below the description's energy per access).
+    edited(p, "riscv_rvv.yaml", "hw.yaml", "access_bits: 128\n    latency_cycles: 3\n",
+           "access_bits: 8192\n    latency_cycles: 3\n")
+    return accelerator(hardware="hw.yaml"), "hw.yaml", \
+        ("memory.1.access_bits", "an access of 8192 bits is wider than its 64 B lines")
+
+
 def _accelerator_yaml11_string_number(p):
     edited(p, "riscv_rvv.yaml", "hw.yaml", "size_bytes: 2147483648", "size_bytes: 1e30")
     return accelerator(hardware="hw.yaml"), "hw.yaml", "YAML 1.1 reads 1e30 as a string, not a number: write 1.0e+30"
@@ -250,6 +259,27 @@ def _variant_same_key_twice(p):
         "given twice (l1.size_bytes=16384 and l1.size_bytes=65536)"
 
 
+# Issue 62, own probe: a --set value YAML cannot read was blamed on --base ("riscv_rvv.yaml:
+# ScannerError: ..."), an empty or list value named no flag, a variant name with a newline cut the
+# line before its reason, and a model name with a newline was recorded as given.
+def _variant_set_value_not_yaml(p):
+    return variant("--set", "l1.latency_cycles=3\ncores: 4"), "--set l1.latency_cycles", \
+        ("'3\\ncores: 4' is not a number or string", "mapping values are not allowed here")
+
+
+def _variant_set_value_empty(p):
+    return variant("--set", "l1.size_bytes="), "--set l1.size_bytes", "value '' is not a number or string"
+
+
+def _variant_name_with_a_newline(p):
+    return ("analysis.hardware_variant", "--base", "riscv_rvv.yaml", "--name", "a\nb", "--out", "v.yaml"), \
+        "variant 'a\\nb'", "field 'name': String should match pattern"
+
+
+def _model_name_with_a_newline(p):
+    return analyze(p, extra=("--model-name", "m\nx")), "--model-name 'm\\nx'", "a model name is printable text"
+
+
 CASES = [_jobs_zero, _jobs_negative, _model_name_empty, _alias_module, _alias_hardware_spelled_otherwise, _alias_target_hard_link, _alias_symlink_to_module,
          _host_target_riscv_hardware, _riscv_target_host_hardware, _host_target_coreless_riscv_hardware,
          _level_name_twice, _level_name_twice_in_another_case, _hardware_key_twice, _level_key_twice,
@@ -258,9 +288,10 @@ CASES = [_jobs_zero, _jobs_negative, _model_name_empty, _alias_module, _alias_ha
          _variant_base_key_twice, _variant_out_under_a_file, _accelerator_out_is_base, _accelerator_out_is_hardware,
          _accelerator_out_under_a_file, _accelerator_base_vector_bits, _accelerator_hardware_name_twice,
          _accelerator_fma_pipes_true, _accelerator_cores_yes, _accelerator_l2_faster_than_l1,
-         _analyze_dram_faster_than_l2, _accelerator_shared_by_more_cores_than_exist, _accelerator_access_bits_12,
+         _analyze_dram_faster_than_l2, _accelerator_shared_by_more_cores_than_exist, _accelerator_access_bits_12, _accelerator_access_wider_than_its_line,
          _accelerator_yaml11_string_number, _accelerator_tab_indent, _variant_set_cores_true,
-         _variant_set_fma_pipes_true, _variant_same_key_twice]
+         _variant_set_fma_pipes_true, _variant_same_key_twice, _variant_set_value_not_yaml, _variant_set_value_empty,
+         _variant_name_with_a_newline, _model_name_with_a_newline]
 PROGS = {"analysis.analyze": "analysis", "analysis.hardware_variant": "hardware_variant",
          "analysis.accelerator_target": "accelerator_target"}
 

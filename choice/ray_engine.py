@@ -13,6 +13,9 @@ cluster, instead of in a local thread pool.
   fingerprint is not the driver's is refused, named, with the component that differs.
 - A task lost with its worker or its node is run again elsewhere (`MAX_RETRIES`); an error the
   task raises itself (a dispatch that fails under qemu) is the measurement's answer and is not.
+- `--ray-address local` starts a Ray instance of this machine's own (one CPU per core, no
+  dashboard, its files in a temporary directory removed at the end): what `//tools:tune` does by
+  default; any other address joins that cluster.
 - Nodes must see the files at the paths the driver sees: a task's arguments are paths (the
   runner, the executable, the binding files). One machine (the test's two localhost nodes) or
   a shared checkout, output base and scratch directory on several.
@@ -25,11 +28,15 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 MAX_RETRIES = 3  # a task whose worker or node died runs again, at most this often
+LOCAL = "local"  # --ray-address: a Ray instance of this machine's own, started and stopped here
 
 
 class RayEngineError(RuntimeError):
@@ -75,9 +82,10 @@ class RayExecutor:
     own exception reaches the caller as itself (Ray's wrapper, with its remote traceback, is
     removed: the message is what a local run would say)."""
 
-    def __init__(self, ray_module):
+    def __init__(self, ray_module, temp_dir: str | None = None):
         self._ray = ray_module
         self._remote: dict[Callable, Any] = {}
+        self._temp_dir = temp_dir  # a local instance's files, removed at shutdown
 
     def submit(self, fn: Callable, *args) -> concurrent.futures.Future:
         remote = self._remote.get(fn)
@@ -98,21 +106,34 @@ class RayExecutor:
 
     def shutdown(self) -> None:
         self._ray.shutdown()
+        if self._temp_dir:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
 
 
 def connect(address: str, llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> RayExecutor:
-    """Joins the cluster at `address` (host:port of its head, as `ray start --head` prints it)
-    and checks every alive node's toolchain against this process's; raises RayEngineError
-    naming a node that differs, or when the cluster cannot be reached."""
+    """Joins the cluster at `address` (host:port of its head, as `ray start --head` prints it), or
+    with LOCAL starts one of this machine's own, and checks every alive node's toolchain against
+    this process's; raises RayEngineError naming a node that differs, or when the cluster cannot
+    be reached or started."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     mine = toolchain(llvm_bin, qemu, plugin, runner)
+    temp_dir = None
+    if address == LOCAL:
+        # Ray's unix sockets live in its temporary directory: a short path of its own.
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+        where = {"num_cpus": os.cpu_count(), "include_dashboard": False, "_temp_dir": temp_dir}
+    else:
+        where = {"address": address}
     try:
-        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
-                 configure_logging=True)
+        ray.init(**where, logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
     except (ConnectionError, RuntimeError, ValueError) as err:
-        raise RayEngineError(f"{address}: no Ray cluster to join ({str(err).splitlines()[0]})") from None
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+        raise RayEngineError(f"{address}: no Ray cluster to {'start' if temp_dir else 'join'} "
+                             f"({str(err).splitlines()[0]})") from None
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     check = ray.remote(toolchain)
     refs = {n["NodeID"]: check.options(num_cpus=0, max_retries=MAX_RETRIES,
@@ -132,4 +153,4 @@ def connect(address: str, llvm_bin: Path, qemu: Path, plugin: Path, runner: Path
                                  f"the driver's, refused: {'; '.join(differ)}")
     print(f"choice.tune: Ray cluster at {address}: {len(nodes)} nodes, "
           f"{int(ray.cluster_resources().get('CPU', 0))} CPUs, every toolchain the driver's", file=sys.stderr)
-    return RayExecutor(ray)
+    return RayExecutor(ray, temp_dir)

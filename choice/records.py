@@ -18,8 +18,11 @@ import importlib.metadata
 import json
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from common.analysis_schema import Analysis, Candidate, Dispatch
-from common.files import sha256_file
+from common.errors import first_line, validation_error_where
+from common.files import InputError, parse_json, sha256_file
 from common.measurement_version import MEASUREMENT_VERSION, STRATEGY_CHOICE_VERSION
 from common.tuning_schema import (CandidateResult, DispatchKey, Measurement, RecordKey, StrategyCandidateKey,
                                   StrategyKey, StrategyRecord, TuningRecord)
@@ -108,13 +111,23 @@ def key_differences(recorded: RecordKey, tree: RecordKey) -> list[str]:
 
 
 def _load(path: Path, model, what: str):
+    """The record at `path`, or RecordError in one line naming it and the field: a truncated record
+    gave pydantic's whole report ("1 validation error for TuningRecord ... [type=json_invalid,
+    input_value=...] For further information visit ..."), and a key given twice was read as its
+    last value."""
     try:
-        return model.model_validate_json(path.read_text())
+        text = path.read_text()
+        parse_json(text, path, what)
+        return model.model_validate_json(text)
+    except InputError as err:  # not JSON, a key given twice, NaN
+        raise RecordError(str(err)) from None
     except OSError as err:
         raise RecordError(f"{path}: cannot read: {err.strerror}") from None
-    except ValueError as err:
-        first = str(err).splitlines()
-        raise RecordError(f"{path}: not a {what}: {' '.join(first[:3])}") from None
+    except ValidationError as err:
+        where, why = validation_error_where(err)
+        raise RecordError(f"{path}: not a {what}: field '{where}': {why}") from None
+    except ValueError as err:  # not UTF-8
+        raise RecordError(f"{path}: not a {what}: {first_line(err)}") from None
 
 
 def figures_sha256(record: TuningRecord) -> str:

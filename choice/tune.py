@@ -736,8 +736,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="qemu processes at once (locally)")
     p.add_argument("--ray-address", metavar="HOST:PORT",
                    help="run every qemu run of the measurements as a task on the Ray cluster whose head is "
-                        "here (choice/ray_engine.py: each node's toolchain must be the driver's; the "
-                        "record is the one a local run writes)")
+                        "here, or `local`: on a Ray instance of this machine's own (choice/ray_engine.py: "
+                        "each node's toolchain must be the driver's; the record is the one a local run writes)")
     p.add_argument("--placements", type=int, default=1,
                    help="--by memory-aware-cycles: buffer placements a switch from IREE's default is judged "
                    "over (1: placement 0 alone); a candidate replaces the default only when its worst "

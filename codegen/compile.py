@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from common.analysis_schema import Analysis
 from common.codegen_report import CodegenReport
 from common.errors import OneLineErrors, first_line, validation_error_where
-from common.files import check_new_directory, check_outputs, sha256_file, write_together
+from common.files import InputError, check_new_directory, check_outputs, read_json_text, sha256_file, write_together
 from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
 from common.module_rewrites import RewriteError
 from common.targets import IreeTarget, TargetError, load_target
@@ -60,9 +60,9 @@ def run_iree(args: list[str], what: str, cwd: Path | None = None) -> IreeResult:
 
 def load_analysis(path: Path) -> Analysis:
     try:
-        return Analysis.model_validate_json(path.read_text())
-    except FileNotFoundError:
-        raise CompileError(f"{path}: analysis file not found") from None
+        return Analysis.model_validate_json(read_json_text(path, "analysis file", "malformed analysis"))
+    except InputError as err:  # not found, not a file, not UTF-8, not JSON, a key given twice
+        raise CompileError(str(err)) from None
     except ValidationError as err:  # also JSON syntax: pydantic reports it at the top level
         where, why = validation_error_where(err)
         raise CompileError(f"{path}: malformed analysis at '{where}': {why}") from None

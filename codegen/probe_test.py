@@ -5,7 +5,9 @@ not the command's own, targets iree-compile or LLVM refuse (blamed on the target
 unwritable outputs, and SIGTERM, SIGINT or SIGHUP while iree-compile runs. Issue 62's: a full
 TMPDIR (blamed on "target emulation unknown")."""
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +29,7 @@ def p(tmp_path):
     probe.put(TARGETS / "host.yaml")
     probe.put(TARGETS / "riscv64_rvv.yaml")
     probe.write("junk.mlir", "func.func @f( {\n")
+    probe.put(ROOT / "analysis" / "hardware" / "host.yaml", "host_hw.yaml")
     return probe
 
 
@@ -149,12 +152,51 @@ def _strategy_base_key_twice(p):
     return strategy(base="t.yaml"), "t.yaml", "key 'runnable_on_host' given twice"
 
 
+# Issue 62, own probe: an analysis.json that names one dispatch twice, or one key twice, was compiled
+# with exit 0: its last entry (or value) won and the first, the measured choice, was dropped.
+def _analysis_of_m(p) -> dict:
+    r = p.run("analysis.analyze", "--module", "m.mlir", "--target", "host.yaml", "--hardware", "host_hw.yaml",
+              "--model-name", "m", "--out", "a.json", "--no-zigzag")
+    assert r.returncode == 0, r.stderr
+    return json.loads((p.root / "a.json").read_text())
+
+
+def _analysis_dispatch_listed_twice(p):
+    a = _analysis_of_m(p)
+    d = a["dispatches"][0]
+    other = next(c for c in d["candidates"] if c["name"] != d["chosen"])
+    a["dispatches"].append({**d, "chosen": other["name"], "tiles": other["tiles"], "provenance": other["generator"]})
+    p.write("a.json", json.dumps(a, indent=1))
+    return compile_("--analysis", "a.json"), "a.json", f"dispatch '{d['name']}' is listed twice"
+
+
+def _analysis_key_given_twice(p):
+    text = json.dumps(_analysis_of_m(p), indent=1)
+    p.write("a.json", '{\n "target": "riscv64_rvv",' + text[1:])  # the last `target` won
+    return compile_("--analysis", "a.json"), "a.json", "key 'target' given twice in one object"
+
+
+def _analysis_nan(p):
+    text = json.dumps(_analysis_of_m(p), indent=1)
+    p.write("a.json", re.sub(r'"predicted_cycles": [0-9.e+]+', '"predicted_cycles": NaN', text, count=1))
+    return compile_("--analysis", "a.json"), "a.json", "NaN is not a JSON number"
+
+
+def _analysis_negative_prediction(p):
+    # Issue 62, own probe: a negative predicted_cycles was accepted (and ranks a candidate first).
+    text = json.dumps(_analysis_of_m(p), indent=1)
+    p.write("a.json", re.sub(r'"predicted_cycles": [0-9.e+]+', '"predicted_cycles": -5.0', text, count=1))
+    return compile_("--analysis", "a.json"), "a.json", "predicted_cycles"
+
+
 CASES = [_report_is_module, _vmfb_is_configs, _vmfb_hard_link_of_target, _report_symlink_to_module,
          _configs_is_analysis, _binaries_dir_is_module, _code_dir_is_vmfb, _keep_temps_is_report,
          _keep_temps_full_directory, _keep_temps_working_directory, _keep_temps_existing_file, _vmfb_under_a_file,
          _report_is_a_directory, _target_cpu_unknown, _riscv_target_cpu_unknown, _target_flag_unknown,
          _target_triple_unknown, _target_key_twice, _target_vector_bits_96, _strategy_out_is_base,
-         _strategy_out_under_a_file, _strategy_base_key_twice]
+         _strategy_out_under_a_file, _strategy_base_key_twice, _analysis_dispatch_listed_twice,
+         _analysis_key_given_twice, _analysis_nan,
+         _analysis_negative_prediction]
 PROGS = {"codegen.compile": "codegen.compile: error", "codegen.strategy_target": "strategy_target"}
 
 

@@ -68,7 +68,8 @@ class Candidate(_Strict):
     tiles: dict[LevelRole, list[int]]
     # Cost model inputs (analysis/cost_model.FEATURES) and its prediction for these tiles.
     features: dict[str, float]
-    predicted_cycles: float
+    # A prediction of cycles: finite and not negative (a negative one ranked first; issue 62 probe).
+    predicted_cycles: float = Field(ge=0, allow_inf_nan=False)
     reason: str
     # Set by a measured choice (choice/tune.py) for the shortlisted candidates: model cycles of
     # the dispatch compiled with these tiles on the accelerator's core model, or why not.
@@ -257,3 +258,14 @@ class Analysis(_Strict):
     summary: Summary
     # None: chosen by the cost model's prediction (analysis.analyze); set: by measurement.
     measured_choice: MeasuredChoice | None = None
+
+    @model_validator(mode="after")
+    def _one_entry_per_dispatch(self):
+        # Consumers index dispatches by name: a dispatch listed twice had its last entry compiled and
+        # its first (the measured choice) dropped without a word (issue 62, own probe).
+        seen: set[str] = set()
+        for d in self.dispatches:
+            if d.name in seen:
+                raise ValueError(f"dispatch '{d.name}' is listed twice: which entry is meant?")
+            seen.add(d.name)
+        return self

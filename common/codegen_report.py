@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from common.errors import first_line, validation_error_where
+from common.files import InputError, parse_json
 
 
 class ReportError(ValueError):
@@ -90,7 +91,11 @@ class CodegenReport(_Strict):
 def load_codegen_report(path: Path) -> CodegenReport:
     """The report at `path`; ReportError (one line naming the file) when it is not one."""
     try:
-        return CodegenReport.model_validate_json(Path(path).read_text())
+        text = Path(path).read_text()
+        parse_json(text, path, "codegen report")  # a key given twice or NaN: refused, not the last taken
+        return CodegenReport.model_validate_json(text)
+    except InputError as err:
+        raise ReportError(str(err)) from None
     except OSError as err:
         raise ReportError(f"{path}: cannot read the codegen report: {err.strerror or err}") from None
     except ValidationError as err:

@@ -16,11 +16,17 @@ system's /dev/null: issue 62). The path is followed through symlinks: a symlink 
 file (or a dangling one) is replaced by the new file as before, a symlink to a FIFO or device is
 refused like the node itself. An input read whole is checked the same way (`check_input`): a
 FIFO would block the reader forever, and "not found" misnames a directory or a device.
+
+JSON inputs are read strictly (`read_json`, `check_json_text`): a key given twice in one object
+is refused like a YAML key given twice (json.loads and pydantic keep the last value silently: an
+analysis.json with `target` twice compiled for the second, a manifest with `entry_points` twice
+ran the second), and so are NaN and Infinity, which are not JSON (no producer writes them).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 import tempfile
@@ -252,3 +258,56 @@ def write_together(outputs: dict[str | Path, bytes | str]) -> None:
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file's bytes."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> object:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+
+
+def parse_json(text: str, path: str | Path, what: str, bad: str | None = None) -> object:
+    """The JSON value of `text` (read from `path`), or InputError "<path>: not a <what>: <why>"
+    (`bad` in place of "not a <what>"): not JSON (its line and column), a key given twice in one
+    object, NaN or Infinity."""
+    bad = bad or f"not a {what}"
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except _DuplicateKey as err:
+        raise InputError(f"{path}: {bad}: key '{err}' given twice in one object: which one is meant?") from None
+    except json.JSONDecodeError as err:
+        where = f" (line {err.lineno}, column {err.colno})" if err.pos else ""
+        raise InputError(f"{path}: {bad}: not JSON: {err.msg}{where}") from None
+    except RecursionError:
+        raise InputError(f"{path}: {bad}: nested too deeply") from None
+
+
+def read_json_text(path: str | Path, what: str, bad: str | None = None) -> str:
+    """The text of the JSON file `path` once checked by `parse_json` (for a pydantic
+    model_validate_json), or InputError naming it: not found, not a regular file, not UTF-8."""
+    path = check_input(path, what)
+    bad = bad or f"not a {what}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: {bad}: not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read the {what}: {err.strerror or err}") from None
+    parse_json(text, path, what, bad)
+    return text
+
+
+def read_json(path: str | Path, what: str, bad: str | None = None) -> object:
+    """The JSON value in `path`, read strictly (`read_json_text`, `parse_json`)."""
+    return parse_json(read_json_text(path, what, bad), path, what, bad)

@@ -59,6 +59,7 @@ PIPELINE_STRATEGIES = ("tuned", "codegen", "datatiling", "ukernels", "directconv
 # common/pipeline_targets.py PIPELINE_TARGETS: what every model_pipeline is built for.
 PIPELINE_TARGETS = {
     "riscv": struct(iree_target = "//analysis:riscv_rvv", hardware = "//analysis:hardware/riscv_rvv.yaml", calibration = None, measured = True, perf_hardware = ("//analysis:hardware/riscv_rvv.yaml", "//analysis:hardware/riscv_rvv512.yaml")),
+    "riscv512": struct(iree_target = "//analysis:riscv_rvv512", hardware = "//analysis:hardware/riscv_rvv512.yaml", calibration = None, measured = True, perf_hardware = ("//analysis:hardware/riscv_rvv512.yaml",)),
     "host": struct(iree_target = "//common:host", hardware = "//analysis:hardware/host.yaml", calibration = None, measured = False, perf_hardware = ()),
 }
 

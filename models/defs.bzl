@@ -330,6 +330,7 @@ def pipeline_names(name, target):
         choice_inputs = prefix + "_choice_inputs",
         strategy_measured = prefix + "_strategy_measured",
         shipped_perf = prefix + "_shipped_perf",
+        dispatch_test = prefix + "_dispatch_test",
         compiled = {b: prefix + _build_suffix(b) + "_compiled" for b in BUILDS},
         perf = {b: prefix + _build_suffix(b) + "_perf" for b in BUILDS},
         module = {b: prefix + _build_suffix(b) for b in BUILDS},
@@ -361,7 +362,6 @@ def model_names(name, model_name):
         module_file = model_name + ".mlirbc",
         golden_file = model_name + ".golden.npz",
         pipeline_test = name + "_pipeline_test",
-        dispatch_test = name + "_riscv_dispatch_test",
     )
 
 def _chosen_tiles(names, choice, module, hardware, target, calibration = None, choice_args = {}, **kwargs):
@@ -411,8 +411,8 @@ def _shipped_strategies(name, strategies, host_tiles, split):
     return shipped
 
 def _pipeline_targets(name, accelerator):
-    """The pipeline targets of model_pipeline `name`: the registry's, the riscv one replaced by
-    `accelerator`: struct(targets = {suffix: (IREE target, hardware, calibration)},
+    """The pipeline targets of model_pipeline `name`: the registry's, or with `accelerator` the
+    host and that accelerator as the riscv one (no other measured target): struct(targets = {suffix: (IREE target, hardware, calibration)},
     strategy_targets = {(suffix, strategy): target}, perf_hardware = {suffix: [descriptions]},
     recorded_strategies = {pipeline target: recorded build})."""
     targets = dict(PIPELINE_TARGETS)
@@ -420,6 +420,7 @@ def _pipeline_targets(name, accelerator):
     perf_hardware = {s: [_project(h) for h in t.perf_hardware] for s, t in REGISTERED_PIPELINE_TARGETS.items()}
     recorded_strategies = dict(RECORDED_STRATEGIES)
     if accelerator:
+        targets = {s: t for s, t in targets.items() if not REGISTERED_PIPELINE_TARGETS[s].measured}
         targets["riscv"] = (accelerator, accelerator + "_hardware.yaml", None)
         for strategy in STRATEGIES:
             strategy_targets[("riscv", strategy)] = "%s_%s" % (accelerator, strategy)
@@ -656,8 +657,9 @@ def _host_modules(names):
 
 def _pipeline_test(model, name, model_name, shipped, test_size, tags):
     """<name>_pipeline_test: host numerics against the framework's golden, configs landed, the
-    riscv executables are RVV code."""
-    host, riscv = pipeline_names(name, "host"), pipeline_names(name, "riscv")
+    riscv executables (every measured target's) are RVV code. `shipped`: {pipeline target: what
+    it ships}, the targets the pipeline builds."""
+    targets = [pipeline_names(name, suffix) for suffix in shipped]
     py_test(
         name = model.pipeline_test,
         size = test_size,
@@ -668,19 +670,16 @@ def _pipeline_test(model, name, model_name, shipped, test_size, tags):
             "--package=" + native.package_name(),
             "--name=" + name,
             "--model-name=" + model_name,
-        ] + ["--%s-strategy=%s" % (target, value) for target, value in shipped.items()] + [
+        ] + ["--target=%s=%s" % (suffix, value) for suffix, value in shipped.items()] + [
             "--readelf=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-readelf)",
             "--objdump=$(rootpath @riscv64_gcc//:riscv64-linux-gnu-objdump)",
         ],
-        data = [
-            ":" + model.imported,
-            ":" + host.shipped,
-            ":" + host.module[DEFAULT_STRATEGY],
-            ":" + riscv.shipped,
-            ":" + host.analysis,
-            ":" + riscv.analysis,
-            ":" + host.compiled[TUNED],
-            ":" + riscv.compiled[TUNED],
+        data = [":" + model.imported] + [
+            ":" + target
+            for n in targets
+            for target in (n.shipped, n.analysis, n.compiled[TUNED])
+        ] + [
+            ":" + pipeline_names(name, "host").module[DEFAULT_STRATEGY],
             # The pinned riscv64 readelf/objdump: the wrappers and the files they run and load.
             _project("//tools/riscv:binutils"),
             "@riscv64_gcc//:riscv64-linux-gnu-objdump",
@@ -696,12 +695,12 @@ def _pipeline_test(model, name, model_name, shipped, test_size, tags):
         ],
     )
 
-def _dispatch_test(model, name, riscv_target, strategy_targets, shippable, test_size, tags):
-    """<name>_riscv_dispatch_test: every shipped riscv dispatch run under qemu on the model's
-    real activations against the host's run of it."""
-    riscv = pipeline_names(name, "riscv")
+def _dispatch_test(model, name, suffix, riscv_target, strategy_targets, shippable, test_size, tags):
+    """<name>_<suffix>_dispatch_test: every dispatch measured pipeline target `suffix` ships run
+    under qemu on the model's real activations against the host's run of it."""
+    riscv = pipeline_names(name, suffix)
     py_test(
-        name = model.dispatch_test,
+        name = riscv.dispatch_test,
         size = test_size,
         srcs = [_project("//models:riscv_dispatch_test.py")],
         main = _project("//models:riscv_dispatch_test.py"),
@@ -713,14 +712,14 @@ def _dispatch_test(model, name, riscv_target, strategy_targets, shippable, test_
             _in_package(riscv.analysis + ".analysis.json"),
             "$(location %s)" % riscv_target,
         ] + [
-            "%s=$(location %s)" % (other, strategy_targets[("riscv", other)])
+            "%s=$(location %s)" % (other, strategy_targets[(suffix, other)])
             for other in STRATEGIES
         ] + [
             "host:%s=$(location %s)" % (other, strategy_targets[("host", other)])
             for other in STRATEGIES
         ] + [
-            # The layouts of the builds <name>_riscv may package: the test runs the shipped vmfb
-            # with the one whose executables it holds (nothing compiled for the riscv side).
+            # The layouts of the builds <name>_<suffix> may package: the test runs the shipped
+            # vmfb with the one whose executables it holds (nothing compiled for the riscv side).
             "layout:" + _in_package(riscv.compiled[b] + ".layout.json")
             for b in shippable
         ],
@@ -729,7 +728,7 @@ def _dispatch_test(model, name, riscv_target, strategy_targets, shippable, test_
             ":" + riscv.shipped,
             ":" + riscv.analysis,
             riscv_target,
-        ] + [strategy_targets[(t, other)] for t in ("riscv", "host") for other in STRATEGIES] + [
+        ] + [strategy_targets[(t, other)] for t in (suffix, "host") for other in STRATEGIES] + [
             ":" + riscv.compiled[b]
             for b in shippable
         ],
@@ -827,10 +826,11 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         else:
             _host_modules(names)
     if gen_test:
-        _pipeline_test(model_, name, model_name, shipped, test_size, tags)
-    if gen_dispatch_test:
-        shippable_riscv = _shippable_builds(shipped["riscv"], chain.recorded_strategies.get(pipeline_names(name, "riscv").shipped))
-        _dispatch_test(model_, name, chain.targets["riscv"][0], chain.strategy_targets, shippable_riscv, test_size, tags)
+        _pipeline_test(model_, name, model_name, {s: shipped[s] for s in chain.targets}, test_size, tags)
+    for suffix, (target, _hardware, _calibration) in chain.targets.items():
+        if gen_dispatch_test and REGISTERED_PIPELINE_TARGETS[suffix].measured:
+            recorded = chain.recorded_strategies.get(pipeline_names(name, suffix).shipped)
+            _dispatch_test(model_, name, suffix, target, chain.strategy_targets, _shippable_builds(shipped[suffix], recorded), test_size, tags)
 
 def hardware_sweep(name, module, model_name, base, variants, riscv_target = _project("//common:riscv64_rvv"), require_model_cycles = False, **kwargs):
     """Builds and measures `module` for each accelerator variant; report <name>.sweep.{md,json,png}

@@ -3,7 +3,8 @@
 - the tuned host module (and IREE's untuned one) reproduce the framework's golden;
 - every dispatch the analysis tuned carries exactly its tiles in what codegen
   used, and every other dispatch is listed with the analysis' reason;
-- the riscv module's HAL executables are RISC-V ELF objects with RVV code;
+- every riscv module's (each measured pipeline target's) HAL executables are RISC-V ELF
+  objects with RVV code;
 - the manifests record target and provenance.
 """
 
@@ -22,6 +23,7 @@ import numpy as np
 import pytest
 
 from common.files import sha256_file
+from common.pipeline_targets import PIPELINE_TARGETS
 from common.targets import CHOICE_CANDIDATES
 from runtime import run
 
@@ -36,6 +38,16 @@ def _arg(name: str) -> str:
 def _tool(name: str) -> str:
     # The pinned riscv64 binutils (@riscv64_gcc's wrapper, a runfile), never one from PATH.
     return str(Path(_arg(name)).absolute())
+
+
+def _targets() -> dict[str, str]:
+    """{pipeline target: what it ships} of the pipeline under test (its --target flags)."""
+    return json.loads(os.environ.get("PIPELINE_TEST_TARGETS", "{}"))
+
+
+# The pipeline's targets, and those of them whose code runs under qemu (riscv: measured).
+TARGETS = sorted(_targets())
+RISCV_TARGETS = [t for t in TARGETS if PIPELINE_TARGETS[t].measured]
 
 
 def _file(suffix: str) -> Path:
@@ -67,7 +79,7 @@ def test_host_module_matches_framework_golden(variant):
         assert err <= F32_TOLERANCE, f"{vmfb.name} output_{i}: max abs error {err:.3g} > {F32_TOLERANCE}"
 
 
-@pytest.mark.parametrize("suffix", ["host", "riscv"])
+@pytest.mark.parametrize("suffix", TARGETS)
 def test_every_dispatch_accounted_for_and_configs_landed(suffix):
     analysis = json.loads(_file(f"{suffix}_analysis.analysis.json").read_text())
     report = json.loads(_file(f"{suffix}_compiled.report.json").read_text())
@@ -92,10 +104,11 @@ def test_every_dispatch_accounted_for_and_configs_landed(suffix):
     assert all(d["chosen"] for d in analysed.values() if d["candidates"])
 
 
-def test_riscv_hal_executables_are_rvv_code():
-    with zipfile.ZipFile(_file("riscv.vmfb")) as vmfb, tempfile.TemporaryDirectory() as tmp:
+@pytest.mark.parametrize("suffix", RISCV_TARGETS)
+def test_riscv_hal_executables_are_rvv_code(suffix):
+    with zipfile.ZipFile(_file(f"{suffix}.vmfb")) as vmfb, tempfile.TemporaryDirectory() as tmp:
         libraries = [n for n in vmfb.namelist() if n.endswith(".so")]
-        assert libraries, "no HAL executables in the riscv vmfb"
+        assert libraries, f"no HAL executables in the {suffix} vmfb"
         for name in libraries:
             path = Path(tmp) / Path(name).name
             path.write_bytes(vmfb.read(name))
@@ -107,7 +120,7 @@ def test_riscv_hal_executables_are_rvv_code():
             assert "vsetvli" in disassembly or "vsetivli" in disassembly, f"{name}: no RVV code"
 
 
-@pytest.mark.parametrize("suffix", ["host", "riscv"])
+@pytest.mark.parametrize("suffix", TARGETS)
 def test_the_shipped_executables_are_the_recorded_ones(suffix):
     """What the vmfb carries (read back from the file that ships) is what the manifest records,
     which is what codegen dumped and perf/ measures (perf.measure refuses other bytes)."""
@@ -119,7 +132,8 @@ def test_the_shipped_executables_are_the_recorded_ones(suffix):
 
 
 def test_manifests_record_target_and_provenance():
-    for suffix, triple in (("riscv", "riscv64"), ("host", "x86_64")):
+    for suffix in TARGETS:
+        triple = "riscv64" if suffix in RISCV_TARGETS else "x86_64"
         manifest = json.loads(_file(f"{suffix}.manifest.json").read_text())
         assert manifest["target"]["triple"].startswith(triple)
         assert manifest["entry_points"], "no entry points"
@@ -132,11 +146,11 @@ def test_manifests_record_target_and_provenance():
 _CHOICE_CANDIDATES = {choice: set(candidates) for choice, candidates in CHOICE_CANDIDATES.items()}
 
 
-@pytest.mark.parametrize("suffix", ["host", "riscv"])
+@pytest.mark.parametrize("suffix", TARGETS)
 def test_strategy_is_the_one_chosen(suffix):
     manifest = json.loads(_file(f"{suffix}.manifest.json").read_text())
     choice = manifest.get("strategy_choice")
-    strategy = _arg(f"{suffix}_strategy")
+    strategy = _targets()[suffix]
     if strategy not in _CHOICE_CANDIDATES:
         assert choice is None, f"a fixed {suffix} strategy records no choice"
         return
@@ -175,11 +189,17 @@ if __name__ == "__main__":
     parser.add_argument("--package", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--model-name", required=True)
-    parser.add_argument("--riscv-strategy", required=True)
-    parser.add_argument("--host-strategy", required=True)
+    parser.add_argument("--target", action="append", required=True, metavar="TARGET=STRATEGY",
+                        help="a pipeline target the pipeline builds and what it ships (model_pipeline's strategies)")
     parser.add_argument("--readelf", required=True, help="riscv64-linux-gnu-readelf (@riscv64_gcc)")
     parser.add_argument("--objdump", required=True, help="riscv64-linux-gnu-objdump (@riscv64_gcc)")
     args, rest = parser.parse_known_args()
+    targets = dict(t.split("=", 1) for t in args.target)
+    unknown = sorted(set(targets) - set(PIPELINE_TARGETS))
+    if unknown or "host" not in targets:
+        parser.error(f"--target: {unknown[0]!r} is not a pipeline target" if unknown else "--target host=... missing")
+    os.environ["PIPELINE_TEST_TARGETS"] = json.dumps(targets)
     for key, value in vars(args).items():
-        os.environ[f"PIPELINE_TEST_{key.upper()}"] = value
+        if key != "target":
+            os.environ[f"PIPELINE_TEST_{key.upper()}"] = value
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", *rest]))

@@ -11,12 +11,11 @@ executables than the manifest's (the sha256 each records).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from common.errors import OneLineErrors
-from common.files import check_outputs, write_together
+from common.files import check_outputs, read_json, write_together
 from runtime.manifest import shipped_build
 
 
@@ -34,14 +33,15 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     with OneLineErrors("perf.shipped", a.manifest, (ShippedPerfError,)) as cli:
         check_outputs({"--out-md": a.out_md, "--out-json": a.out_json}, {"--manifest": a.manifest, "--index": a.index})
-        manifest = json.loads(a.manifest.read_text())
+        # Each file read names itself when it is no JSON (an empty index was blamed on the manifest).
+        manifest = read_json(a.manifest, "manifest")
         build = shipped_build(manifest)
-        index = json.loads(a.index.read_text())
+        index = read_json(a.index, "perf index")
         if build not in index:
             raise ShippedPerfError(f"{a.manifest}: ships build '{build}', which {a.index} has no report of "
                                    f"(it has {', '.join(sorted(index)) or 'none'})")
         report_json = a.root / index[build]["perf_json"]
-        report = json.loads(report_json.read_text())
+        report = read_json(report_json, "perf report")
         if report.get("executables_sha256") != manifest.get("executables_sha256"):
             raise ShippedPerfError(f"{report_json}: measured other executables than {a.manifest} ships")
         write_together({a.out_md: (a.root / index[build]["perf_md"]).read_text(), a.out_json: report_json.read_text()})

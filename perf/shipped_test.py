@@ -43,5 +43,15 @@ def test_refusals_name_the_file_and_write_nothing(tmp_path, capsys, chosen, sha,
     assert not (tmp_path / "out.md").exists() and not (tmp_path / "out.json").exists()
 
 
+def test_an_index_that_is_no_json_is_named_not_the_manifest(tmp_path, capsys):
+    """Issue 62, own probe: an empty index was "manifest.json: JSONDecodeError: Expecting value"."""
+    argv = _setup(tmp_path, "dwchannelslast")
+    (tmp_path / "index.json").write_text("")
+    assert shipped.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "index.json: not a perf index: not JSON" in err[0] and "manifest" not in err[0], err
+    assert not (tmp_path / "out.md").exists() and not (tmp_path / "out.json").exists()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -372,6 +372,38 @@ def _manifest_entry_renamed(p):
                                                   "the manifest was edited")
 
 
+# Issue 62, own probe: a manifest's entry point edited against the vmfb it describes. An output's
+# shape or dtype edited ran with exit 0; an input's shape edited was blamed on the npz ("golden.npz:
+# input_0 has shape [64, 96], main expects [64, 97]"); an entry point listed twice, or `entry_points`
+# given twice (the last one read), ran. The vmfb's own declaration of its function says otherwise.
+def _manifest_output_shape_edited(p):
+    _edit_manifest(p, lambda m: m["entry_points"][0]["outputs"][0].update(shape=[64, 129]))
+    return run("golden.npz", "--check"), "u.manifest.json", \
+        ("entry point 'main' outputs (float32[64, 129]) are not u.vmfb's (float32[64, 128])", "the manifest was edited")
+
+
+def _manifest_output_dtype_edited(p):
+    _edit_manifest(p, lambda m: m["entry_points"][0]["outputs"][0].update(dtype="int32"))
+    return run("golden.npz"), "u.manifest.json", "outputs (int32[64, 128]) are not u.vmfb's (float32[64, 128])"
+
+
+def _manifest_input_shape_edited(p):
+    _edit_manifest(p, lambda m: m["entry_points"][0]["inputs"][1].update(shape=[96, 129]))
+    return run("golden.npz"), "u.manifest.json", \
+        "inputs (float32[64, 96], float32[96, 129]) are not u.vmfb's (float32[64, 96], float32[96, 128])"
+
+
+def _manifest_entry_point_listed_twice(p):
+    _edit_manifest(p, lambda m: m["entry_points"].append(dict(m["entry_points"][0])))
+    return run("golden.npz"), "u.manifest.json", ("not a manifest", "entry point 'main' is listed twice")
+
+
+def _manifest_key_given_twice(p):
+    text = (p.root / "u.manifest.json").read_text()
+    p.write("u.manifest.json", '{"entry_points": [{"name": "other", "inputs": []}], ' + text.lstrip()[1:])
+    return run("golden.npz"), "u.manifest.json", ("not a manifest", "key 'entry_points' given twice")
+
+
 def _flip(p, name: str, offset: int, n: int = 16):
     data = bytearray((p.root / name).read_bytes())
     data[offset:offset + n] = bytes(b ^ 0x5A for b in data[offset:offset + n])
@@ -462,7 +494,8 @@ CASES = [_manifest_is_report, _out_vmfb_is_vmfb, _out_vmfb_is_out_manifest, _tar
          _runs_zero, _runs_negative, _vmfb_is_a_directory, _vmfb_is_dev_null, _npz_is_a_directory,
          _npz_is_dev_null, _manifest_is_a_directory, _manifest_without_entry_points,
          _manifest_input_shape_a_string, _manifest_input_without_dtype, _manifest_dtype_bogus,
-         _manifest_entry_renamed]
+         _manifest_entry_renamed, _manifest_output_shape_edited, _manifest_output_dtype_edited,
+         _manifest_input_shape_edited, _manifest_entry_point_listed_twice, _manifest_key_given_twice]
 PROGS = {"runtime.manifest": "runtime.manifest: error", "runtime.run": "runtime.run: error"}
 
 

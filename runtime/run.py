@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
+import re
 import stat
 import statistics
 import sys
@@ -36,6 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from common import vmfb_executables
 from common.errors import OneLineErrors, first_line, validation_error_where
+from common.files import InputError, read_json
+from runtime.manifest import _DTYPES as MLIR_DTYPES  # element type -> the dtype name manifests write
 
 
 class RunError(RuntimeError):
@@ -119,6 +121,15 @@ class _ManifestShape(BaseModel):
     inputs_sha256: dict[str, StrictStr]
     executables_sha256: dict[str, StrictStr] | None = None
 
+    @field_validator("entry_points")
+    @classmethod
+    def _one_entry_per_function(cls, entries: list[_EntryPoint]) -> list[_EntryPoint]:
+        names = [e.name for e in entries]
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:
+            raise ValueError(f"entry point '{twice}' is listed twice: which one is meant?")
+        return entries
+
     @field_validator("inputs_sha256")
     @classmethod
     def _has_vmfb(cls, sha: dict[str, str]) -> dict[str, str]:
@@ -142,9 +153,9 @@ def manifest_for(vmfb: Path, path: Path | None = None) -> dict:
                        "that was shipped; give --manifest, or --no-manifest to run it unchecked")
     check_file(path, "manifest", "a manifest")
     try:
-        manifest = json.loads(path.read_text())
-    except (ValueError, OSError) as err:
-        raise RunError(f"{path}: not a manifest: {type(err).__name__}: {first_line(err)}") from None
+        manifest = read_json(path, "manifest")  # a key given twice is refused, not the last one taken
+    except InputError as err:
+        raise RunError(str(err)) from None
     try:
         _ManifestShape.model_validate(manifest)
     except ValidationError as err:
@@ -225,7 +236,65 @@ def load(vmfb: Path, function: str | None = None, manifest: Path | None = None, 
         # The vmfb is the recorded one (verify), so its manifest's entry point was edited.
         raise RunError(f"{path}: entry point '{entry['name']}' is not a function of {vmfb.name} (it exports "
                        f"{names}): the manifest was edited; rebuild it")
-    return ctx.modules.module[entry["name"]], m, entry
+    function = ctx.modules.module[entry["name"]]
+    check_signature(entry, declared_signature(function), vmfb, path)
+    return function, m, entry
+
+
+_TENSOR = re.compile(r"tensor<([^<>]*)>")
+
+
+def _declared_tensors(text: str) -> list[dict] | None:
+    """The tensors of one side of an `iree.abi.declaration` ("%input0: tensor<4x64xf32>, ...") as
+    the manifest writes them ({"shape": [4, 64], "dtype": "float32"}), or None when a type is not a
+    tensor IREE spells plainly (a buffer view, a complex element)."""
+    params = [p for p in re.split(r",\s*(?=%)", text.strip().strip("()")) if p.strip()]
+    out = []
+    for param in params:
+        found = _TENSOR.search(param)
+        if found is None or param.count("<") != 1:
+            return None
+        *dims, elt = found.group(1).split("x")
+        if elt not in MLIR_DTYPES:
+            return None
+        out.append({"shape": [None if d == "?" else int(d) for d in dims], "dtype": MLIR_DTYPES[elt]})
+    return out
+
+
+def declared_signature(function) -> tuple[list[dict], list[dict]] | None:
+    """(inputs, outputs) of a loaded function as IREE's compiler declared them in the vmfb
+    (its `iree.abi.declaration` reflection), or None when it has none or one not read here."""
+    try:
+        text = function.vm_function.reflection.get("iree.abi.declaration", "")
+    except Exception:  # noqa: BLE001 - a runtime without reflection: nothing to compare
+        return None
+    head, arrow, tail = text.partition(") -> ")
+    args = head.partition("(")[2] if "(" in head else None
+    if args is None:
+        return None
+    inputs = _declared_tensors(args)
+    outputs = _declared_tensors(tail) if arrow else []
+    return None if inputs is None or outputs is None else (inputs, outputs)
+
+
+def _signature_text(tensors: list[dict]) -> str:
+    return "(" + ", ".join(f"{t.get('dtype')}{t.get('shape')}" for t in tensors) + ")"
+
+
+def check_signature(entry: dict, declared: tuple[list[dict], list[dict]] | None, vmfb: Path, path: Path) -> None:
+    """The manifest's entry point takes and returns what the vmfb's function does: a shape or dtype
+    edited in the manifest was accepted (an output's) or blamed on the npz ("input_0 has shape
+    [4, 64], main expects [4, 65]"), though the vmfb, checked against the same manifest, says
+    otherwise (issue 62, own probe)."""
+    if declared is None:
+        return
+    for side, want in zip(("inputs", "outputs"), declared):
+        given = [{"shape": t.get("shape"), "dtype": t.get("dtype")} for t in entry.get(side) or []]
+        if side == "outputs" and "outputs" not in entry:
+            continue  # an older manifest without outputs: nothing to compare
+        if given != want:
+            raise RunError(f"{path}: entry point '{entry['name']}' {side} {_signature_text(given)} are not "
+                           f"{vmfb.name}'s {_signature_text(want)}: the manifest was edited; rebuild it")
 
 
 def _context(vmfb: Path, data: bytes):

@@ -106,6 +106,23 @@ def test_a_record_without_its_hash_is_refused(tmp_path):
         records.load_record(record)
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda text: text[:3000], "not a tuning record: not JSON: Unterminated string"),
+    (lambda text: '{"pipeline": "other",' + text[1:], "not a tuning record: key 'pipeline' given twice in one object"),
+])
+def test_a_truncated_or_doubled_record_is_one_plain_line(tmp_path, edit, message):
+    """Issue 62, own probe: a truncated record was refused with pydantic's whole report in the line
+    ("1 validation error for TuningRecord ... For further information visit ..."), and a key given
+    twice was read as its last value (the seal does not cover `pipeline`)."""
+    record = tmp_path / "mlp_riscv.json"
+    record.write_text(edit((RECORDS / "mlp_riscv.json").read_text()))
+    with pytest.raises(records.RecordError) as err:
+        records.load_record(record)
+    why = str(err.value)
+    assert why.startswith(f"{record}: ") and message in why, why
+    assert "validation error" not in why and "\n" not in why, why
+
+
 def _strategy_tree(tmp_path):
     """Copies of the committed strategy records and recorded.bzl, and built records equal to them."""
     committed, built = tmp_path / "committed", tmp_path / "built"

@@ -3,7 +3,8 @@
 Both nodes are started with `ray start` (the head, and a second node joining it), on loopback
 only, with one CPU each and a short temporary directory of their own; each test stops them.
 `choice.tune --ray-address` then measures mlp_batch32's choice with every qemu run a Ray task,
-and its record must be the committed one byte for byte (what a serial refresh writes). The
+and its record must be the committed one byte for byte (what a serial refresh writes); so must
+`--ray-address local`'s, `//tools:tune`'s default (a Ray instance of the test's own). The
 second test kills the second node (its `ray start --block` process group) once the first
 tasks have run: the tasks it held run again on the head, and the record is still the same.
 
@@ -145,6 +146,21 @@ def test_a_node_lost_mid_run_still_completes(cluster, tmp_path):
     stdout, stderr = proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == 0, stderr
     _assert_committed(tmp_path / "record.json")
+
+
+def test_a_local_instance_tunes_the_committed_record(tmp_path):
+    """`//tools:tune`'s default: a Ray instance of this machine's own, started and stopped by the
+    choice, leaving no Ray process or file behind."""
+    from choice.ray_engine import LOCAL, choice_tune_command
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    before = set(Path("/tmp").glob("ray*"))
+    proc = subprocess.run(choice_tune_command(INPUTS, FILES, tmp_path, LOCAL), cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert "Ray cluster at local: 1 nodes" in proc.stderr and "every toolchain the driver's" in proc.stderr, proc.stderr
+    _assert_committed(tmp_path / "record.json")
+    assert set(Path("/tmp").glob("ray*")) <= before, "the local instance left its files"
 
 
 def test_a_node_with_another_toolchain_is_refused(tmp_path):

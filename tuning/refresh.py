@@ -4,12 +4,15 @@
     bazel run //tools:tune -- //models:resnet_host
     bazel run //tools:tune -- all                             # every one's
     bazel run //tools:tune -- all --ray-address HOST:PORT     # tile records measured on a Ray cluster
+    bazel run //tools:tune -- all --in-build                  # measured by the build's own action
 
 For each pipeline target //P:N (N = <pipeline>_<target>): if it has a measured tile choice, builds
-//P:N_measured_analysis (records ignored: every shortlisted candidate compiled and run under qemu)
-and copies its record into tuning/records/N.json (with `--ray-address`, builds
-//P:N_choice_inputs instead and runs the same choice.tune command outside Bazel, from the
-execution root, every qemu run a task on that Ray cluster: choice/ray_engine.py); then, if its build is a `strategy = "auto"`
+//P:N_choice_inputs and runs the choice.tune command //P:N_measured_analysis runs (records
+ignored: every shortlisted candidate compiled and run under qemu) outside Bazel, from the execution
+root, every qemu run a task on a Ray instance of this machine's own (the default, `--ray-address
+local`) or on the cluster at `--ray-address` (choice/ray_engine.py), and copies its record into
+tuning/records/N.json (with `--in-build`, builds //P:N_measured_analysis instead and copies the
+record it wrote: the same bytes); then, if its build is a `strategy = "auto"`
 choice, builds //P:N_strategy_measured (every strategy compiled and priced, riscv confirmed under
 qemu) and copies its record into tuning/strategies/N.json, and rewrites
 tuning/strategies/recorded.bzl from the committed strategy records. Tiles first: the tuned build a
@@ -35,7 +38,7 @@ from common.errors import OneLineErrors
 from common.files import atomic_write
 from common.scratch import scratch_directory
 from common.targets import TILED_STRATEGIES
-from choice.ray_engine import choice_tune_command
+from choice.ray_engine import LOCAL, choice_tune_command
 from choice.records import RecordError, dump_record, dump_strategy_record, load_record, load_strategy_record
 from tuning.strategy_records import recorded_bzl
 
@@ -108,7 +111,8 @@ def _tune_on_ray(inputs_json: Path, execroot: Path, address: str, out: Path) -> 
     returns the record it wrote."""
     i = json.loads(inputs_json.read_text())
     files = {k: execroot / v["path"] for k, v in i["files"].items()}
-    print(f"tune: measuring {i['record_name']} on the Ray cluster at {address}", file=sys.stderr)
+    where = "a Ray instance of this machine's own" if address == LOCAL else f"the Ray cluster at {address}"
+    print(f"tune: measuring {i['record_name']} on {where}", file=sys.stderr)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     if subprocess.run(choice_tune_command(i, files, out, address), cwd=execroot, env=env).returncode != 0:
         raise RefreshError(f"choice.tune for {i['record_name']} on {address} failed (see above)")
@@ -176,10 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", choices=("tiles", "strategies"),
                    help="refresh only the tile (tuning/records) or only the strategy (tuning/strategies) records")
     p.add_argument("--bazel", default="tools/bazel", help="the Bazel entry point, relative to the workspace")
-    p.add_argument("--ray-address", metavar="HOST:PORT",
-                   help="measure the tile records' candidates on the Ray cluster whose head is here "
-                        "(choice/ray_engine.py); the strategy records are still measured by the build")
+    p.add_argument("--ray-address", metavar="HOST:PORT", default="local",
+                   help="measure the tile records' candidates on the Ray cluster whose head is here, or "
+                        "`local` (the default): on a Ray instance of this machine's own (choice/ray_engine.py); "
+                        "the strategy records are measured by the build")
+    p.add_argument("--in-build", action="store_true",
+                   help="measure the tile records in the build's own measured-choice actions, without Ray")
     a = p.parse_args(argv)
+    if a.in_build:
+        a.ray_address = None
     with OneLineErrors("tune", " ".join(a.targets), (RefreshError, RecordError)) as cli:
         ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
         if not ws:
