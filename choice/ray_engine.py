@@ -115,16 +115,23 @@ def connect(address: str, llvm_bin: Path, qemu: Path, plugin: Path, runner: Path
     with LOCAL starts one of this machine's own, and checks every alive node's toolchain against
     this process's; raises RayEngineError naming a node that differs, or when the cluster cannot
     be reached or started."""
+    temp_dir = None
+    if address == LOCAL:
+        # Ray's unix sockets live in its temporary directory: a short path of its own. A new
+        # local instance turns token authentication on and writes a token to ~/.ray/auth_token,
+        # which every later `ray start` on the machine then reads (a second node started without
+        # it was refused): this instance listens on loopback only, without a token, and leaves
+        # nothing in HOME. Set before Ray is imported, which reads its configuration once.
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        os.environ["RAY_AUTH_MODE"] = "disabled"
+        temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     mine = toolchain(llvm_bin, qemu, plugin, runner)
-    temp_dir = None
-    if address == LOCAL:
-        # Ray's unix sockets live in its temporary directory: a short path of its own.
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-        where = {"num_cpus": os.cpu_count(), "include_dashboard": False, "_temp_dir": temp_dir}
+    if temp_dir:
+        where = {"num_cpus": os.cpu_count(), "include_dashboard": False, "_temp_dir": temp_dir,
+                 "_node_ip_address": "127.0.0.1"}
     else:
         where = {"address": address}
     try:

@@ -54,8 +54,10 @@ class Cluster:
         self.port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
         # The workers import the project's modules (perf.measure) as this process does.
+        # Authentication off on these loopback-only nodes, whatever ~/.ray holds: a token file
+        # there (a local ray.init writes one) turned it on for the head and not for the second.
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-                    "RAY_USAGE_STATS_ENABLED": "0"}
+                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
         self.second = None
         head = _ray("start", "--head", f"--port={self.port}", f"--temp-dir={self.tmp}", "--include-dashboard=false",
                     *NODE_FLAGS, env=self.env)
@@ -155,12 +157,15 @@ def test_a_local_instance_tunes_the_committed_record(tmp_path):
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     before = set(Path("/tmp").glob("ray*"))
+    token_before = (Path.home() / ".ray" / "auth_token").exists()
     proc = subprocess.run(choice_tune_command(INPUTS, FILES, tmp_path, LOCAL), cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     assert "Ray cluster at local: 1 nodes" in proc.stderr and "every toolchain the driver's" in proc.stderr, proc.stderr
     _assert_committed(tmp_path / "record.json")
     assert set(Path("/tmp").glob("ray*")) <= before, "the local instance left its files"
+    assert not (Path.home() / ".ray" / "auth_token").exists() or token_before, \
+        "the local instance wrote a token to ~/.ray/auth_token, which later `ray start`s read"
 
 
 def test_a_node_with_another_toolchain_is_refused(tmp_path):
