@@ -26,8 +26,9 @@ counts and model cycles of the tuned and the IREE-default riscv modules; `manual
 default: measurements, built on request or by //tools:bench, not by `//...`),
 and the tests <name>_pipeline_test (host numerics vs the framework golden,
 configs landed, riscv HAL executables are RVV code) and
-<name>_riscv_dispatch_test (every riscv dispatch run under qemu on the model's real activations
-vs the host's run of it), each opt-out (`gen_test`, `gen_dispatch_test`).
+<name>_riscv_dispatch_test and <name>_riscv512_dispatch_test (every dispatch each riscv target
+ships run under qemu on the model's real activations vs the host's run of it), each opt-out
+(`gen_test`, `gen_dispatch_test`).
 
 Every name is spelled once, in `pipeline_names(name, target)` and `model_names(name,
 model_name)`; BUILD files that refer to a pipeline's outputs load them from here. The macro is
@@ -785,8 +786,8 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         0.74-0.81x of IREE's codegen (geomean) but held-out models at up to 1.06-1.10x
         (README, host tiles by the code model).
       gen_test: make <name>_pipeline_test (as tf_library's gen_test).
-      gen_dispatch_test: make <name>_riscv_dispatch_test (each riscv dispatch under qemu: the
-        slowest test of a model).
+      gen_dispatch_test: make <name>_<target>_dispatch_test for every measured pipeline target
+        (riscv, riscv512: each riscv dispatch under qemu, the slowest tests of a model).
     """
     shipped = _shipped_strategies(name, strategies, host_tiles, split)
     chain = _pipeline_targets(name, accelerator)
