@@ -398,46 +398,39 @@ def main(argv: list[str] | None = None) -> int:
     kinds.add_argument("data", type=Path, help="docs/data/shipped_bounds.json")
     kinds.add_argument("infos", type=Path, nargs="+", help="the zoo's <pipeline>_pipeline_info.json (their splits)")
     args = p.parse_args(argv)
-    if args.command == "check-kinds":
-        with OneLineErrors("check-kinds", args.data, (BoundsError,)) as cli:
+    # A missing, empty or malformed input is one line naming it, not a traceback.
+    with OneLineErrors(args.command, args.data, (BoundsError,)) as cli:
+        if args.command == "check-kinds":
             splits = {}
             for path in args.infos:
                 info = read_json(path, "pipeline info")
                 if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("name", "split")):
                     raise BoundsError(f"{path}: not a pipeline info: no 'name' or 'split'")
                 splits[info["name"]] = info["split"]
-            data = read_json(args.data, "shipped bounds file")
-            if not isinstance(data, dict) or not isinstance(data.get("pipelines"), dict):
-                raise BoundsError(f"{args.data}: not a shipped bounds file (docs/data/shipped_bounds.json): "
-                                  "no mapping of pipelines")
-            problems = check_kinds(data, splits)
-        if cli.failed:
-            return cli.exit_code
-        for line in problems:
-            print(line)
-        print(f"{len(splits)} pipelines, {len(problems)} problems")
-        return 1 if problems else 0
-    manifests = {}
-    # A missing, empty or malformed input is one line naming it, not a traceback.
-    with OneLineErrors("check-floor", args.data, (BoundsError,)) as cli:
-        for path in args.manifests:
-            if path.name.endswith("_riscv.manifest.json"):
-                manifests[path.name[:-len("_riscv.manifest.json")]] = read_json(path, "manifest")
-        if not manifests:
-            print("check-floor: no <pipeline>_riscv.manifest.json among the files given", file=sys.stderr)
-            return 2
-        data = read_json(args.data, "shipped bounds file")
-        if not isinstance(data, dict) or not isinstance(data.get("pipelines"), dict):
-            raise BoundsError(f"{args.data}: not a shipped bounds file (docs/data/shipped_bounds.json): "
-                              "no mapping of pipelines")
-        problems = check_floor(data, manifests)
+            pipelines, problems = len(splits), check_kinds(_shipped_bounds(args.data), splits)
+        else:
+            manifests = {}
+            for path in args.manifests:
+                if path.name.endswith("_riscv.manifest.json"):
+                    manifests[path.name[:-len("_riscv.manifest.json")]] = read_json(path, "manifest")
+            if not manifests:
+                print("check-floor: no <pipeline>_riscv.manifest.json among the files given", file=sys.stderr)
+                return 2
+            pipelines, problems = len(manifests), check_floor(_shipped_bounds(args.data), manifests)
     if cli.failed:
         return cli.exit_code
     for line in problems:
         print(line)
-    print(f"{len(manifests)} pipelines, {len(problems)} problems")
+    print(f"{pipelines} pipelines, {len(problems)} problems")
     return 1 if problems else 0
 
+
+def _shipped_bounds(path: Path) -> dict:
+    """docs/data/shipped_bounds.json read strictly, or BoundsError naming it."""
+    data = read_json(path, "shipped bounds file")
+    if not isinstance(data, dict) or not isinstance(data.get("pipelines"), dict):
+        raise BoundsError(f"{path}: not a shipped bounds file (docs/data/shipped_bounds.json): no mapping of pipelines")
+    return data
 
 if __name__ == "__main__":
     sys.exit(main())
