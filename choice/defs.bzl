@@ -181,6 +181,7 @@ def _choice_inputs_impl(ctx):
         placements = MEASURED_PLACEMENTS,
         record_name = ctx.attr.record_name,
         refresh_target = "//%s:%s" % (ctx.attr.analysis.label.package, ctx.attr.record_name),  # the pipeline's package
+        allow_no_core_model = ctx.attr.allow_no_core_model,
     )))
     return [DefaultInfo(files = depset([out] + files.values() + ctx.files._llvm),
                         runfiles = ctx.runfiles(files = [out] + files.values() + ctx.files._llvm))]
@@ -190,6 +191,7 @@ choice_inputs = rule(
     attrs = dict({
         "analysis": attr.label(mandatory = True, providers = [AnalysisInfo]),
         "record_name": attr.string(mandatory = True, doc = "the tuning record the choice writes, e.g. mlp_batch32_riscv"),
+        "allow_no_core_model": attr.bool(default = False, doc = "as measured_choice's"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
         "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),

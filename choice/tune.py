@@ -46,6 +46,7 @@ tool fails.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import sys
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from perf.code_model.cost import module_call_cycles
 from perf.code_model.errors import CodeCostError
 from choice import records
 from perf.measure import MEASURE_ERRORS, PerfError, measure
+from perf.run_cache import RunCache
 
 DEFAULT = "iree-default"
 
@@ -738,6 +740,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="run every qemu run of the measurements as a task on the Ray cluster whose head is "
                         "here, or `local`: on a Ray instance of this machine's own (choice/ray_engine.py: "
                         "each node's toolchain must be the driver's; the record is the one a local run writes)")
+    p.add_argument("--run-cache", type=Path, metavar="DIR",
+                   help="--by memory-aware-cycles: answer a qemu run this directory holds the counts of, and "
+                        "keep each new run's there (perf/run_cache.py: one refresh's choices share runs "
+                        "that differ only in how a description prices them, e.g. a sweep's DRAM bandwidth)")
     p.add_argument("--placements", type=int, default=1,
                    help="--by memory-aware-cycles: buffer placements a switch from IREE's default is judged "
                    "over (1: placement 0 alone); a candidate replaces the default only when its worst "
@@ -846,12 +852,18 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     executor = (connect(a.ray_address, a.llvm_bin, a.qemu, a.plugin, a.runner)
                                 if a.ray_address else None)
+                    if a.run_cache is not None:
+                        executor = RunCache(executor or concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)),
+                                            a.run_cache)
                     try:
                         result, tune_log = tune(analysis, _Round(a, Path(tmp), executor), a.candidates, hw.name,
                                                 hw.model_core, a.code_ranked, a.placements)
                     finally:
                         if executor is not None:
                             executor.shutdown()
+                    if isinstance(executor, RunCache):
+                        tune_log.append(f"qemu runs: {executor.runs} run, {executor.hits} answered by "
+                                        f"{a.run_cache} (the same run made for an earlier choice)")
                     log += tune_log
         if a.record_name is not None:
             outputs[a.record_out] = records.dump_record(records.make_record(a.record_name, refresh, key, result))

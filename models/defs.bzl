@@ -114,6 +114,11 @@ HOST_CODE_CALIBRATION = _project("//analysis:calibration/host.code_model.json")
 # The committed tuning records of the riscv measured choices (common/tuning_schema.py).
 TUNING_RECORDS = _project("//tuning/records:all")
 
+# The committed tuning records of hardware_sweep variants (<sweep>_<variant>.json), apart from the
+# zoo's: //tuning:records_test holds every zoo pipeline to its record, while a sweep (manual, hours
+# of measurement) is replayed from its records when their keys match and measured otherwise.
+SWEEP_TUNING_RECORDS = _project("//tuning/records/sweeps:all")
+
 # The committed strategy records of `strategy = "auto"` choices (tuning/strategies/recorded.bzl
 # says which build each chose).
 STRATEGY_RECORDS = "//tuning/strategies"
@@ -484,8 +489,11 @@ def _tiles(names, imported, suffix, target, hardware, calibration, host_tiles):
     if measured:
         _refresh_targets(names)
 
-def _refresh_targets(names):
-    """What `bazel run //tools:tune` refreshes a measured choice's record from."""
+def _refresh_targets(names, allow_no_core_model = False, sweep = False):
+    """What `bazel run //tools:tune` refreshes a measured choice's record from. `sweep`: a
+    hardware_sweep variant's, tagged so that `//tools:tune -- all` (the zoo) leaves it alone and
+    its record goes to tuning/records/sweeps (tuning/refresh.py, SWEEP_TAG)."""
+    tags = ["manual", "sweep"] if sweep else ["manual"]
 
     # The choice measured whatever the records say: what `bazel run //tools:tune` commits
     # (its <name>.record.json) and what //tuning:reproduce_test compares a record against.
@@ -493,16 +501,18 @@ def _refresh_targets(names):
         name = names.measured_analysis,
         analysis = ":" + names.predicted_analysis,
         record_name = names.record_name,
-        tags = ["manual"],
+        allow_no_core_model = allow_no_core_model,
+        tags = tags,
     )
 
-    # The same choice's inputs, for `bazel run //tools:tune -- --ray-address` (which runs it
-    # outside a build action, its qemu runs on a Ray cluster).
+    # The same choice's inputs, for `bazel run //tools:tune` on Ray (which runs it outside a
+    # build action, its qemu runs Ray tasks).
     choice_inputs(
         name = names.choice_inputs,
         analysis = ":" + names.predicted_analysis,
         record_name = names.record_name,
-        tags = ["manual"],
+        allow_no_core_model = allow_no_core_model,
+        tags = tags,
     )
 
 def _strategy_tiles(names, imported, target, hardware, calibration):
@@ -892,15 +902,22 @@ def hardware_sweep(name, module, model_name, base, variants, riscv_target = _pro
         )
         # Tiles chosen by measured memory-aware cycles on the variant's core, by model_pipeline's
         # chain; a VLEN without a core model keeps the predicted choice (measured_choice empty).
+        # Replayed from tuning/records/sweeps/<name>_<variant>.json when its key matches
+        # (`bazel run //tools:tune -- //<package>:<name>` measures every variant's on Ray).
         _chosen_tiles(
             names,
             measured_choice,
             module = module,
             hardware = ":%s.yaml" % names.hardware,
             target = ":" + names.iree_target,
-            choice_args = {"allow_no_core_model": not require_model_cycles},
+            choice_args = {
+                "allow_no_core_model": not require_model_cycles,
+                "records": [SWEEP_TUNING_RECORDS],
+                "record_name": names.record_name,
+            },
             **kwargs
         )
+        _refresh_targets(names, allow_no_core_model = not require_model_cycles, sweep = True)
         iree_compile(
             name = names.compiled[TUNED],
             module = module,

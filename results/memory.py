@@ -41,7 +41,7 @@ OUT = Path("docs/results_memory.md")
 TRAFFIC = Path("docs/data/zigzag_traffic.json")
 # Memory sweeps (hardware_sweep over cache sizes and DRAM bandwidth, bench.sweep's JSON), one
 # file per sweep target: models/<name>.sweep.json -> docs/data/<name>.sweep.json.
-SWEEPS = ("transformer_memory_sweep", "resnet_memory_sweep")
+SWEEPS = ("transformer_memory_sweep", "resnet_memory_sweep", "mobilenet_v2_memory_sweep")
 DEFAULT = "iree-default"
 ZIGZAG = "zigzag"
 CONTRACTIONS = MAC_KINDS  # the op kinds with multiply-accumulates (common/op_kinds.py)

@@ -43,6 +43,10 @@ from choice.records import RecordError, dump_record, dump_strategy_record, load_
 from tuning.strategy_records import recorded_bzl
 
 RECORDS_DIR = Path("tuning/records")
+SWEEP_RECORDS_DIR = RECORDS_DIR / "sweeps"  # hardware_sweep variants' records (models/defs.bzl)
+# models/defs.bzl tags a hardware_sweep variant's measuring targets `sweep`: `all` means the zoo's
+# pipelines, a sweep's label its variants, and their records go to SWEEP_RECORDS_DIR.
+SWEEP_TAGGED = "attr(tags, '[\\[ ]sweep[,\\]]', {})"
 STRATEGIES_DIR = Path("tuning/strategies")
 MEASURED_SUFFIX = "_measured_analysis"  # models/defs.bzl: the choice measured whatever the records say
 STRATEGY_SUFFIX = "_strategy_measured"  # models/defs.bzl: the strategy choice, every candidate built
@@ -56,7 +60,8 @@ class RefreshError(RuntimeError):
 
 def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> list[tuple[str, str, str]]:
     """(package, pipeline target name, measuring suffix) of every record of `targets`; `all`: of
-    every pipeline target (bazel query for the measuring targets)."""
+    every pipeline target of the zoo; a hardware_sweep's label: of each of its variants (bazel
+    query for the measuring targets)."""
     scopes = [("all", "//...", ".*")] if targets == ["all"] else []
     for target in targets if targets != ["all"] else []:
         m = _LABEL.match(target)
@@ -68,15 +73,12 @@ def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> lis
         # A pipeline target's own choices, and the tile choice of the tiled strategy it ships.
         tiled = "|".join(TILED_STRATEGIES)
         query = f"attr(name, '^{name}((_({tiled}))?{MEASURED_SUFFIX}|{STRATEGY_SUFFIX})$', {scope})"
-        out = subprocess.run(bazel + ["query", "--output=label", query], cwd=workspace, capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RefreshError(f"bazel query for {target}'s measuring targets failed: "
-                               f"{out.stderr.strip().splitlines()[-1:]}")
-        found = []
-        for line in out.stdout.split():
-            lm = _LABEL.match(line)
-            suffix = MEASURED_SUFFIX if line.endswith(MEASURED_SUFFIX) else STRATEGY_SUFFIX
-            found.append((lm.group(1), lm.group(2).removesuffix(suffix), suffix))
+        if target == "all":
+            query += " except " + SWEEP_TAGGED.format(scope)
+        found = _measuring_targets(workspace, bazel, target, query)
+        if not found and target != "all":  # a sweep: its variants' measured choices
+            found = _measuring_targets(workspace, bazel, target, SWEEP_TAGGED.format(
+                f"attr(name, '^{name}_.+{MEASURED_SUFFIX}$', {scope})"))
         if not found and target != "all":
             exists = subprocess.run(bazel + ["query", "--output=label", target], cwd=workspace,
                                     capture_output=True, text=True)
@@ -89,6 +91,25 @@ def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> lis
         pairs += found
     # Tile records first: the strategy choices compile the tuned build from them.
     return sorted(set(pairs), key=lambda p: (p[2] != MEASURED_SUFFIX, p[0], p[1]))
+
+
+def _measuring_targets(workspace: Path, bazel: list[str], target: str, query: str) -> list[tuple[str, str, str]]:
+    out = subprocess.run(bazel + ["query", "--output=label", query], cwd=workspace, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RefreshError(f"bazel query for {target}'s measuring targets failed: "
+                           f"{out.stderr.strip().splitlines()[-1:]}")
+    found = []
+    for line in out.stdout.split():
+        lm = _LABEL.match(line)
+        suffix = MEASURED_SUFFIX if line.endswith(MEASURED_SUFFIX) else STRATEGY_SUFFIX
+        found.append((lm.group(1), lm.group(2).removesuffix(suffix), suffix))
+    return found
+
+
+def _sweep_variants(workspace: Path, bazel: list[str], pairs: list[tuple[str, str]]) -> set[str]:
+    """The record names among `pairs` (package, name) that are hardware_sweep variants'."""
+    labels = " + ".join(f"//{pkg}:{name}{MEASURED_SUFFIX}" for pkg, name in pairs)
+    return {name for _, name, _ in _measuring_targets(workspace, bazel, "the sweeps", SWEEP_TAGGED.format(labels))}
 
 
 def _build(workspace: Path, bazel: list[str], labels: list[str]) -> None:
@@ -105,16 +126,17 @@ def _execution_root(workspace: Path, bazel: list[str]) -> Path:
     return Path(out.stdout.strip())
 
 
-def _tune_on_ray(inputs_json: Path, execroot: Path, address: str, out: Path) -> Path:
+def _tune_on_ray(inputs_json: Path, execroot: Path, address: str, out: Path, run_cache: Path) -> Path:
     """Runs the measured choice `inputs_json` describes (choice:defs.bzl choice_inputs: what
     measured_choice runs) from the execution root with --ray-address, writing into `out`;
-    returns the record it wrote."""
+    returns the record it wrote. `run_cache`: this refresh's qemu runs, shared by its choices
+    (perf/run_cache.py)."""
     i = json.loads(inputs_json.read_text())
     files = {k: execroot / v["path"] for k, v in i["files"].items()}
     where = "a Ray instance of this machine's own" if address == LOCAL else f"the Ray cluster at {address}"
     print(f"tune: measuring {i['record_name']} on {where}", file=sys.stderr)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    if subprocess.run(choice_tune_command(i, files, out, address), cwd=execroot, env=env).returncode != 0:
+    if subprocess.run(choice_tune_command(i, files, out, address, run_cache), cwd=execroot, env=env).returncode != 0:
         raise RefreshError(f"choice.tune for {i['record_name']} on {address} failed (see above)")
     return out / "record.json"
 
@@ -133,37 +155,42 @@ def _commit(dest: Path, text: str, what: str) -> bool:
 def _refresh(workspace: Path, bazel: list[str], found: list[tuple[str, str, str]], kinds: tuple[str, ...],
              ray_address: str | None) -> bool:
     """Measures and commits the records of `found` (record_targets' triples) of `kinds`; whether
-    tuning/strategies/recorded.bzl changed."""
+    tuning/strategies/recorded.bzl changed. On Ray, the tile choices share one directory of qemu
+    runs (perf/run_cache.py): a sweep's variants that differ only in how they price a run's
+    counts (DRAM bandwidth) run it once."""
     bin_dir = workspace / "bazel-bin"
     recorded_changed = False
-    for suffix in kinds:
-        pairs = [(pkg, name) for pkg, name, s in found if s == suffix]
-        if not pairs:
-            continue
-        if suffix == MEASURED_SUFFIX and ray_address:
-            _build(workspace, bazel, [f"//{pkg}:{name}{CHOICE_INPUTS_SUFFIX}" for pkg, name in pairs])
-            execroot = _execution_root(workspace, bazel)
-        else:
-            _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
-        for pkg, name in pairs:
-            if suffix == MEASURED_SUFFIX:
-                if ray_address:
-                    with scratch_directory("tune_ray_") as tmp:
-                        record = load_record(_tune_on_ray(bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json",
-                                                          execroot, ray_address, Path(tmp)))
-                else:
-                    record = load_record(bin_dir / pkg / f"{name}{suffix}.record.json")  # validated first
-                measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
-                _commit(workspace / RECORDS_DIR / f"{name}.json", dump_record(record),
-                        f"{len(record.results)} dispatches, {measured} candidates measured")
+    with scratch_directory("tune_runs_") as runs:
+        for suffix in kinds:
+            pairs = [(pkg, name) for pkg, name, s in found if s == suffix]
+            if not pairs:
+                continue
+            sweeps = _sweep_variants(workspace, bazel, pairs) if suffix == MEASURED_SUFFIX else set()
+            if suffix == MEASURED_SUFFIX and ray_address:
+                _build(workspace, bazel, [f"//{pkg}:{name}{CHOICE_INPUTS_SUFFIX}" for pkg, name in pairs])
+                execroot = _execution_root(workspace, bazel)
             else:
-                strategy = load_strategy_record(bin_dir / pkg / f"{name}{suffix}.strategy_record.json")
-                _commit(workspace / STRATEGIES_DIR / f"{name}.json", dump_strategy_record(strategy),
-                        f"chose {strategy.choice['chosen']}")
-        if suffix == STRATEGY_SUFFIX:
-            committed = sorted((workspace / STRATEGIES_DIR).glob("*.json"))
-            recorded_changed = _commit(workspace / STRATEGIES_DIR / "recorded.bzl", recorded_bzl(committed),
-                                       f"{len(committed)} strategy records")
+                _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
+            for pkg, name in pairs:
+                if suffix == MEASURED_SUFFIX:
+                    if ray_address:
+                        with scratch_directory("tune_ray_") as tmp:
+                            record = load_record(_tune_on_ray(bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json",
+                                                              execroot, ray_address, Path(tmp), Path(runs)))
+                    else:
+                        record = load_record(bin_dir / pkg / f"{name}{suffix}.record.json")  # validated first
+                    measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
+                    records_dir = SWEEP_RECORDS_DIR if name in sweeps else RECORDS_DIR
+                    _commit(workspace / records_dir / f"{name}.json", dump_record(record),
+                            f"{len(record.results)} dispatches, {measured} candidates measured")
+                else:
+                    strategy = load_strategy_record(bin_dir / pkg / f"{name}{suffix}.strategy_record.json")
+                    _commit(workspace / STRATEGIES_DIR / f"{name}.json", dump_strategy_record(strategy),
+                            f"chose {strategy.choice['chosen']}")
+            if suffix == STRATEGY_SUFFIX:
+                committed = sorted((workspace / STRATEGIES_DIR).glob("*.json"))
+                recorded_changed = _commit(workspace / STRATEGIES_DIR / "recorded.bzl", recorded_bzl(committed),
+                                           f"{len(committed)} strategy records")
     return recorded_changed
 
 

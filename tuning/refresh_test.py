@@ -1,10 +1,14 @@
 """tuning.refresh: which pipeline a tiled strategy's own tile record belongs to (what a refresh
-deletes when that pipeline ships another strategy)."""
+deletes when that pipeline ships another strategy); which measuring targets `all`, a pipeline
+target and a hardware_sweep's label name."""
 
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from tuning import refresh
 from tuning.refresh import _strategy_tile_owner
 
 
@@ -29,6 +33,60 @@ def test_the_longest_pipeline_name_owns_it(monkeypatch):
 
     monkeypatch.setattr(refresh, "TILED_STRATEGIES", ("channelslast", "dw_channelslast"))
     assert refresh._strategy_tile_owner("x_dw_channelslast", {"x", "x_dw"}) == "x_dw"
+
+
+class _Query:
+    """`bazel query` over a package with a zoo pipeline and a sweep of two variants, answering
+    from their tags as Bazel's attr() does (`[manual, sweep]`)."""
+
+    TARGETS = {"mlp_riscv_measured_analysis": "[manual]", "mlp_riscv_strategy_measured": "[manual]",
+               "mem_sweep_l1_16k_measured_analysis": "[manual, sweep]",
+               "mem_sweep_l1_32k_measured_analysis": "[manual, sweep]"}
+
+    def __init__(self):
+        self.queries = []
+
+    def __call__(self, cmd, **kwargs):
+        import re
+
+        query = cmd[-1]
+        self.queries.append(query)
+        names = set(self.TARGETS)
+        named = set(re.findall(r"//models:(\w+)", query)) - {"all"}
+        if named:
+            names &= named
+        for pattern in re.findall(r"attr\(name, '([^']*)'", query):
+            names = {n for n in names if re.search(pattern, n)}
+        tagged = {n for n in self.TARGETS if re.search(refresh.SWEEP_TAGGED.split("'")[1], self.TARGETS[n])}
+        if "except attr(tags" in query:
+            names -= tagged
+        elif "attr(tags" in query:
+            names &= tagged
+        return subprocess.CompletedProcess(cmd, 0, "".join(f"//models:{n}\n" for n in sorted(names)), "")
+
+
+@pytest.fixture
+def query(monkeypatch):
+    q = _Query()
+    monkeypatch.setattr(refresh.subprocess, "run", q)
+    return q
+
+
+def test_all_is_the_zoos_pipelines_without_the_sweeps(query):
+    assert refresh.record_targets(Path("."), ["bazel"], ["all"]) == [
+        ("models", "mlp_riscv", refresh.MEASURED_SUFFIX), ("models", "mlp_riscv", refresh.STRATEGY_SUFFIX)]
+
+
+def test_a_sweeps_label_is_its_variants_measured_choices(query):
+    assert refresh.record_targets(Path("."), ["bazel"], ["//models:mem_sweep"]) == [
+        ("models", "mem_sweep_l1_16k", refresh.MEASURED_SUFFIX), ("models", "mem_sweep_l1_32k", refresh.MEASURED_SUFFIX)]
+    assert refresh.record_targets(Path("."), ["bazel"], ["//models:mem_sweep_l1_32k"]) == [
+        ("models", "mem_sweep_l1_32k", refresh.MEASURED_SUFFIX)]
+
+
+def test_a_sweep_variants_record_goes_to_the_sweeps_records(query):
+    assert refresh._sweep_variants(Path("."), ["bazel"], [("models", "mem_sweep_l1_16k"), ("models", "mlp_riscv")]) == {
+        "mem_sweep_l1_16k"}
 
 
 if __name__ == "__main__":
