@@ -98,12 +98,14 @@ def _measured_choice_impl(ctx):
             how += ["--record", record[0].path]
             inputs += record
             replayed = ", or replayed from " + record[0].short_path
-    elif ctx.files.records:
+    elif ctx.attr.records:
         fail("%s: `records` without `record_name`" % ctx.label)
     # A choice keyed but given no records measures to make one (//tools:tune, the reproduce
     # test): never from a cache, or "measured again" would be a copy of the first measurement.
+    # Given `records` that hold none of its (a sweep before its first refresh), it is an
+    # ordinary measured choice, cached like any action.
     requirements = {}
-    if ctx.attr.record_name and not ctx.files.records:
+    if ctx.attr.record_name and not ctx.attr.records:
         requirements = {"no-cache": "1"}
         how.append("--records-ignored")
     return _run_tune(
