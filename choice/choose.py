@@ -1,9 +1,9 @@
-"""Packages, of several builds of one module, the one predicted or measured fastest.
+"""Chooses, of several builds of one module, the one predicted or measured fastest.
 
     python -m choice.choose --module M.mlirbc \\
         --candidate tuned M_tuned.vmfb M_tuned.report.json T.target.yaml M_tuned.perf.json \\
         --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml M_uk.perf.json \\
-        --out-vmfb M.vmfb --out-manifest M.manifest.json
+        --out-choice M.choice.json --out-chosen-vmfb M.chosen.vmfb --out-chosen-report M.chosen.report.json
 
     python -m choice.choose --by code-cycles --hardware H.yaml --module M.mlirbc \\
         --candidate tuned M_tuned.vmfb M_tuned.report.json T.target.yaml M.analysis.json \\
@@ -28,26 +28,29 @@ one call of the model (each dispatch's cycles times its calls), ties to the earl
   by perf.measure on the description's core model: the code model proposes (it misprices some
   guarded loop nests, ResNet-18's data-tiled and microkernel builds among them), and one
   measurement of two builds decides; a model the code model keeps at the first runs nothing.
-Every candidate's figure, every exclusion and the reason are recorded in the manifest
-(`strategy_choice`). Deterministic: the measurements and the code are.
+Every candidate's figure, every exclusion and the reason are recorded in the decision
+(common.tuning_schema.StrategyDecision), written beside a copy of the chosen build (one this
+tool compiled itself, for a stale record, exists nowhere else); runtime.manifest --choice
+packages it, with the decision as the manifest's `strategy_choice`. Deterministic: the
+measurements and the code are.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import NamedTuple
 from pathlib import Path
 
 from common.errors import OneLineErrors, first_line
-from common.files import atomic_write, check_outputs, sha256_file
+from common.files import check_outputs, sha256_file, write_together
 from common.perf_schema import PerfReport
 from common.scratch import scratch_directory
 from common.targets import DEFAULT_STRATEGY, STRATEGY_FLAGS, TUNED
-from common.tuning_schema import StrategyRecord
+from common.tuning_schema import StrategyDecision, StrategyRecord
 from perf import mca
 from choice.records import RecordError, dump_strategy_record
-from runtime.manifest import ManifestError, build
 
 
 # How choose_by_code records a candidate IREE refused (never measured: there is no build).
@@ -393,8 +396,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records-ignored", action="store_true",
                    help="--record-name without --record on purpose: measuring to make the record")
     mca.add_llvm_bin_argument(p, required=False)  # --by code-cycles
-    p.add_argument("--out-vmfb", required=True, type=Path)
-    p.add_argument("--out-manifest", required=True, type=Path)
+    p.add_argument("--out-choice", required=True, type=Path,
+                   help="the decision (common.tuning_schema.StrategyDecision), what runtime.manifest --choice packages")
+    p.add_argument("--out-chosen-vmfb", required=True, type=Path, help="a copy of the chosen build's vmfb")
+    p.add_argument("--out-chosen-report", required=True, type=Path, help="a copy of its compile report")
     a = p.parse_args(argv)
     if a.by == "code-cycles" and a.hardware is None:
         p.error("--by code-cycles needs --hardware")
@@ -415,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--record-name: strategy records are of code-cycles choices and need --record-out and "
                 "--refresh-target")
     mca.use_llvm_bin(a.llvm_bin)
-    with OneLineErrors("choice.choose", a.module, (ChoiceError, ManifestError, mca.McaError, RecordError)) as cli:
+    with OneLineErrors("choice.choose", a.module, (ChoiceError, mca.McaError, RecordError)) as cli:
         by_strategy = {c[0]: [None if x == "none" else Path(x) for x in c[1:3]] + [Path(c[3])]
                        + [None if c[4] == "none" else Path(c[4])] for c in a.candidate}
         if len(by_strategy) != len(a.candidate):
@@ -426,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.record is None and any(files[0] is None for files in by_strategy.values()):
             raise ChoiceError("a candidate without its build (`none`) needs --record: nothing else says "
                               "which build is chosen")
-        check_outputs({"--out-vmfb": a.out_vmfb, "--out-manifest": a.out_manifest, "--record-out": a.record_out},
+        check_outputs({"--out-choice": a.out_choice, "--out-chosen-vmfb": a.out_chosen_vmfb,
+                       "--out-chosen-report": a.out_chosen_report, "--record-out": a.record_out},
                       {"--module": a.module, "--hardware": a.hardware, "--record": a.record,
                        **{f"--candidate {s}": [f for f in files if f is not None] for s, files in by_strategy.items()},
                        **{f"--code {s}": d for s, d in a.code}, "--confirm": (a.confirm or [None] * 3)[:3]})
@@ -437,7 +443,6 @@ def main(argv: list[str] | None = None) -> int:
                 if None in (files[3] for files in by_strategy.values()):
                     raise ChoiceError("--by memory-aware-cycles needs a perf.json per candidate, got `none`")
                 chosen, record = choose([(s, files[3]) for s, files in by_strategy.items()])
-                analysis = hardware = None
             else:
                 # Here rather than in a candidate's costing, which would leave a missing tool's
                 # candidates out as not costable.
@@ -476,19 +481,18 @@ def main(argv: list[str] | None = None) -> int:
                         chosen = confirm_by_measurement(
                             chosen, record, {s: (files[2], files[3], files[1]) for s, files in by_strategy.items()},
                             Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name, a.qemu))
-                analysis = by_strategy[chosen][3]
-                # The manifest records the hardware of the build's analysis: an untuned build has none.
-                hardware = a.hardware if analysis is not None else None
-            vmfb, report, target, _ = by_strategy[chosen]
-            build(vmfb, report, a.module, target, analysis, hardware, a.out_vmfb, a.out_manifest,
-                  extra={"strategy_choice": record})
-        if a.record_out is not None:
-            refresh = f"bazel run //tools:tune -- {a.refresh_target}"
-            atomic_write(a.record_out, dump_strategy_record(
-                StrategyRecord(pipeline=a.record_name, refresh=refresh, key=key, choice=record)))
+            vmfb, report, _, _ = by_strategy[chosen]
+            decision = StrategyDecision(chosen=chosen, strategy_choice=record)
+            outputs = {a.out_choice: json.dumps(decision.model_dump(mode="json"), indent=1, sort_keys=True) + "\n",
+                       a.out_chosen_vmfb: vmfb.read_bytes(), a.out_chosen_report: report.read_bytes()}
+            if a.record_out is not None:
+                refresh = f"bazel run //tools:tune -- {a.refresh_target}"
+                outputs[a.record_out] = dump_strategy_record(
+                    StrategyRecord(pipeline=a.record_name, refresh=refresh, key=key, choice=record))
+            write_together(outputs)
     if cli.failed:
         return cli.exit_code
-    print(f"choice.choose: {a.out_vmfb.name}: {record['reason']}")
+    print(f"choice.choose: {a.module.name}: {record['reason']}")
     if note:
         print(f"choice.choose: {a.record_name}: {note}"
               + ("" if note.startswith("replayed") else f"; `bazel run //tools:tune -- {a.refresh_target}` refreshes it"))

@@ -307,7 +307,8 @@ def _choose_cli(tmp_path, out, *candidates, extra=()):
             "--llvm-bin", str(LLVM_MCA.absolute().parent), "--margin", "0.05",
             "--record-name", "matmul_host", "--refresh-target", "//models:matmul_host",
             "--record-out", str(out / "record.json"),
-            "--out-vmfb", str(out / "m.vmfb"), "--out-manifest", str(out / "m.manifest.json"), *extra]
+            "--out-choice", str(out / "m.choice.json"), "--out-chosen-vmfb", str(out / "m.chosen.vmfb"),
+            "--out-chosen-report", str(out / "m.chosen.report.json"), *extra]
     for c in candidates:
         argv += ["--candidate", *map(str, c)]
     out.mkdir(parents=True, exist_ok=True)
@@ -333,7 +334,7 @@ def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, caps
     assert _choose_cli(tmp_path, tmp_path / "replayed", *ordered([builds[chosen], unbuilt]),
                        extra=["--record", str(record)]) == 0
     assert "replayed record.json (key matches)" in capsys.readouterr().out
-    for name in ("m.vmfb", "m.manifest.json", "record.json"):
+    for name in ("m.chosen.vmfb", "m.chosen.report.json", "m.choice.json", "record.json"):
         assert (tmp_path / "replayed" / name).read_bytes() == (tmp_path / "measured" / name).read_bytes()
 
     # Stale (another margin recorded, the record resealed as the tool would have written it): the
@@ -348,7 +349,7 @@ def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, caps
                        extra=["--record", str(stale)]) == 0
     out = capsys.readouterr().out
     assert "stale.json is stale (margin 0.1 (recorded) vs 0.05)" in out and "every candidate measured" in out
-    for name in ("m.manifest.json", "record.json"):
+    for name in ("m.choice.json", "record.json"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "measured" / name).read_bytes()
 
     # A build left out without a record, or the record's choice not given: one line, no output.
@@ -358,7 +359,7 @@ def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, caps
     assert _choose_cli(tmp_path, tmp_path / "bad2", *ordered([builds[other], chosen_unbuilt]),
                        extra=["--record", str(record)]) == 1
     assert f"chose {chosen}, whose build is not given" in capsys.readouterr().err
-    assert not any((tmp_path / d / "m.vmfb").exists() for d in ("bad", "bad2"))
+    assert not any((tmp_path / d / "m.choice.json").exists() for d in ("bad", "bad2"))
 
     # Edited by hand (issue 62): the other build chosen, its figure made up to fit. The hash the
     # tool wrote no longer matches: one line naming the record and its refresh, nothing shipped.

@@ -6,6 +6,7 @@ The Python they run is choice/tune.py and choice/choose.py; what they measure wi
 
 load("//common:providers.bzl", "AnalysisInfo", "CompiledModuleInfo", "IreeTargetInfo", "MlirModuleInfo", "PerfInfo")
 load("//perf:defs.bzl", "LLVM_ATTRS", "llvm_dir", "perf_of")
+load("//runtime:defs.bzl", "package_choice")
 
 # Shortlist per riscv dispatch for the measured choice (choice/tune.py): IREE's default and the
 # 2 other candidates the code model prices cheapest. Each is one more compile of the model and
@@ -253,23 +254,33 @@ def _one_module(ctx, compiled_targets):
             ))
     return module
 
-def _package_choice(ctx, args, inputs, module, mnemonic, progress_message, extra_outputs = []):
-    """Runs choice.choose with `args` (the candidates and how to choose) and packages the choice
-    as <name>.vmfb + <name>.manifest.json (+ `extra_outputs` it names in `args`)."""
-    vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
-    manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
+def _package_choice(ctx, args, inputs, module, mnemonic, progress_message, candidates, hardware = None, extra_outputs = []):
+    """Runs choice.choose with `args` (the candidates and how to choose): its decision
+    (<name>.choice.json, with a copy of the chosen build) is packaged by runtime/ as <name>.vmfb
+    + <name>.manifest.json (runtime/defs.bzl package_choice; `candidates` and `hardware` as it
+    takes them). Outputs those and `extra_outputs` (named in `args`); the decision and its copy
+of the chosen build are the output group `decision`."""
+    decision = ctx.actions.declare_file(ctx.label.name + ".choice.json")
+    chosen_vmfb = ctx.actions.declare_file(ctx.label.name + ".chosen.vmfb")
+    chosen_report = ctx.actions.declare_file(ctx.label.name + ".chosen.report.json")
     args.add("--module", module.mlir)
-    args.add("--out-vmfb", vmfb)
-    args.add("--out-manifest", manifest)
+    args.add("--out-choice", decision)
+    args.add("--out-chosen-vmfb", chosen_vmfb)
+    args.add("--out-chosen-report", chosen_report)
     ctx.actions.run(
         executable = ctx.executable._tool,
         arguments = [args],
         inputs = inputs + [module.mlir],
-        outputs = [vmfb, manifest] + extra_outputs,
+        outputs = [decision, chosen_vmfb, chosen_report] + extra_outputs,
         mnemonic = mnemonic,
         progress_message = progress_message,
     )
-    return [DefaultInfo(files = depset([vmfb, manifest] + extra_outputs), runfiles = ctx.runfiles(files = [vmfb, manifest]))]
+    vmfb, manifest = package_choice(ctx, ctx.executable._packager, decision, chosen_vmfb, chosen_report,
+                                    module.mlir, candidates, hardware)
+    return [
+        DefaultInfo(files = depset([vmfb, manifest] + extra_outputs), runfiles = ctx.runfiles(files = [vmfb, manifest])),
+        OutputGroupInfo(decision = depset([decision, chosen_vmfb, chosen_report])),
+    ]
 
 def _strategy_choice_impl(ctx):
     if len(ctx.attr.strategies) != len(ctx.attr.compiled) or len(ctx.attr.compiled) != len(ctx.attr.perf):
@@ -277,11 +288,13 @@ def _strategy_choice_impl(ctx):
     module = _one_module(ctx, ctx.attr.compiled)
     args = ctx.actions.args()
     inputs = []
+    candidates = []
     for strategy, compiled_target, perf_target in zip(ctx.attr.strategies, ctx.attr.compiled, ctx.attr.perf):
         compiled = compiled_target[CompiledModuleInfo]
         perf_json = perf_of(ctx.label, perf_target, compiled_target).perf_json
         args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, perf_json])
         inputs += [compiled.vmfb, compiled.report, compiled.target.file, perf_json]
+        candidates.append((strategy, compiled.target.file, None))  # packaged without analyses
     return _package_choice(
         ctx,
         args,
@@ -289,6 +302,7 @@ def _strategy_choice_impl(ctx):
         module,
         "StrategyChoice",
         "Choosing %s's strategy by RISC-V memory-aware cycles (%s)" % (module.model_name, ", ".join(ctx.attr.strategies)),
+        candidates,
     )
 
 strategy_choice = rule(
@@ -299,6 +313,7 @@ strategy_choice = rule(
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo, MlirModuleInfo]),
         "perf": attr.label_list(mandatory = True, providers = [PerfInfo]),
         "_tool": attr.label(default = "//choice:choose", executable = True, cfg = "exec"),
+        "_packager": attr.label(default = "//runtime:manifest", executable = True, cfg = "exec"),
     },
     doc = """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
 strategies (`strategies[i]` compiled as `compiled[i]`, measured by riscv_perf `perf[i]`), the one
@@ -331,17 +346,20 @@ def _code_strategy_choice_impl(ctx):
     llvm_bin, llvm_files = llvm_dir(ctx)
     args.add("--llvm-bin", llvm_bin)
     inputs = [ctx.file.hardware] + llvm_files
+    candidates = []
     for strategy in ctx.attr.strategies:
         if strategy in unbuilt:
             # Compiled by choice.choose with the target's IREE defaults if the record is stale.
             target_file = unbuilt[strategy][IreeTargetInfo].file
             args.add_all("--candidate", [strategy, "none", "none", target_file, "none"])
             inputs.append(target_file)
+            candidates.append((strategy, target_file, None))
             continue
         compiled = built[strategy][CompiledModuleInfo]
         analysis = compiled.analysis.analysis_json if compiled.analysis != None else None
         args.add_all("--candidate", [strategy, compiled.vmfb, compiled.report, compiled.target.file, analysis or "none"])
         inputs += [compiled.vmfb, compiled.report, compiled.target.file] + ([analysis] if analysis else [])
+        candidates.append((strategy, compiled.target.file, analysis))
         if compiled.code != None:  # costed as built; otherwise choice.choose compiles it again
             args.add_all("--code", [strategy, compiled.code.path])
             inputs.append(compiled.code)
@@ -373,6 +391,9 @@ def _code_strategy_choice_impl(ctx):
             ", ".join(ctx.attr.strategies),
             "; record " + ctx.file.record.basename if ctx.file.record else "",
         ),
+        candidates,
+        # The manifest records the hardware of the build's analysis: an untuned build has none.
+        hardware = ctx.file.hardware,
         extra_outputs = outputs,
     )
 
@@ -392,6 +413,7 @@ _code_strategy_choice = rule(
         "records_ignored": attr.bool(doc = "no `record` on purpose: the choice that makes the record"),
         "record": attr.label(allow_single_file = [".json"], doc = "the committed strategy record (tuning/strategies/<record_name>.json), replayed when its key matches"),
         "_tool": attr.label(default = "//choice:choose", executable = True, cfg = "exec"),
+        "_packager": attr.label(default = "//runtime:manifest", executable = True, cfg = "exec"),
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
         # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).

@@ -53,12 +53,14 @@ def toolchain(llvm_bin: Path, qemu: Path, plugin: Path, runner: Path) -> dict[st
 
 
 def choice_tune_command(inputs: dict, files: dict[str, Path], out: Path, address: str,
-                        run_cache: Path | None = None) -> list[str]:
+                        run_cache: Path | None = None, record: Path | None = None) -> list[str]:
     """The choice.tune command a measured choice runs (choice:defs.bzl `choice_inputs`' JSON
     `inputs`, its `files` resolved to paths) with every qemu run on the cluster at `address`;
     its record, analysis and table go to `out`/record.json, analysis.json, tune.md. `-P`: the
     modules (and the runfiles they find their tools in) are the caller's sys.path's, never the
-    working directory's. `run_cache`: the refresh's directory of qemu runs (perf/run_cache.py)."""
+    working directory's. `run_cache`: the refresh's directory of qemu runs (perf/run_cache.py).
+    `record`: the committed record, replayed (nothing run, the same bytes written) when its key is
+    the tree's; without it every candidate is measured."""
     return [sys.executable, "-P", "-m", "choice.tune", "--module", str(files["module"]),
             "--target", str(files["target"]), "--analysis", str(files["analysis"]),
             "--hardware", str(files["hardware"]), "--model-name", inputs["model_name"],
@@ -67,7 +69,8 @@ def choice_tune_command(inputs: dict, files: dict[str, Path], out: Path, address
             "--candidates", str(inputs["candidates"]), "--code-ranked", str(inputs["code_ranked"]),
             "--placements", str(inputs["placements"]), "--record-name", inputs["record_name"],
             "--record-out", str(out / "record.json"), "--refresh-target", inputs["refresh_target"],
-            "--records-ignored", "--out", str(out / "analysis.json"), "--out-md", str(out / "tune.md"),
+            *(["--record", str(record)] if record is not None else ["--records-ignored"]),
+            "--out", str(out / "analysis.json"), "--out-md", str(out / "tune.md"),
             "--ray-address", address] + (["--allow-no-core-model"] if inputs.get("allow_no_core_model") else []) + (
             ["--run-cache", str(run_cache)] if run_cache is not None else [])
 

@@ -157,3 +157,19 @@ class StrategyRecord(_Strict):
         if chosen not in [c.strategy for c in self.key.candidates]:
             raise ValueError(f"choice.chosen {chosen!r} is not one of the key's candidates")
         return self
+
+
+class StrategyDecision(_Strict):
+    """What choice.choose decides for one pipeline target (<name>.choice.json), for runtime.manifest
+    to package: the chosen candidate's strategy (its build beside it, <name>.chosen.vmfb and
+    .chosen.report.json) and the record of how it was chosen, the manifest's `strategy_choice`."""
+
+    chosen: str
+    strategy_choice: dict  # choice.choose's record: by, candidates' figures, chosen, reason[, ...]
+
+    @model_validator(mode="after")
+    def _record_names_it(self) -> "StrategyDecision":
+        if self.strategy_choice.get("chosen") != self.chosen:
+            raise ValueError(f"strategy_choice.chosen {self.strategy_choice.get('chosen')!r} is not "
+                             f"chosen {self.chosen!r}")
+        return self

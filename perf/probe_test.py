@@ -245,11 +245,12 @@ def _tune_hardware_not_the_analysis(p):
     return tune(hardware="riscv_rvv.yaml"), "a_riscv_rvv256.json", "analysed against 'riscv_rvv256'"
 
 
-def choose(*candidates, module="m.mlir", out_vmfb="c.vmfb", out_manifest="c.manifest.json", by=()):
+def choose(*candidates, module="m.mlir", out_choice="c.choice.json", out_vmfb="c.chosen.vmfb",
+           out_report="c.chosen.report.json", by=()):
     args = ["choice.choose", "--module", module, *by, "--llvm-bin", LLVM_BIN]
     for c in candidates:
         args += ["--candidate", *c]
-    return (*args, "--out-vmfb", out_vmfb, "--out-manifest", out_manifest)
+    return (*args, "--out-choice", out_choice, "--out-chosen-vmfb", out_vmfb, "--out-chosen-report", out_report)
 
 
 def cand(name, build, target="host.yaml", last=None):
@@ -307,17 +308,17 @@ def _choose_module_not_the_candidates(p):
 
 
 def _choose_manifest_is_a_report(p):
-    return choose(cand(None, "t"), cand(None, "u"), out_manifest="u.report.json"), "--out-manifest u.report.json", \
+    return choose(cand(None, "t"), cand(None, "u"), out_choice="u.report.json"), "--out-choice u.report.json", \
         "the same file as --candidate codegen u.report.json"
 
 
 def _choose_vmfb_is_manifest(p):
-    return choose(cand(None, "t"), cand(None, "u"), out_vmfb="c.x", out_manifest="c.x"), "--out-manifest c.x", \
-        "the same file as --out-vmfb c.x"
+    return choose(cand(None, "t"), cand(None, "u"), out_vmfb="c.x", out_choice="c.x"), "--out-chosen-vmfb c.x", \
+        "the same file as --out-choice c.x"
 
 
 def _choose_manifest_under_a_file(p):
-    return choose(cand(None, "t"), cand(None, "u"), out_manifest="m.mlir/c.json"), "m.mlir/c.json", \
+    return choose(cand(None, "t"), cand(None, "u"), out_choice="m.mlir/c.json"), "m.mlir/c.json", \
         "m.mlir is not a directory"
 
 

@@ -1,4 +1,6 @@
-"""`hal_module`: the compiled vmfb plus a manifest (runtime/manifest.py)."""
+"""`hal_module`: the compiled vmfb plus a manifest (runtime/manifest.py); `package_choice`: the
+same for the build a strategy choice chose (choice/defs.bzl's rules call it: packaging is here
+alone)."""
 
 load("//common:providers.bzl", "CompiledModuleInfo", "MlirModuleInfo")
 
@@ -44,3 +46,34 @@ _hal_module = rule(
 def hal_module(name, compiled, **kwargs):
     """<name>.vmfb (a copy of `compiled`'s) and <name>.manifest.json beside it."""
     _hal_module(name = name, compiled = compiled, **kwargs)
+
+def package_choice(ctx, tool, decision, chosen_vmfb, chosen_report, module, candidates, hardware = None):
+    """Packages what a strategy choice decided (choice.choose's `decision`, with its copies
+    `chosen_vmfb` and `chosen_report` of the chosen build) as <name>.vmfb + <name>.manifest.json:
+    runtime.manifest --choice, `tool` its binary. `candidates`: [(strategy, target file, analysis
+    file or None)] of every candidate; `hardware`: recorded with an analysis. Returns the two files."""
+    vmfb = ctx.actions.declare_file(ctx.label.name + ".vmfb")
+    manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
+    args = ctx.actions.args()
+    args.add("--choice", decision)
+    args.add("--vmfb", chosen_vmfb)
+    args.add("--report", chosen_report)
+    args.add("--module", module)
+    inputs = [decision, chosen_vmfb, chosen_report, module]
+    for strategy, target, analysis in candidates:
+        args.add_all("--candidate", [strategy, target, analysis or "none"])
+        inputs += [target] + ([analysis] if analysis else [])
+    if hardware:
+        args.add("--hardware", hardware)
+        inputs.append(hardware)
+    args.add("--out-vmfb", vmfb)
+    args.add("--out-manifest", manifest)
+    ctx.actions.run(
+        executable = tool,
+        arguments = [args],
+        inputs = inputs,
+        outputs = [vmfb, manifest],
+        mnemonic = "PackageChoice",
+        progress_message = "HAL module %s (the chosen build)" % ctx.label.name,
+    )
+    return [vmfb, manifest]

@@ -178,23 +178,68 @@ def _check_belong_together(rep: CodegenReport, report: Path, inputs: dict, vmfb:
         raise ManifestError(f"{vmfb}: the executables it embeds are not the ones {report.name} records")
 
 
+def _chosen_candidate(choice: Path, candidates: list[list[str]]) -> tuple[dict, Path, Path | None]:
+    """The strategy choice `choice` records (choice.choose --out-choice), and the target file and
+    analysis (None for `none`) of the candidate it chose among `candidates` (STRATEGY TARGET
+    ANALYSIS)."""
+    from pydantic import ValidationError
+
+    from common.errors import validation_error_where
+    from common.files import InputError, read_json_text
+    from common.tuning_schema import StrategyDecision
+
+    try:
+        decision = StrategyDecision.model_validate_json(read_json_text(choice, "a strategy decision"))
+    except ValidationError as err:
+        where, why = validation_error_where(err)
+        raise ManifestError(f"{choice}: not a strategy decision: field '{where}': {why}") from None
+    except (InputError, ValueError) as err:
+        raise ManifestError(first_line(err)) from None
+    given = {c[0]: c for c in candidates}
+    if len(given) != len(candidates):
+        raise ManifestError("--candidate: a strategy is given twice")
+    if decision.chosen not in given:
+        raise ManifestError(f"{choice}: chose {decision.chosen}, which is not one of the candidates "
+                            f"({', '.join(given) or 'none given'})")
+    _, target, analysis = given[decision.chosen]
+    return decision.strategy_choice, Path(target), None if analysis == "none" else Path(analysis)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m runtime.manifest", description=__doc__.splitlines()[0])
     p.add_argument("--vmfb", required=True, type=Path)
     p.add_argument("--report", required=True, type=Path, help="codegen's report.json")
     p.add_argument("--module", required=True, type=Path, help="the input MLIR (.mlirbc)")
-    p.add_argument("--target", required=True, type=Path)
+    p.add_argument("--target", type=Path, help="the target file it was compiled for (without --choice)")
     p.add_argument("--analysis", type=Path)
     p.add_argument("--hardware", type=Path)
+    p.add_argument("--choice", type=Path,
+                   help="package a strategy choice: choice.choose's decision (--vmfb and --report are its "
+                        "copies of the chosen build; its target and analysis are the chosen --candidate's, "
+                        "--hardware is recorded with an analysis only), recorded as the manifest's strategy_choice")
+    p.add_argument("--candidate", nargs=3, action="append", default=[], metavar=("STRATEGY", "TARGET", "ANALYSIS"),
+                   help="--choice: each candidate's target file and analysis (or `none`)")
     p.add_argument("--out-vmfb", required=True, type=Path)
     p.add_argument("--out-manifest", required=True, type=Path)
     a = p.parse_args(argv)
+    if a.choice is None and (a.target is None or a.candidate):
+        p.error("--target is required, and --candidate needs --choice")
+    if a.choice is not None and (a.target is not None or a.analysis is not None or not a.candidate):
+        p.error("--choice takes the chosen --candidate's target and analysis: give --candidate, not --target or --analysis")
     with OneLineErrors("runtime.manifest: error", a.vmfb, (ManifestError,)) as cli:
         check_outputs({"--out-vmfb": a.out_vmfb, "--out-manifest": a.out_manifest},
                       {"--vmfb": a.vmfb, "--report": a.report, "--module": a.module, "--target": a.target,
-                       "--analysis": a.analysis, "--hardware": a.hardware})
-        build(a.vmfb, a.report, a.module, a.target, a.analysis, a.hardware, a.out_vmfb, a.out_manifest,
-              tuning_inputs_required=True)
+                       "--analysis": a.analysis, "--hardware": a.hardware, "--choice": a.choice,
+                       **{f"--candidate {c[0]}": [Path(x) for x in c[1:] if x != "none"] for c in a.candidate}})
+        if a.choice is None:
+            build(a.vmfb, a.report, a.module, a.target, a.analysis, a.hardware, a.out_vmfb, a.out_manifest,
+                  tuning_inputs_required=True)
+        else:
+            # A strategy choice's memory-aware candidates carry perf reports, not analyses: a tuned
+            # build among them is packaged without its analysis (as build() allows).
+            record, target, analysis = _chosen_candidate(a.choice, a.candidate)
+            build(a.vmfb, a.report, a.module, target, analysis, a.hardware if analysis is not None else None,
+                  a.out_vmfb, a.out_manifest, extra={"strategy_choice": record})
     if cli.failed:
         return cli.exit_code
     return 0

@@ -82,6 +82,43 @@ def test_manifest_packages_only_files_that_belong_together(modules, tmp_path):
         assert not list(empty.iterdir())
 
 
+def _choice_cli(decision, vmfb, report, out_dir, *candidates):
+    args = [sys.executable, "-m", "runtime.manifest", "--choice", decision, "--vmfb", vmfb, "--report", report,
+            "--module", ROOT / "codegen" / "testdata" / "small.mlirbc"]
+    for c in candidates:
+        args += ["--candidate", *c]
+    return subprocess.run(args + ["--out-vmfb", out_dir / "m.vmfb", "--out-manifest", out_dir / "m.manifest.json"],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def test_a_strategy_choice_is_packaged_with_the_chosen_candidates_files(modules, tmp_path):
+    """runtime.manifest --choice (choice.choose decides, runtime packages): the chosen
+    candidate's target and analysis go with the build, the decision's record is the manifest's
+    strategy_choice; a decision naming no candidate, or one whose record names another, is refused."""
+    vmfb, report = _compiled(modules, "small_host")
+    host = ROOT / "common" / "targets" / "host.yaml"
+    analysis = ROOT / "codegen" / "testdata" / "analysis_host.json"
+    record = {"by": "code-cycles", "candidates": {"tuned": 10, "codegen": 12}, "chosen": "tuned", "reason": "tuned: fewest"}
+    decision = tmp_path / "d.choice.json"
+    decision.write_text(json.dumps({"chosen": "tuned", "strategy_choice": record}))
+    out = tmp_path / "out"
+    out.mkdir()
+    p = _choice_cli(decision, vmfb, report, out, ("tuned", host, analysis), ("codegen", host, "none"))
+    assert p.returncode == 0, p.stderr
+    manifest = json.loads((out / "m.manifest.json").read_text())
+    assert manifest["strategy_choice"] == record and "analysis" in manifest["inputs_sha256"]
+    assert (out / "m.vmfb").read_bytes() == Path(vmfb).read_bytes()
+    for chosen, strategy_choice, words in (("ukernels", {**record, "chosen": "ukernels"}, "chose ukernels, which is not one of"),
+                                           ("tuned", {**record, "chosen": "codegen"}, "is not chosen 'tuned'")):
+        decision.write_text(json.dumps({"chosen": chosen, "strategy_choice": strategy_choice}))
+        empty = tmp_path / f"out_{chosen}_{strategy_choice['chosen']}"
+        empty.mkdir()
+        p = _choice_cli(decision, vmfb, report, empty, ("tuned", host, analysis), ("codegen", host, "none"))
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode != 0 and len(lines) == 1 and words in lines[0], p.stderr
+        assert not list(empty.iterdir())
+
+
 def test_manifest_refuses_a_vmfb_the_runtime_cannot_load(modules, tmp_path):
     """Even with a report that vouches for it (sha256 matches), random bytes are no module."""
     module = ROOT / "codegen" / "testdata" / "small.mlirbc"

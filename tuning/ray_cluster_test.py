@@ -168,6 +168,21 @@ def test_a_local_instance_tunes_the_committed_record(tmp_path):
         "the local instance wrote a token to ~/.ray/auth_token, which later `ray start`s read"
 
 
+def test_a_refresh_that_resumes_keeps_a_record_whose_key_matches(tmp_path):
+    """`//tools:tune --stale-only`: given the committed record (key the tree's), the choice is
+    replayed: nothing measured, no Ray instance started, the record written byte for byte."""
+    from choice.ray_engine import LOCAL, choice_tune_command
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    before = set(Path("/tmp").glob("ray*"))
+    proc = subprocess.run(choice_tune_command(INPUTS, FILES, tmp_path, LOCAL, record=Path(ARGS[1])), cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert "replayed" in proc.stdout and "Ray cluster" not in proc.stderr, proc.stdout + proc.stderr
+    _assert_committed(tmp_path / "record.json")
+    assert set(Path("/tmp").glob("ray*")) <= before
+
+
 def test_a_node_with_another_toolchain_is_refused(tmp_path):
     """The driver's toolchain is checked on every node: a runner that is not the nodes' is named."""
     other = tmp_path / "hal_runner_riscv64"

@@ -126,17 +126,18 @@ def _execution_root(workspace: Path, bazel: list[str]) -> Path:
     return Path(out.stdout.strip())
 
 
-def _tune_on_ray(inputs_json: Path, execroot: Path, address: str, out: Path, run_cache: Path) -> Path:
+def _tune_on_ray(inputs_json: Path, execroot: Path, address: str, out: Path, run_cache: Path,
+                 record: Path | None = None) -> Path:
     """Runs the measured choice `inputs_json` describes (choice:defs.bzl choice_inputs: what
     measured_choice runs) from the execution root with --ray-address, writing into `out`;
     returns the record it wrote. `run_cache`: this refresh's qemu runs, shared by its choices
-    (perf/run_cache.py)."""
+    (perf/run_cache.py). `record`: the committed one, replayed if its key is the tree's."""
     i = json.loads(inputs_json.read_text())
     files = {k: execroot / v["path"] for k, v in i["files"].items()}
     where = "a Ray instance of this machine's own" if address == LOCAL else f"the Ray cluster at {address}"
     print(f"tune: measuring {i['record_name']} on {where}", file=sys.stderr)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    if subprocess.run(choice_tune_command(i, files, out, address, run_cache), cwd=execroot, env=env).returncode != 0:
+    if subprocess.run(choice_tune_command(i, files, out, address, run_cache, record), cwd=execroot, env=env).returncode != 0:
         raise RefreshError(f"choice.tune for {i['record_name']} on {address} failed (see above)")
     return out / "record.json"
 
@@ -153,11 +154,12 @@ def _commit(dest: Path, text: str, what: str) -> bool:
 
 
 def _refresh(workspace: Path, bazel: list[str], found: list[tuple[str, str, str]], kinds: tuple[str, ...],
-             ray_address: str | None) -> bool:
+             ray_address: str | None, stale_only: bool = False) -> bool:
     """Measures and commits the records of `found` (record_targets' triples) of `kinds`; whether
     tuning/strategies/recorded.bzl changed. On Ray, the tile choices share one directory of qemu
     runs (perf/run_cache.py): a sweep's variants that differ only in how they price a run's
-    counts (DRAM bandwidth) run it once."""
+    counts (DRAM bandwidth) run it once. `stale_only`: a record whose key is the tree's is kept
+    (replayed, the same bytes): an interrupted refresh resumes where it stopped."""
     bin_dir = workspace / "bazel-bin"
     recorded_changed = False
     with scratch_directory("tune_runs_") as runs:
@@ -169,22 +171,27 @@ def _refresh(workspace: Path, bazel: list[str], found: list[tuple[str, str, str]
             if suffix == MEASURED_SUFFIX and ray_address:
                 _build(workspace, bazel, [f"//{pkg}:{name}{CHOICE_INPUTS_SUFFIX}" for pkg, name in pairs])
                 execroot = _execution_root(workspace, bazel)
+            elif suffix == STRATEGY_SUFFIX and stale_only:  # the shipped choice: replayed where its key matches
+                _build(workspace, bazel, [f"//{pkg}:{name}" for pkg, name in pairs])
             else:
                 _build(workspace, bazel, [f"//{pkg}:{name}{suffix}" for pkg, name in pairs])
             for pkg, name in pairs:
                 if suffix == MEASURED_SUFFIX:
+                    records_dir = SWEEP_RECORDS_DIR if name in sweeps else RECORDS_DIR
+                    committed = workspace / records_dir / f"{name}.json"
                     if ray_address:
                         with scratch_directory("tune_ray_") as tmp:
-                            record = load_record(_tune_on_ray(bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json",
-                                                              execroot, ray_address, Path(tmp), Path(runs)))
+                            record = load_record(_tune_on_ray(
+                                bin_dir / pkg / f"{name}{CHOICE_INPUTS_SUFFIX}.json", execroot, ray_address,
+                                Path(tmp), Path(runs), committed if stale_only and committed.is_file() else None))
                     else:
                         record = load_record(bin_dir / pkg / f"{name}{suffix}.record.json")  # validated first
                     measured = sum(r.measured is not None for c in record.results.values() for r in c.values())
-                    records_dir = SWEEP_RECORDS_DIR if name in sweeps else RECORDS_DIR
-                    _commit(workspace / records_dir / f"{name}.json", dump_record(record),
+                    _commit(committed, dump_record(record),
                             f"{len(record.results)} dispatches, {measured} candidates measured")
                 else:
-                    strategy = load_strategy_record(bin_dir / pkg / f"{name}{suffix}.strategy_record.json")
+                    built = f"{name}.strategy_record.json" if stale_only else f"{name}{suffix}.strategy_record.json"
+                    strategy = load_strategy_record(bin_dir / pkg / built)
                     _commit(workspace / STRATEGIES_DIR / f"{name}.json", dump_strategy_record(strategy),
                             f"chose {strategy.choice['chosen']}")
             if suffix == STRATEGY_SUFFIX:
@@ -213,9 +220,15 @@ def main(argv: list[str] | None = None) -> int:
                         "the strategy records are measured by the build")
     p.add_argument("--in-build", action="store_true",
                    help="measure the tile records in the build's own measured-choice actions, without Ray")
+    p.add_argument("--stale-only", action="store_true",
+                   help="keep every record whose key is the tree's (replayed, nothing measured) and measure the "
+                        "others: resumes an interrupted refresh (e.g. a sweep's, variant by variant)")
     a = p.parse_args(argv)
     if a.in_build:
         a.ray_address = None
+    if a.in_build and a.stale_only:
+        p.error("--stale-only replays committed tile records on Ray's path; the build's own choice "
+                "already replays them (build //<package>:<name>_analysis)")
     with OneLineErrors("tune", " ".join(a.targets), (RefreshError, RecordError)) as cli:
         ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
         if not ws:
@@ -224,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         bazel = [str(workspace / a.bazel)]
         found = record_targets(workspace, bazel, a.targets)
         kinds = {"tiles": (MEASURED_SUFFIX,), "strategies": (STRATEGY_SUFFIX,)}.get(a.only, (MEASURED_SUFFIX, STRATEGY_SUFFIX))
-        changed = _refresh(workspace, bazel, found, kinds, a.ray_address)
+        changed = _refresh(workspace, bazel, found, kinds, a.ray_address, a.stale_only)
         # A strategy choice that now records a tiled strategy (TILED_STRATEGIES) makes its own
         # tile choice appear: measure it, then that pipeline's strategy choice again (its
         # candidate is now the tiled build). Twice at most: a choice that keeps moving is a bug.
@@ -241,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tune: the strategy records now ship {len(new)} tiled strategies' builds: measuring their tiles",
                   file=sys.stderr)
             changed = _refresh(workspace, bazel, [t for t in new if t[2] == MEASURED_SUFFIX] + [
-                t for t in again if t[2] == STRATEGY_SUFFIX and t[1] in owners], kinds, a.ray_address)
+                t for t in again if t[2] == STRATEGY_SUFFIX and t[1] in owners], kinds, a.ray_address, a.stale_only)
         if a.only != "strategies":
             # The tile records of tiled strategies no refreshed pipeline ships any more.
             final = record_targets(workspace, bazel, a.targets)
