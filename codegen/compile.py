@@ -500,6 +500,28 @@ def write_failure_record(err: CompileError, module: Path, target_path: Path, out
             directory.mkdir(parents=True, exist_ok=True)
 
 
+def module_problem(module: Path) -> str | None:
+    """Why `module` is no model to compile, or None. Asked only after iree-compile failed, so that
+    an empty, truncated or function-less module is named as the culprit instead of IREE's pass
+    ("outer module does not contain a vm.module op", "attempting to parse 598 bytes")."""
+    data = module.read_bytes()
+    if not data.strip():
+        return "empty module file"
+    from iree.compiler import ir
+
+    try:
+        mod = ir.Module.parse(data if module.suffix == ".mlirbc" else data.decode(), ir.Context())
+    except Exception as err:  # noqa: BLE001 - MLIR raises a generic error
+        return f"not a readable MLIR module ({first_line(err)})"
+    for op in mod.body.operations:
+        op = op.operation
+        if op.name not in ("func.func", "util.func") or len(op.regions[0].blocks) == 0:
+            continue
+        if "sym_visibility" not in op.attributes or ir.StringAttr(op.attributes["sym_visibility"]).value == "public":
+            return None
+    return "no public function with a body: nothing to compile"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m codegen.compile", description=__doc__.splitlines()[0])
     p.add_argument("--module", required=True, type=Path, help="linalg MLIR (.mlirbc or text)")
@@ -537,6 +559,10 @@ def main(argv: list[str] | None = None) -> int:
             r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
                                a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code, a.out_layout)
         except CompileError as err:
+            problem = module_problem(a.module) if err.diagnostics else None
+            if problem is not None:
+                kept = f" (IREE's diagnostics kept in {a.keep_temps})" if a.keep_temps else ""
+                raise CompileError(f"{a.module}: {problem}{kept}") from None
             if not (a.record_failure and err.diagnostics):  # only IREE's own refusals are recorded
                 raise
             write_failure_record(err, a.module, a.target, a.out_vmfb, a.out_configs, a.out_report,

@@ -189,7 +189,22 @@ def _analysis_negative_prediction(p):
     return compile_("--analysis", "a.json"), "a.json", "predicted_cycles"
 
 
-CASES = [_report_is_module, _vmfb_is_configs, _vmfb_hard_link_of_target, _report_symlink_to_module,
+def _module_empty(p):
+    # Own probe (issue 62): IREE's "outer module does not contain a vm.module op" named no file.
+    p.write("e.mlirbc", "")
+    return compile_(module="e.mlirbc"), "e.mlirbc", "empty module file"
+
+
+def _module_unreadable(p):
+    return compile_(module="junk.mlir"), "junk.mlir", "not a readable MLIR module"
+
+
+def _module_without_a_function(p):
+    p.write("nofunc.mlir", "module {}\n")
+    return compile_(module="nofunc.mlir"), "nofunc.mlir", "no public function with a body"
+
+
+CASES = [_module_empty, _module_unreadable, _module_without_a_function, _report_is_module, _vmfb_is_configs, _vmfb_hard_link_of_target, _report_symlink_to_module,
          _configs_is_analysis, _binaries_dir_is_module, _code_dir_is_vmfb, _keep_temps_is_report,
          _keep_temps_full_directory, _keep_temps_working_directory, _keep_temps_existing_file, _vmfb_under_a_file,
          _report_is_a_directory, _target_cpu_unknown, _riscv_target_cpu_unknown, _target_flag_unknown,

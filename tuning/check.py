@@ -70,10 +70,20 @@ def _load(path: Path, model: type[BaseModel], what: str) -> BaseModel:
         raise RecordError(f"{path}: not {what}: field '{where}': {why}") from None
 
 
+def _record_files(committed: list[Path], what: str) -> dict[str, Path]:
+    """{record name: file} of --committed, or RecordError naming one that is no file (a directory
+    given for its files was reported as an orphan to delete)."""
+    for path in committed:
+        if not path.is_file():
+            raise RecordError(f"{path}: not a {what} file ({'a directory' if path.is_dir() else 'missing'}): "
+                              f"--committed takes the files themselves, e.g. tuning/records/*.json")
+    return {p.stem: p for p in committed}
+
+
 def check_keys(committed: list[Path], built: list[Path]) -> list[str]:
     """Problems, one line each (empty: every record matches its tree)."""
     problems = []
-    records = {p.stem: p for p in committed}
+    records = _record_files(committed, "tuning record")
     # A choice's outputs come together (analysis, markdown, record): its record is the one read.
     built_by_name = {p.name.removesuffix(BUILT_SUFFIX): p for p in built if p.name.endswith(BUILT_SUFFIX)}
     if not built_by_name:
@@ -113,7 +123,7 @@ STRATEGY_SUFFIX = ".strategy_record.json"  # <pipeline>_<target>.strategy_record
 def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> list[str]:
     """Problems with the strategy records, one line each (empty: they match the tree)."""
     problems = []
-    records = {p.stem: p for p in committed}
+    records = _record_files(committed, "strategy record")
     built_by_name = {p.name.removesuffix(STRATEGY_SUFFIX): p for p in built if p.name.endswith(STRATEGY_SUFFIX)}
     if not built_by_name:
         raise RecordError(f"no <pipeline>_<target>{STRATEGY_SUFFIX} among --built: nothing to check against")

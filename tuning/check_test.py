@@ -99,6 +99,18 @@ def test_records_test_refuses_an_edited_tile_record(tmp_path, capsys):
     assert "`bazel run //tools:tune -- //models:mlp_riscv`" in lines[0]
 
 
+def test_a_directory_given_for_the_committed_records_is_named(tmp_path, capsys):
+    """Own probe (issue 62): `--committed tuning/records` (the directory, not its files) said the
+    directory was an orphan record to delete."""
+    built = tmp_path / f"mlp_riscv{check.BUILT_SUFFIX}"
+    shutil.copy(RECORDS / "mlp_riscv.json", built)
+    for what in ("keys", "strategies"):
+        extra = ["--recorded-bzl", str(tmp_path / "recorded.bzl")] if what == "strategies" else []
+        assert check.main([what, "--committed", str(tmp_path), "--built", str(built), *extra]) == 1
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1 and f"{tmp_path}: not a " in lines[0] and "(a directory)" in lines[0], lines
+
+
 def test_a_record_without_its_hash_is_refused(tmp_path):
     record = tmp_path / "mlp_riscv.json"
     record.write_text(re.sub(r' "figures_sha256": "[0-9a-f]+",\n', "", (RECORDS / "mlp_riscv.json").read_text()))
