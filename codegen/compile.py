@@ -559,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
             r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
                                a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code, a.out_layout)
         except CompileError as err:
-            problem = module_problem(a.module) if err.diagnostics else None
+            # A candidate build (--record-failure) records whatever iree-compile refused, as before.
+            problem = module_problem(a.module) if err.diagnostics and not a.record_failure else None
             if problem is not None:
                 kept = f" (IREE's diagnostics kept in {a.keep_temps})" if a.keep_temps else ""
                 raise CompileError(f"{a.module}: {problem}{kept}") from None
