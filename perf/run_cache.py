@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import json
 import shutil
@@ -31,6 +32,18 @@ from perf import counts as cnt
 from perf import measure
 
 
+@functools.lru_cache(maxsize=4096)
+def _sha256_of(path: str, identity: tuple[int, int, int]) -> str:
+    return sha256_file(path)
+
+
+def _sha256(path: Path) -> str:
+    """sha256_file, once per file version: every run of a choice hashes the same qemu, plugin,
+    runner, library and inputs (hundreds of runs, the qemu binary alone tens of MB)."""
+    st = Path(path).stat()
+    return _sha256_of(str(Path(path).absolute()), (st.st_ino, st.st_size, st.st_mtime_ns))
+
+
 def run_key(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: Path, lib: Path,
             index: int, d: Dispatch, inputs: list[Path], out: Path, placement: int = 0) -> str:
     """The key of one perf.measure._run_dispatch call (its arguments, in its order)."""
@@ -38,15 +51,15 @@ def run_key(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: P
     if "-L" in args:  # perf.guest.qemu_command: the guest root, a directory of this run's own
         args[args.index("-L") + 1] = "<guest root>"
     return hashlib.sha256(json.dumps({
-        "qemu": sha256_file(Path(qemu_cmd[0])),
+        "qemu": _sha256(Path(qemu_cmd[0])),
         "qemu_args": args,
-        "plugin": sha256_file(plugin),
+        "plugin": _sha256(plugin),
         "plugin_args": list(plugin_args),
-        "runner": sha256_file(runner),
-        "library": sha256_file(lib),
+        "runner": _sha256(runner),
+        "library": _sha256(lib),
         "index": index,
         "dispatch": dataclasses.asdict(d),  # common.dispatch_layout.Dispatch
-        "inputs": [[Path(p).suffix, sha256_file(p)] for p in inputs],
+        "inputs": [[Path(p).suffix, _sha256(p)] for p in inputs],
         "placement": placement,
     }, sort_keys=True, default=str).encode()).hexdigest()
 
