@@ -10,7 +10,8 @@
         --candidate ukernels M_uk.vmfb M_uk.report.json T_uk.target.yaml none ... \\
         [--code tuned M_tuned.code --code ukernels M_uk.code ...]
 
-    [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME --qemu qemu-riscv64]
+    [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME --qemu qemu-riscv64
+     --layout tuned M_tuned.layout.json ... --default-build M_untuned.vmfb M_untuned.report.json M_untuned.layout.json]
 
 `model_pipeline(strategies = {target: "measured" | "auto"})`: each candidate is a complete build of the same module for
 the same target under one lowering strategy. The chosen one has the fewest cycles for
@@ -25,7 +26,10 @@ one call of the model (each dispatch's cycles times its calls), ties to the earl
   total; when the first candidate (the baseline) is left out, the baseline is kept: nothing
   is known to beat it. With `--confirm` (riscv "auto"), a choice other than the first
   candidate is kept only if it also runs in fewer memory-aware cycles than the first, both measured
-  by perf.measure on the description's core model: the code model proposes (it misprices some
+  by perf.measure on the description's core model (each candidate's own vmfb, with the layout its
+  compile wrote, --layout; IREE's default build, the energy reference, --default-build): the
+  builds measured are the compile actions' outputs, the bytes that ship; nothing is compiled
+  again. Only a stale record's missing builds are compiled here. The code model proposes (it misprices some
   guarded loop nests, ResNet-18's data-tiled and microkernel builds among them), and one
   measurement of two builds decides; a model the code model keeps at the first runs nothing.
 Every candidate's figure, every exclusion and the reason are recorded in the decision
@@ -40,7 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 from pathlib import Path
 
 from common.errors import OneLineErrors, first_line
@@ -242,30 +246,38 @@ class Measured(NamedTuple):
     energy_pj: float
 
 
+class Build(NamedTuple):
+    """One compiled build as `confirm_by_measurement` measures it: the vmfb a compile action wrote
+    (a Bazel candidate, or one this tool compiled for a stale record), its compile report and
+    the layout that compile read from its own IR (codegen.compile --out-layout)."""
+    target: Path
+    analysis: Path | None
+    vmfb: Path
+    report: Path
+    layout: Path
+
+
 class Measure:
-    """How `confirm_by_measurement` runs a build: perf.measure on the module's own accelerator."""
+    """How `confirm_by_measurement` runs a build: perf.measure of its own vmfb on the module's own
+    accelerator. Nothing is compiled here: the bytes measured are the bytes a compile action
+    wrote, the bytes that ship when the build is chosen."""
 
     def __init__(self, module: Path, hardware: Path, runner: Path, plugin: Path, model_name: str,
                  qemu: Path):
         self.module, self.hardware, self.runner, self.plugin = module, hardware, runner, plugin
         self.model_name, self.qemu = model_name, qemu
 
-    def __call__(self, target: Path, analysis: Path | None, compiled: Path | None = None) -> Measured:
-        """Memory-aware cycles and energy of one call of the build on the description's core model
-        and caches; with `compiled` (the build's codegen report), of exactly the executables it records."""
-        from codegen.compile import CompileError, compile_for_measurement
+    def __call__(self, build: Build) -> Measured:
+        """Memory-aware cycles and energy of one call of `build` on the description's core model and
+        caches, of exactly the executables its compile report records."""
         from common.codegen_report import ReportError, load_codegen_report
-        from common.scratch import scratch_directory
         from perf.measure import MEASURE_ERRORS, measure
 
         try:
-            shipped = load_codegen_report(compiled).executables_sha256 if compiled is not None else None
-            with scratch_directory("choose_build_") as tmp:
-                # Compiled by codegen; perf runs the vmfb with the layout that compile read.
-                vmfb, layout, _ = compile_for_measurement(self.module, target, analysis, Path(tmp))
-                report = measure(self.module, target, analysis, [self.hardware], self.runner, self.plugin,
-                                 self.model_name, shipped=shipped, qemu=self.qemu, vmfb=vmfb, layout=layout)
-        except (ReportError, CompileError) as err:
+            shipped = load_codegen_report(build.report).executables_sha256
+            report = measure(self.module, build.target, build.analysis, [self.hardware], self.runner, self.plugin,
+                             self.model_name, shipped=shipped, qemu=self.qemu, vmfb=build.vmfb, layout=build.layout)
+        except ReportError as err:
             raise ChoiceError(first_line(err)) from None
         except MEASURE_ERRORS as err:
             raise ChoiceError(first_line(err)) from None
@@ -275,8 +287,8 @@ class Measure:
         return Measured(run.inference_memory_aware_cycles, run.inference_energy_pj)
 
 
-def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Path, Path | None]],
-                           measure) -> str:
+def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, Build], default: Callable[[], Build],
+                           measure: Callable[[Build], Measured]) -> str:
     """The code model proposes, the measurement decides. Measured against the baseline (the first
     candidate): the code model's choice when it is not the baseline, and every candidate the code
     model could not cost (a run-time trip count, say), which is otherwise never compared. The one
@@ -284,9 +296,9 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     energy than IREE's default build (issue 58: the baseline's target with IREE's own
     configurations, measured too, recorded as DEFAULT_STRATEGY; a faster build that moves more
     bytes through DRAM, such as one of many small dispatches, is not shipped over it) is chosen,
-    else the baseline. `builds`: strategy ->
-    (target, analysis or None[, codegen report]), the baseline first; `measure(target,
-    analysis[, report])` -> Measured of one call of that build. Adds what was measured to
+    else the baseline. `builds`: strategy -> its Build, the baseline first; `default()`: IREE's
+    default build (asked for only when something is measured); `measure(build)` -> Measured of
+    one call of that build. Adds what was measured to
     `record`; returns what is chosen. The baseline is measured first: when that fails (no qemu, a
     broken runner) the error stands; a contender that fails to run is left out and the record
     says why."""
@@ -295,12 +307,12 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     contenders = ([chosen] if chosen != baseline else []) + [s for s in unpriced if s != chosen]
     if not contenders:
         return chosen
-    measured = {baseline: measure(*builds[baseline])}
-    default = measured[DEFAULT_STRATEGY] = measure(builds[baseline][0], None)
+    measured = {baseline: measure(builds[baseline])}
+    default = measured[DEFAULT_STRATEGY] = measure(default())
     notes = []
     for strategy in contenders:
         try:
-            measured[strategy] = measure(*builds[strategy])
+            measured[strategy] = measure(builds[strategy])
         except ChoiceError as err:
             notes.append(f"{strategy} could not be measured against it ({err})")
     record["measured"] = {s: round(m.cycles) for s, m in measured.items()}
@@ -328,25 +340,36 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, tuple[Pa
     return baseline
 
 
-def _compile_missing(module: Path, by_strategy: dict[str, list[Path | None]], work: Path) -> None:
-    """Compiles, into `work`, every candidate given without its build (`none`), as
-    `codegen.compile --out-code --record-failure` would; fills in its vmfb and report."""
+def _compile_build(module: Path, strategy: str, target: Path, analysis: Path | None, work: Path,
+                   layout: bool) -> tuple[Path, Path, Path | None]:
+    """(vmfb, report, layout or None) of one build compiled into `work/builds/<strategy>`, as
+    `codegen.compile --out-code --record-failure [--out-layout]` would write them."""
     from codegen.compile import CompileError, compile_module, write_failure_record
 
+    out = work / "builds" / strategy
+    out.mkdir(parents=True)
+    vmfb, configs, report, code, layout_json = (out / "build.vmfb", out / "build.configs.mlir", out / "build.report.json",
+                                                out / "build.code", out / "build.layout.json" if layout else None)
+    try:
+        compile_module(module, target, analysis, vmfb, configs, report, None, False, None, code, layout_json)
+    except CompileError as err:
+        if not err.diagnostics:  # only IREE's own refusals leave a candidate out
+            raise ChoiceError(f"{strategy}: {first_line(err)}") from None
+        write_failure_record(err, module, target, vmfb, configs, report, None, code, analysis, layout_json)
+    return vmfb, report, layout_json
+
+
+def _compile_missing(module: Path, by_strategy: dict[str, list[Path | None]], work: Path,
+                     layouts: dict[str, Path] | None = None) -> None:
+    """Compiles, into `work`, every candidate given without its build (`none`): the builds a
+    replayed record did not need, needed because it is stale. Fills in its vmfb and report; with
+    `layouts` (--confirm), also its layout there."""
     for strategy, files in by_strategy.items():
-        if files[0] is not None:
-            continue
-        out = work / "builds" / strategy
-        out.mkdir(parents=True)
-        vmfb, configs, report, code = (out / "build.vmfb", out / "build.configs.mlir",
-                                       out / "build.report.json", out / "build.code")
-        try:
-            compile_module(module, files[2], files[3], vmfb, configs, report, None, False, None, code)
-        except CompileError as err:
-            if not err.diagnostics:  # only IREE's own refusals leave a candidate out
-                raise ChoiceError(f"{strategy}: {first_line(err)}") from None
-            write_failure_record(err, module, files[2], vmfb, configs, report, None, code, files[3])
-        files[0], files[1] = vmfb, report
+        if files[0] is None:
+            files[0], files[1], layout = _compile_build(module, strategy, files[2], files[3], work,
+                                                        layouts is not None)
+            if layouts is not None:
+                layouts[strategy] = layout
 
 
 def _replay(record_path: Path, key, by_strategy: dict[str, list[Path | None]]) -> tuple[dict | None, str]:
@@ -387,6 +410,12 @@ def main(argv: list[str] | None = None) -> int:
                         "(perf.measure on HARDWARE's core model) and keep the choice only if faster")
     p.add_argument("--qemu", type=Path,
                    help="--confirm: qemu-riscv64 that loads the plugin (//tools/qemu:qemu-riscv64)")
+    p.add_argument("--layout", nargs=2, action="append", default=[], metavar=("STRATEGY", "LAYOUT"),
+                   help="--confirm: the layout that candidate's compile wrote (codegen.compile --out-layout); "
+                        "every candidate given with its build needs one: its own vmfb is what is measured")
+    p.add_argument("--default-build", nargs=3, type=Path, metavar=("VMFB", "REPORT", "LAYOUT"),
+                   help="--confirm: IREE's defaults for the first candidate's target (the energy reference), "
+                        "as compiled; without it, compiled here when a measurement needs it")
     p.add_argument("--record-name", help="code-cycles: key the choice as this pipeline target's strategy "
                    "record (tuning/strategies/<name>.json), written as --record-out")
     p.add_argument("--record", type=Path, help="the committed strategy record: replayed when its key is "
@@ -409,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--confirm confirms a code-cycles choice")
     if a.confirm and a.qemu is None:
         p.error("--confirm needs --qemu")
+    if (a.layout or a.default_build) and not a.confirm:
+        p.error("--layout and --default-build are what --confirm measures")
     if not 0 <= a.margin < 1:
         p.error(f"--margin {a.margin}: a fraction of the first candidate's cycles, in [0, 1)")
     keyed = [f for f in ("record", "record_out", "refresh_target") if getattr(a, f) is not None]
@@ -435,7 +466,17 @@ def main(argv: list[str] | None = None) -> int:
                        "--out-chosen-report": a.out_chosen_report, "--record-out": a.record_out},
                       {"--module": a.module, "--hardware": a.hardware, "--record": a.record,
                        **{f"--candidate {s}": [f for f in files if f is not None] for s, files in by_strategy.items()},
-                       **{f"--code {s}": d for s, d in a.code}, "--confirm": (a.confirm or [None] * 3)[:3]})
+                       **{f"--code {s}": d for s, d in a.code}, "--confirm": (a.confirm or [None] * 3)[:3],
+                       **{f"--layout {s}": d for s, d in a.layout}, "--default-build": a.default_build})
+        layouts = {s: Path(d) for s, d in a.layout}
+        if a.confirm:
+            unknown = sorted(set(layouts) - set(by_strategy))
+            if unknown:
+                raise ChoiceError(f"--layout {unknown[0]}: not a candidate")
+            lacking = [s for s, files in by_strategy.items() if files[0] is not None and s not in layouts]
+            if lacking:
+                raise ChoiceError(f"--confirm: candidate {lacking[0]} has no --layout: its own vmfb is what "
+                                  "would be measured, and the layout its compile wrote says how to run it")
         _check_candidates(a.module, by_strategy, a.by)
         with scratch_directory("perf_choose_") as tmp:
             note = ""
@@ -466,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
                 if record is not None:
                     chosen = record["chosen"]
                 else:
-                    _compile_missing(a.module, by_strategy, Path(tmp))
+                    _compile_missing(a.module, by_strategy, Path(tmp), layouts if a.confirm else None)
                     code = {s: Path(d) for s, d in a.code}
                     code.update({s: files[1].parent / "build.code" for s, files in by_strategy.items()
                                  if files[1].is_relative_to(tmp)})
@@ -478,8 +519,19 @@ def main(argv: list[str] | None = None) -> int:
                                                     a.module, a.hardware, Path(tmp) / "cost", code, failed, a.margin)
                     if a.confirm:
                         hw, runner, plugin, model_name = a.confirm
+                        baseline = next(iter(by_strategy))
+
+                        def default() -> Build:
+                            if a.default_build is not None:
+                                vmfb, report, layout = a.default_build
+                            else:  # a stale record's: the one build no candidate action made
+                                vmfb, report, layout = _compile_build(a.module, DEFAULT_STRATEGY,
+                                                                      by_strategy[baseline][2], None, Path(tmp), True)
+                            return Build(by_strategy[baseline][2], None, vmfb, report, layout)
+
                         chosen = confirm_by_measurement(
-                            chosen, record, {s: (files[2], files[3], files[1]) for s, files in by_strategy.items()},
+                            chosen, record, {s: Build(files[2], files[3], files[0], files[1], layouts[s])
+                                             for s, files in by_strategy.items()}, default,
                             Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name, a.qemu))
             vmfb, report, _, _ = by_strategy[chosen]
             decision = StrategyDecision(chosen=chosen, strategy_choice=record)

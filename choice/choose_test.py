@@ -16,7 +16,7 @@ import yaml
 from common.perf_schema import CLASS_NAMES, CoreRun, DispatchPerf, PerfReport
 from perf import mca
 from perf.code_model import cost, errors
-from choice.choose import ChoiceError, Measured, choose, choose_by_code, confirm_by_measurement
+from choice.choose import Build, ChoiceError, Measured, choose, choose_by_code, confirm_by_measurement
 
 # Runfiles (args of the Bazel test): the host description, the host target and its
 # microkernel variant, a riscv target, the matmul module, @llvm19's llvm-mca (its directory is
@@ -205,7 +205,18 @@ def test_code_choice_on_real_code(tmp_path):
         choose_by_code([("ukernels", HOST_UKERNELS, None)], MATMUL, HOST_HW, tmp_path / "gone", code)
 
 
-_BUILDS = {"tuned": (Path("t.yaml"), Path("a.json")), "ukernels": (Path("t_uk.yaml"), None)}
+def _build(strategy: str, target: str, analysis: str | None) -> Build:
+    return Build(Path(target), Path(analysis) if analysis else None, Path(f"{strategy}.vmfb"),
+                 Path(f"{strategy}.report.json"), Path(f"{strategy}.layout.json"))
+
+
+_BUILDS = {"tuned": _build("tuned", "t.yaml", "a.json"), "ukernels": _build("ukernels", "t_uk.yaml", None)}
+# IREE's defaults for the baseline's target: the energy reference.
+_DEFAULT = _build("codegen", "t.yaml", None)
+
+
+def _default() -> Build:
+    return _DEFAULT
 
 
 def _priced(chosen):
@@ -219,18 +230,14 @@ def test_a_priced_choice_is_kept_only_if_measured_faster_than_the_baseline(measu
     """riscv "auto": the code model proposes, the measurement of the two builds decides (ResNet-18's
     microkernel build priced 0.66x of tuned measured 1.10x)."""
     runs = []
-    by_target = {target: s for s, (target, _) in _BUILDS.items()}
+    by_vmfb = {b.vmfb: s for s, b in {**_BUILDS, "codegen": _DEFAULT}.items()}
     record = _priced("ukernels")
 
-    def measure(target, analysis):
-        if (target, analysis) == (_BUILDS["tuned"][0], None):  # IREE's default: the energy reference
-            runs.append("codegen")
-            return Measured(120, 1000)
-        runs.append(by_target[target])
-        assert analysis == _BUILDS[by_target[target]][1]
-        return Measured(measured[by_target[target]], 1000)
+    def measure(build):
+        runs.append(by_vmfb[build.vmfb])
+        return Measured(120, 1000) if build == _DEFAULT else Measured(measured[by_vmfb[build.vmfb]], 1000)
 
-    assert confirm_by_measurement("ukernels", record, _BUILDS, measure) == kept
+    assert confirm_by_measurement("ukernels", record, _BUILDS, _default, measure) == kept
     assert runs == ["tuned", "codegen", "ukernels"] and record["measured"] == {**measured, "codegen": 120}
     assert record["chosen"] == kept and (kept == "ukernels") == (not record["reason"].startswith("tuned kept"))
 
@@ -240,10 +247,10 @@ def test_a_faster_choice_spending_more_energy_than_iree_default_keeps_the_baseli
     """Issue 58: channels-last builds of many small dispatches ran 3.4x faster than tuned and
     moved 4.3x the energy through DRAM (dilated_grouped_cnn); faster is not enough. The reference
     is IREE's default build (1000 here), not tuned (900)."""
-    tuned, ukernels = _BUILDS["tuned"], _BUILDS["ukernels"]
-    energies = {tuned: Measured(100, 900), (tuned[0], None): Measured(120, 1000), ukernels: Measured(50, energy)}
+    energies = {_BUILDS["tuned"]: Measured(100, 900), _DEFAULT: Measured(120, 1000),
+                _BUILDS["ukernels"]: Measured(50, energy)}
     record = _priced("ukernels")
-    assert confirm_by_measurement("ukernels", record, _BUILDS, lambda *build: energies[build]) == kept
+    assert confirm_by_measurement("ukernels", record, _BUILDS, _default, energies.__getitem__) == kept
     assert record["measured_energy_pj"] == {"tuned": 900, "codegen": 1000, "ukernels": energy}
     assert record["chosen"] == kept
     assert (kept == "tuned") == ("of the energy of IREE's default; " in record["reason"])
@@ -253,48 +260,50 @@ def test_a_faster_choice_spending_more_energy_than_iree_default_keeps_the_baseli
 def test_a_candidate_the_code_model_could_not_cost_is_measured(cycles, energy, kept):
     """mobilenet_v2's channels-last build: one dispatch with a run-time trip count left it out of
     the code model's comparison; on riscv the measurement still judges it (IREE's refusals not)."""
-    builds = {**_BUILDS, "datatiling": (Path("t_dt.yaml"), None)}
-    figures = {builds["tuned"]: Measured(100, 1000), (builds["tuned"][0], None): Measured(110, 1000),
+    builds = {**_BUILDS, "datatiling": _build("datatiling", "t_dt.yaml", None)}
+    figures = {builds["tuned"]: Measured(100, 1000), _DEFAULT: Measured(110, 1000),
                builds["datatiling"]: Measured(cycles, energy)}
     record = _priced("tuned")
     record["excluded"] = {"datatiling": "1 dispatch(es) not costable, e.g. d3: loop %bb2: its trip count is a run-time value",
                           "ukernels": "IREE could not compile it: failed to legalize"}
     runs = []
 
-    def measure(*build):
+    def measure(build):
         runs.append(build)
         return figures[build]
 
-    assert confirm_by_measurement("tuned", record, builds, measure) == kept
-    assert runs == [builds["tuned"], (builds["tuned"][0], None), builds["datatiling"]]
+    assert confirm_by_measurement("tuned", record, builds, _default, measure) == kept
+    assert runs == [builds["tuned"], _DEFAULT, builds["datatiling"]]
     assert record["chosen"] == kept and record["measured"] == {"tuned": 100, "codegen": 110, "datatiling": cycles}
     assert ("not costable by the code model" in record["reason"])
 
 
 def test_the_baseline_kept_by_the_code_model_runs_nothing():
+    """Nothing measured, and IREE's default build not even asked for (a stale record would compile it)."""
     record = _priced("tuned")
-    assert confirm_by_measurement("tuned", record, _BUILDS, lambda *_: pytest.fail("measured")) == "tuned"
+    assert confirm_by_measurement("tuned", record, _BUILDS, lambda: pytest.fail("asked for the default build"),
+                                  lambda *_: pytest.fail("measured")) == "tuned"
     assert "measured" not in record
 
 
 def test_a_choice_that_cannot_be_measured_keeps_the_baseline():
-    def measure(target, analysis):
-        if target == _BUILDS["ukernels"][0]:
+    def measure(build):
+        if build == _BUILDS["ukernels"]:
             raise ChoiceError("qemu-riscv64 aborted")
         return Measured(100, 1000)
 
     record = _priced("ukernels")
-    assert confirm_by_measurement("ukernels", record, _BUILDS, measure) == "tuned"
+    assert confirm_by_measurement("ukernels", record, _BUILDS, _default, measure) == "tuned"
     assert record["chosen"] == "tuned" and "qemu-riscv64 aborted" in record["reason"]
 
 
 def test_a_baseline_that_cannot_be_measured_is_an_error():
     """No qemu or a broken runner fails the baseline's run too: an error, not a silent keep."""
-    def measure(target, analysis):
+    def measure(build):
         raise ChoiceError("qemu-riscv64 not found")
 
     with pytest.raises(ChoiceError, match="qemu-riscv64 not found"):
-        confirm_by_measurement("ukernels", _priced("ukernels"), _BUILDS, measure)
+        confirm_by_measurement("ukernels", _priced("ukernels"), _BUILDS, _default, measure)
 
 
 if __name__ == "__main__":
@@ -374,3 +383,81 @@ def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, caps
     assert len(err) == 1 and "edited.json: its figures do not match its choice_sha256" in err[0], err
     assert "`bazel run //tools:tune -- //models:matmul_host` rewrites it" in err[0]
     assert not any((tmp_path / "bad3").iterdir())
+
+
+def test_confirm_measures_the_candidates_own_builds_and_compiles_nothing(tmp_path, monkeypatch, capsys):
+    """Issue 63: what --confirm measures is each candidate's own compile (the vmfb that ships if it
+    is chosen, a cached Bazel action) with the layout that compile wrote; choice compiles nothing.
+    Only a stale record's missing build, IREE's default among them, is compiled here."""
+    import types
+
+    import codegen.compile
+    import perf.measure
+    from choice import choose as choose_module
+    from common.targets import load_target
+
+    targets, builds = {}, {}
+    for strategy in ("channelslast", "datatiling", "codegen"):
+        target = tmp_path / f"{strategy}.target.yaml"
+        derived = load_target(RISCV_TARGET)
+        if strategy != "codegen":
+            derived = derived.with_strategy(strategy)
+        target.write_text(yaml.safe_dump(derived.model_dump(mode="json"), sort_keys=False))
+        targets[strategy] = target
+        out = tmp_path / strategy
+        codegen.compile.compile_module(MATMUL, target, None, out / "b.vmfb", out / "b.mlir", out / "b.json",
+                                       out_layout=out / "b.layout.json")
+        builds[strategy] = out
+    compiles, measured = [], []
+    real_compile = codegen.compile.compile_module
+    monkeypatch.setattr(codegen.compile, "compile_module",
+                        lambda module, target, *rest, **kw: compiles.append(Path(target).name)
+                        or real_compile(module, target, *rest, **kw))
+    cycles = {"channelslast": 100, "datatiling": 80, "codegen": 120}
+
+    def fake_measure(module, target, analysis, hardware, runner, plugin, model_name, *, shipped, qemu, vmfb, layout):
+        given = next((s for s, out in builds.items() if vmfb == out / "b.vmfb"), None)
+        strategy = given or vmfb.parent.name  # else compiled here, into builds/<strategy>/
+        assert layout == vmfb.with_name("b.layout.json" if given else "build.layout.json")
+        measured.append(strategy)
+        run = types.SimpleNamespace(inference_memory_aware_cycles=cycles[strategy], inference_energy_pj=1000)
+        return types.SimpleNamespace(runs=[run])
+
+    monkeypatch.setattr(perf.measure, "measure", fake_measure)
+    monkeypatch.setattr(choose_module, "choose_by_code", lambda *a, **kw: (
+        "datatiling", {"by": "code", "candidates": {"channelslast": 100, "datatiling": 60}, "chosen": "datatiling",
+                       "reason": "priced"}))
+    tools = [tmp_path / n for n in ("hw.yaml", "runner", "plugin.so", "qemu")]
+    for t in tools:
+        t.write_text("")
+    given = lambda s: ("--candidate", s, builds[s] / "b.vmfb", builds[s] / "b.json", targets[s], "none")
+    layout = lambda s: ("--layout", s, builds[s] / "b.layout.json")
+
+    def run(out, *extra):
+        argv = ["--by", "code-cycles", "--hardware", str(HOST_HW), "--module", str(MATMUL),
+                "--llvm-bin", str(LLVM_MCA.absolute().parent),
+                "--confirm", str(tools[0]), str(tools[1]), str(tools[2]), "m", "--qemu", str(tools[3]),
+                "--out-choice", str(out / "m.choice.json"), "--out-chosen-vmfb", str(out / "m.chosen.vmfb"),
+                "--out-chosen-report", str(out / "m.chosen.report.json"), *map(str, extra)]
+        out.mkdir()
+        return choose_module.main(argv)
+
+    # Every build given: three measured, none compiled, the chosen vmfb the candidate's own bytes.
+    assert run(tmp_path / "given", *given("channelslast"), *given("datatiling"), *layout("channelslast"), *layout("datatiling"),
+               "--default-build", builds["codegen"] / "b.vmfb", builds["codegen"] / "b.json",
+               builds["codegen"] / "b.layout.json") == 0
+    assert compiles == [] and measured == ["channelslast", "codegen", "datatiling"]
+    assert (tmp_path / "given" / "m.chosen.vmfb").read_bytes() == (builds["datatiling"] / "b.vmfb").read_bytes()
+
+    # Without --default-build, IREE's default is the one build compiled here (a stale record's).
+    measured.clear()
+    assert run(tmp_path / "compiled", *given("channelslast"), *given("datatiling"), *layout("channelslast"),
+               *layout("datatiling")) == 0
+    assert compiles == ["channelslast.target.yaml"] and measured == ["channelslast", "codegen", "datatiling"]
+
+    # A built candidate without the layout its compile wrote: one line, nothing written.
+    capsys.readouterr()
+    assert run(tmp_path / "bad", *given("channelslast"), *given("datatiling"), *layout("channelslast")) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "candidate datatiling has no --layout" in err[0], err
+    assert not any((tmp_path / "bad").iterdir())

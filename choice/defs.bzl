@@ -367,6 +367,22 @@ def _code_strategy_choice_impl(ctx):
         args.add_all("--confirm", [ctx.file.hardware, ctx.file._runner, ctx.file._plugin, module.model_name])
         args.add("--qemu", ctx.file._qemu)
         inputs += [ctx.file._runner, ctx.file._plugin, ctx.file._qemu]
+        # What is measured is each candidate's own compile: the vmfb that ships if it is chosen.
+        for strategy in ctx.attr.strategies:
+            if strategy in built:
+                compiled = built[strategy][CompiledModuleInfo]
+                if compiled.layout == None:
+                    fail("%s: confirm measures %s's build, whose target has no accelerator (no layout)" % (ctx.label, strategy))
+                args.add_all("--layout", [strategy, compiled.layout])
+                inputs.append(compiled.layout)
+        if ctx.attr.default_compiled:
+            default = ctx.attr.default_compiled[CompiledModuleInfo]
+            if default.layout == None:
+                fail("%s: `default_compiled` has no layout: not an accelerator's build" % ctx.label)
+            args.add_all("--default-build", [default.vmfb, default.report, default.layout])
+            inputs += [default.vmfb, default.report, default.layout]
+    elif ctx.attr.default_compiled:
+        fail("%s: `default_compiled` is what `confirm` measures" % ctx.label)
     outputs = []
     if ctx.attr.record_name:
         record_out = ctx.actions.declare_file(ctx.label.name + ".strategy_record.json")
@@ -408,6 +424,7 @@ _code_strategy_choice = rule(
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"]),
         "margin": attr.string(default = HOST_CODE_MARGIN, doc = "another strategy replaces the first only below (1 - margin) x its code-model cycles"),
         "confirm": attr.bool(default = False, doc = "riscv: keep another strategy only if also measured faster than the first (perf.measure on `hardware`)"),
+        "default_compiled": attr.label(providers = [CompiledModuleInfo], doc = "confirm: IREE's defaults for the first candidate's target, the energy reference (without it, compiled by the choice when a stale record needs it)"),
         "record_name": attr.string(doc = "<pipeline>_<target>: key the choice; writes <name>.strategy_record.json"),
         "refresh_target": attr.string(doc = "the label //tools:tune refreshes the record with"),
         "records_ignored": attr.bool(doc = "no `record` on purpose: the choice that makes the record"),
@@ -421,7 +438,7 @@ _code_strategy_choice = rule(
     }, **LLVM_ATTRS),
 )
 
-def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, record = None, record_name = None, unbuilt_targets = {}, records_ignored = False, **kwargs):
+def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, default_compiled = None, record = None, record_name = None, unbuilt_targets = {}, records_ignored = False, **kwargs):
     """<name>.vmfb + <name>.manifest.json: of builds of one module under several lowering
     strategies, the one with the fewest cycles for one call of the model by the static code
     model (perf/code_model/) on `hardware`'s `model_core`; no run of the code. A build the code
@@ -436,8 +453,11 @@ def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, 
         every candidate's, or (with `record`) at least the baseline's and the recorded choice's.
       hardware: the description whose `model_core` prices the code.
       confirm: (riscv) when the code model prefers another build to the baseline, measure both
-        (perf.measure: qemu counts, model cycles on `hardware`'s core model) and keep the other
-        only if it is measured faster.
+        (perf.measure of each build's own vmfb: qemu counts, model cycles on `hardware`'s core
+        model) and keep the other only if it is measured faster.
+      default_compiled: (confirm) the iree_compile of IREE's defaults for the baseline's target,
+        measured as the energy reference; without it (a replayed record, which measures nothing),
+        a stale record's choice compiles it itself.
       record: the committed strategy record (tuning/strategies/<record_name>.json): when its key
         is the tree's the choice is replayed from it; otherwise every candidate is measured,
         the missing builds compiled by the choice itself, and it says so.
@@ -469,6 +489,7 @@ def code_strategy_choice(name, strategies, compiled, hardware, confirm = False, 
         unbuilt_targets = {target: strategy for strategy, target in unbuilt_targets.items()},
         hardware = hardware,
         confirm = confirm,
+        default_compiled = default_compiled,
         record = record,
         record_name = record_name,
         records_ignored = records_ignored,

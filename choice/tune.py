@@ -49,7 +49,6 @@ import argparse
 import concurrent.futures
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.hardware import HardwareError, load_hardware
@@ -57,21 +56,19 @@ from analysis.candidates import REDUCTION_BLOCKED
 from analysis.cost_model import FEATURES
 from common.analysis_schema import Analysis, Candidate, CodePriceTerm, Cost, Dispatch, MeasuredChoice, Summary
 from common.calibration_schema import CodeModelCalibration
-from codegen.compile import CompileError
 from common.errors import OneLineErrors, first_line
 from common.files import check_outputs, sha256_file, write_together
-from common.perf_schema import DispatchPerf
 from common.tuning_schema import TuningRecord
 from common.targets import TargetError, load_target
 from common.scratch import scratch_directory
 from choice.choose import clears_margin
 from choice.ray_engine import RayEngineError, connect
-from codegen.compile import compile_for_measurement
 from perf import mca
-from perf.code_model.cost import module_call_cycles
-from perf.code_model.errors import CodeCostError
 from choice import records
-from perf.measure import MEASURE_ERRORS, PerfError, measure
+from perf.measure import MEASURE_ERRORS
+# What measures and prices a round (compiles it with codegen, runs it with perf): choice
+# decides from what they return and compiles or runs nothing itself.
+from perf.rounds import CODE_ROUND_ERRORS, CodeCostRound, MeasureRound, Measured
 from perf.run_cache import RunCache
 
 DEFAULT = "iree-default"
@@ -192,12 +189,12 @@ def code_rank(analysis: Analysis, cost_round, ranked: int) -> tuple[Analysis, li
         if j == 0:
             try:
                 results = [(todo, run(todo, "1"), None)]
-            except (CompileError, CodeCostError) as err:
+            except CODE_ROUND_ERRORS as err:
                 log.append(f"code model cannot cost the module with IREE's defaults: {first_line(err)}")
                 errors = {(d, c): f"module not costable: {first_line(err)}" for d, names in lists.items() for c in names}
                 break
         else:
-            results = _bisected(todo, run, (CompileError, CodeCostError))
+            results = _bisected(todo, run, CODE_ROUND_ERRORS)
         for group, costed, err in results:
             if err is not None:
                 if len(group) > 1:
@@ -234,67 +231,6 @@ def with_code_results(analysis: Analysis, cycles: dict[tuple[str, str], float],
                                  "code_error": errors.get((d.name, c.name))})
             for c in d.candidates]}))
     return analysis.model_copy(update={"dispatches": dispatches})
-
-
-class _CodeRound:
-    """Costs one round's analysis with the code model: dispatch -> model cycles of one call
-    (all workgroups)."""
-
-    def __init__(self, a: argparse.Namespace, core: str, work: Path):
-        self.a, self.core, self.work = a, core, work
-
-    def __call__(self, analysis: dict, only: set[str], tag: str):
-        target = load_target(self.a.target)
-        return module_call_cycles(self.a.module, Analysis.model_validate(analysis), target, self.core,
-                                  self.work / tag)
-
-
-class _Round:
-    """Measures one round's analysis on the accelerator's own core: dispatch -> model cycles."""
-
-    def __init__(self, a: argparse.Namespace, work: Path, executor=None):
-        self.a, self.work, self.executor = a, work, executor
-
-    def __call__(self, analysis: dict, only: set[str], tag: str,
-                 placements: tuple[int, ...] = (0,)) -> dict[str, "Measured"]:
-        path = self.work / f"{tag}.analysis.json"
-        path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
-        # Compiled by codegen (the vmfb and the layout its compile reads), run by perf from them.
-        try:
-            vmfb, layout, _ = compile_for_measurement(self.a.module, self.a.target, path, self.work / tag)
-        except CompileError as err:
-            raise PerfError(str(err)) from None
-        report = measure(self.a.module, self.a.target, path, [self.a.hardware], self.a.runner,
-                         self.a.plugin, self.a.model_name, self.a.jobs, only=only,
-                         inputs_dir=self.work / "inputs", qemu=self.a.qemu, placements=placements,
-                         vmfb=vmfb, layout=layout, executor=self.executor)
-        return {d.name: Measured.of(d, placements) for d in report.runs[0].dispatches}
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One candidate's measurement: what the choice decides by (`memory_aware_cycles`) and what it
-    records beside it."""
-
-    model_cycles: int
-    memory_aware_cycles: int
-    energy_pj: float
-    traffic_bytes: dict[str, int]  # level name -> bytes served to the level above + taken from it
-    # Memory-aware cycles under buffer placements 1..K-1 (placement_spread), when measured.
-    placement_memory_aware_cycles: tuple[int, ...] | None = None
-
-    @property
-    def dram_bytes(self) -> int:
-        return list(self.traffic_bytes.values())[-1]
-
-    @classmethod
-    def of(cls, d: DispatchPerf, placements: tuple[int, ...] = (0,)) -> "Measured | None":
-        if d.model_cycles is None or d.memory is None:
-            return None
-        by_placement = (tuple(d.placement_memory_aware_cycles[p] for p in placements)
-                        if placements != (0,) else None)
-        return cls(d.model_cycles, d.memory.cycles, d.memory.energy_pj,
-                   {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels}, by_placement)
 
 
 def placement_figures(m) -> list[int] | None:
@@ -846,7 +782,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             with scratch_directory("tune_") as tmp:
                 if a.code_ranked:
-                    analysis, log = code_rank(analysis, _CodeRound(a, hw.model_core, Path(tmp)), a.code_ranked)
+                    analysis, log = code_rank(analysis, CodeCostRound(a.module, a.target, hw.model_core, Path(tmp)),
+                                               a.code_ranked)
                 if a.by == "code-model":
                     result = choose_tiles_by_code(analysis, a.margin, hw.name, hw.model_core, a.code_ranked, term)
                 else:
@@ -856,7 +793,9 @@ def main(argv: list[str] | None = None) -> int:
                         executor = RunCache(executor or concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)),
                                             a.run_cache)
                     try:
-                        result, tune_log = tune(analysis, _Round(a, Path(tmp), executor), a.candidates, hw.name,
+                        result, tune_log = tune(analysis, MeasureRound(a.module, a.target, a.hardware, a.runner, a.plugin, a.qemu,
+                                                                         a.model_name, a.jobs, Path(tmp), executor),
+                                                a.candidates, hw.name,
                                                 hw.model_core, a.code_ranked, a.placements)
                     finally:
                         if executor is not None:

@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from common.analysis_schema import Analysis
 from perf.measure import PerfError
+from perf.rounds import Measured
 from codegen.compile import CompileError
 from perf.code_model.cost import CallCycles
 from perf.code_model.errors import CodeCostError
 from choice import records
-from choice.tune import (DEFAULT, Measured, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
+from choice.tune import (DEFAULT, TuneError, choose_tiles_by_code, code_choice_markdown, code_rank,
                        replay, round_assignments, shortlist, to_markdown, tune)
 
 LOOPS = [{"name": "d0", "bound": 16, "kind": "parallel"}, {"name": "d1", "bound": 16, "kind": "parallel"},

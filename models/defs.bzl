@@ -591,6 +591,7 @@ def _shipped(names, suffix, hardware, chosen, strategy_targets, recorded):
         code_strategy_choice(
             name = names.strategy_measured,
             compiled = {s: ":" + names.compiled[s] for s in candidates},
+            default_compiled = ":" + names.compiled[DEFAULT_STRATEGY] if measured else None,
             records_ignored = True,
             tags = ["manual"],
             **choice
@@ -610,6 +611,7 @@ def _shipped(names, suffix, hardware, chosen, strategy_targets, recorded):
             code_strategy_choice(
                 name = names.shipped,
                 compiled = {s: ":" + names.compiled[s] for s in candidates},
+                default_compiled = ":" + names.compiled[DEFAULT_STRATEGY] if measured else None,
                 **choice
             )
     else:
