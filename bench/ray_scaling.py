@@ -22,9 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,12 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from choice.ray_engine import choice_tune_command
+from choice.ray_engine import LoopbackCluster, RayEngineError, choice_tune_command
 from common.errors import OneLineErrors
 from common.files import write_together
 
 ROOT = Path(__file__).absolute().parent.parent  # the runfiles tree
-NODE_FLAGS = ["--disable-usage-stats", "--object-store-memory=100000000", "--node-ip-address=127.0.0.1"]
 TIMEOUT = 900
 # (name, CPUs of each node; none: local threads without Ray)
 CONFIGS = (("threads, no Ray (--jobs 2)", ()), ("Ray, 1 node x 1 CPU", (1,)),
@@ -48,59 +44,14 @@ class ScalingError(RuntimeError):
     """A run failed or measured other figures; the message says which."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class _Cluster:
-    """Nodes of `cpus` CPUs each on loopback (the first the head), stopped by `stop()`."""
-
-    def __init__(self, cpus: tuple[int, ...], env: dict):
-        self.tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's sockets need a short path
-        self.env = env
-        self.address = f"127.0.0.1:{_free_port()}"
-        self.blocked: list[subprocess.Popen] = []
-        self._ray("start", "--head", f"--port={self.address.split(':')[1]}", f"--temp-dir={self.tmp}",
-                  "--include-dashboard=false", f"--num-cpus={cpus[0]}", *NODE_FLAGS)
-        for n in cpus[1:]:
-            self.blocked.append(subprocess.Popen(
-                [sys.executable, "-m", "ray.scripts.scripts", "start", "--block", f"--address={self.address}",
-                 f"--num-cpus={n}", *NODE_FLAGS], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True))
-        deadline = time.monotonic() + 60
-        while self._nodes() < len(cpus):
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ScalingError(f"{len(cpus)} Ray nodes never joined at {self.address}")
-            time.sleep(1)
-
-    def _ray(self, *args: str) -> subprocess.CompletedProcess:
-        out = subprocess.run([sys.executable, "-m", "ray.scripts.scripts", *args], env=self.env,
-                             capture_output=True, text=True, timeout=120)
-        if out.returncode != 0 and args[0] == "start":
-            raise ScalingError(f"ray {args[0]} failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}")
-        return out
-
-    def _nodes(self) -> int:
-        out = self._ray("status", f"--address={self.address}")
-        return out.stdout.count("node_") if out.returncode == 0 else 0
-
-    def stop(self) -> None:
-        for p in self.blocked:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-                p.wait(timeout=30)
-        self._ray("stop", "--force")
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
 def _run(inputs: dict, files: dict[str, Path], cpus: tuple[int, ...], out: Path) -> float:
     """Wall seconds of one measured choice under `cpus` (see CONFIGS), its record in `out`."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
            "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-    cluster = _Cluster(cpus, env) if cpus else None
+    try:
+        cluster = LoopbackCluster(cpus, env) if cpus else None
+    except RayEngineError as err:
+        raise ScalingError(str(err)) from None
     try:
         cmd = choice_tune_command(inputs, files, out, cluster.address if cluster else "local")
         if cluster is None:  # the build's own path: no --ray-address, local threads

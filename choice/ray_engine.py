@@ -166,3 +166,108 @@ def connect(address: str, llvm_bin: Path, qemu: Path, plugin: Path, runner: Path
     print(f"choice.tune: Ray cluster at {address}: {len(nodes)} nodes, "
           f"{int(ray.cluster_resources().get('CPU', 0))} CPUs, every toolchain the driver's", file=sys.stderr)
     return RayExecutor(ray, temp_dir)
+
+
+# Loopback nodes: 100 MB of object store each (the tasks pass paths, not data), no usage stats.
+LOOPBACK_NODE_FLAGS = ("--disable-usage-stats", "--object-store-memory=100000000", "--node-ip-address=127.0.0.1")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LoopbackCluster:
+    """A Ray cluster of `cpus` nodes on this machine's loopback (the first the head), for the
+    cluster test and the scaling benchmark: each node a `ray start --block` in a process group
+    of its own, so `kill_node` is a real node loss and `stop()` ends these nodes alone. (`ray stop`
+    ends every Ray on the machine: a sweep measuring on its own local instance beside this
+    cluster was killed by it.)"""
+
+    def __init__(self, cpus: tuple[int, ...] = (1, 1), env: dict[str, str] | None = None, timeout_s: float = 60):
+        import subprocess
+
+        # Ray's unix sockets live under the temporary directory: Bazel's TEST_TMPDIR is too long.
+        # Authentication off on these loopback-only nodes, whatever ~/.ray holds (a token file
+        # there, which a local ray.init writes, turned it on for the head and not for the second).
+        self.tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+        self.env = {**(env if env is not None else os.environ), "RAY_USAGE_STATS_ENABLED": "0",
+                    "RAY_AUTH_MODE": "disabled"}
+        port = _free_port()
+        self.address = f"127.0.0.1:{port}"
+        self.nodes: list[subprocess.Popen] = []
+        try:
+            for i, n in enumerate(cpus):
+                where = (["--head", f"--port={port}", f"--temp-dir={self.tmp}", "--include-dashboard=false"]
+                         if i == 0 else [f"--address={self.address}"])
+                self.nodes.append(subprocess.Popen(
+                    [sys.executable, "-m", "ray.scripts.scripts", "start", "--block", *where, f"--num-cpus={n}",
+                     *LOOPBACK_NODE_FLAGS], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True))
+                self._wait(i + 1, timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait(self, count: int, timeout_s: float) -> None:
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while self.alive() < count:
+            exited = [i for i, p in enumerate(self.nodes) if p.poll() is not None]
+            if exited:
+                raise RayEngineError(f"{self.address}: node {exited[0]}'s `ray start` exited "
+                                     f"({self.nodes[exited[0]].returncode})")
+            if time.monotonic() > deadline:
+                raise RayEngineError(f"{self.address}: {count} nodes never joined in {timeout_s:.0f} s")
+            time.sleep(1)
+
+    def alive(self) -> int:
+        """The alive nodes `ray status` counts at this cluster's head (0: no head answers)."""
+        import subprocess
+
+        out = subprocess.run([sys.executable, "-m", "ray.scripts.scripts", "status", f"--address={self.address}"],
+                             env=self.env, capture_output=True, text=True, timeout=120)
+        return out.stdout.count("node_") if out.returncode == 0 else 0
+
+    def kill_node(self, index: int) -> None:
+        """SIGKILL to node `index`'s process group: its raylet, its workers and their tasks die at once."""
+        import signal
+
+        os.killpg(self.nodes[index].pid, signal.SIGKILL)
+        self.nodes[index].wait()
+
+    def stop(self) -> None:
+        """Ends these nodes (the head last) and removes their files; other Ray instances are left alone."""
+        import signal
+        import subprocess
+
+        for p in reversed(self.nodes):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+        for pid in self.leftovers():  # a process that left the node's group (a worker, say)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def leftovers(self) -> list[int]:
+        """Processes still running from this cluster: any whose command line names its directory."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                try:
+                    if self.tmp.encode() in (entry / "cmdline").read_bytes():
+                        found.append(int(entry.name))
+                except OSError:
+                    pass
+        return found

@@ -1,7 +1,8 @@
 """A measured choice on a real two-node Ray cluster on localhost (issue 61).
 
 Both nodes are started with `ray start` (the head, and a second node joining it), on loopback
-only, with one CPU each and a short temporary directory of their own; each test stops them.
+only, with one CPU each and a short temporary directory of their own (choice.ray_engine.LoopbackCluster:
+each node a process group of its own); each test stops them, and them alone.
 `choice.tune --ray-address` then measures mlp_batch32's choice with every qemu run a Ray task,
 and its record must be the committed one byte for byte (what a serial refresh writes); so must
 `--ray-address local`'s, `//tools:tune`'s default (a Ray instance of the test's own). The
@@ -17,8 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,74 +26,26 @@ from pathlib import Path
 
 import pytest
 
+from choice.ray_engine import LoopbackCluster
+
 ROOT = Path(__file__).absolute().parent.parent  # the runfiles tree
 ARGS = sys.argv[1:3]
-NODE_FLAGS = ["--num-cpus=1", "--disable-usage-stats", "--object-store-memory=100000000",
-              "--node-ip-address=127.0.0.1"]
 TIMEOUT = 600  # a choice of three dispatches: about 30 s serial on two cores, plus Ray's start
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _ray(*args: str, env: dict, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ray.scripts.scripts", *args], env=env, capture_output=True,
-                          text=True, timeout=120, **kwargs)
-
-
-class Cluster:
-    """A head and a second node on loopback; `stop()` ends both and removes their files."""
-
-    def __init__(self):
-        # Ray's unix sockets live under the temporary directory: Bazel's TEST_TMPDIR is too long.
-        self.tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-        self.port = _free_port()
-        self.address = f"127.0.0.1:{self.port}"
-        # The workers import the project's modules (perf.measure) as this process does.
-        # Authentication off on these loopback-only nodes, whatever ~/.ray holds: a token file
-        # there (a local ray.init writes one) turned it on for the head and not for the second.
-        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-        self.second = None
-        head = _ray("start", "--head", f"--port={self.port}", f"--temp-dir={self.tmp}", "--include-dashboard=false",
-                    *NODE_FLAGS, env=self.env)
-        assert head.returncode == 0, head.stderr
-        # --block: the node lives as long as this process group, which the node-loss test kills.
-        self.second = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--block",
-                                        f"--address={self.address}", *NODE_FLAGS], env=self.env,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while self.nodes() < 2:
-            assert time.monotonic() < deadline, "the second node never joined"
-            assert self.second.poll() is None, "the second node's ray start exited"
-            time.sleep(1)
-
-    def nodes(self) -> int:
-        out = _ray("status", f"--address={self.address}", env=self.env)
-        return out.stdout.count("node_") if out.returncode == 0 else 0
-
-    def kill_second(self) -> None:
-        os.killpg(self.second.pid, signal.SIGKILL)
-        self.second.wait()
-
-    def stop(self) -> None:
-        if self.second is not None and self.second.poll() is None:
-            os.killpg(self.second.pid, signal.SIGTERM)
-            self.second.wait(timeout=30)
-        _ray("stop", "--force", env=self.env)
-        subprocess.run(["rm", "-rf", self.tmp])
+def _env() -> dict[str, str]:
+    # The workers import the project's modules (perf.measure) as this process does.
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
 
 
 @pytest.fixture
 def cluster():
-    c = Cluster()
+    c = LoopbackCluster((1, 1), env=_env())
     try:
         yield c
     finally:
         c.stop()
+    assert not c.leftovers(), "the cluster's processes outlived stop()"
 
 
 def _runfile(short_path: str) -> Path:
@@ -106,7 +57,7 @@ INPUTS = json.loads((ROOT / ARGS[0]).read_text()) if ARGS else {}
 FILES = {k: _runfile(v["short_path"]) for k, v in INPUTS.get("files", {}).items()}
 
 
-def _tune(cluster: Cluster, out: Path) -> subprocess.Popen:
+def _tune(cluster: LoopbackCluster, out: Path) -> subprocess.Popen:
     from choice.ray_engine import choice_tune_command
 
     cmd = choice_tune_command(INPUTS, FILES, out, cluster.address)
@@ -144,7 +95,7 @@ def test_a_node_lost_mid_run_still_completes(cluster, tmp_path):
         assert time.monotonic() < deadline, "no qemu run ever finished"
         time.sleep(0.5)
     assert proc.poll() is None, f"the choice ended before a node could be lost: {proc.communicate()[1]}"
-    cluster.kill_second()
+    cluster.kill_node(1)
     stdout, stderr = proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == 0, stderr
     _assert_committed(tmp_path / "record.json")
@@ -155,7 +106,7 @@ def test_a_local_instance_tunes_the_committed_record(tmp_path):
     choice, leaving no Ray process or file behind."""
     from choice.ray_engine import LOCAL, choice_tune_command
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env = _env()
     before = set(Path("/tmp").glob("ray*"))
     token_before = (Path.home() / ".ray" / "auth_token").exists()
     proc = subprocess.run(choice_tune_command(INPUTS, FILES, tmp_path, LOCAL), cwd=ROOT, env=env,
@@ -173,7 +124,7 @@ def test_a_refresh_that_resumes_keeps_a_record_whose_key_matches(tmp_path):
     replayed: nothing measured, no Ray instance started, the record written byte for byte."""
     from choice.ray_engine import LOCAL, choice_tune_command
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env = _env()
     before = set(Path("/tmp").glob("ray*"))
     proc = subprocess.run(choice_tune_command(INPUTS, FILES, tmp_path, LOCAL, record=Path(ARGS[1])), cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=TIMEOUT)
@@ -181,6 +132,19 @@ def test_a_refresh_that_resumes_keeps_a_record_whose_key_matches(tmp_path):
     assert "replayed" in proc.stdout and "Ray cluster" not in proc.stderr, proc.stdout + proc.stderr
     _assert_committed(tmp_path / "record.json")
     assert set(Path("/tmp").glob("ray*")) <= before
+
+
+def test_stopping_a_cluster_leaves_other_ray_instances_alone():
+    """`ray stop` would end every Ray on the machine (a sweep measuring beside this test died of
+    it): a loopback cluster ends its own nodes alone."""
+    bystander = LoopbackCluster((1,), env=_env())
+    try:
+        ours = LoopbackCluster((1,), env=_env())
+        ours.stop()
+        assert ours.alive() == 0 and not ours.leftovers()
+        assert bystander.alive() == 1, "stopping one cluster ended another"
+    finally:
+        bystander.stop()
 
 
 def test_a_node_with_another_toolchain_is_refused(tmp_path):
