@@ -141,7 +141,7 @@ def test_stopping_a_cluster_leaves_other_ray_instances_alone():
     try:
         ours = LoopbackCluster((1,), env=_env())
         ours.stop()
-        assert ours.alive() == 0 and not ours.leftovers()
+        assert all(n.poll() is not None for n in ours.nodes) and not ours.leftovers()
         assert bystander.alive() == 1, "stopping one cluster ended another"
     finally:
         bystander.stop()
