@@ -10,9 +10,11 @@ geometry read its counts.
 keyed by the sha256 of everything it is given except where it writes: the qemu, plugin and runner
 bytes, qemu's arguments (the guest root's path, which the guest never sees, left out), the plugin's
 arguments, the library's and the inputs' bytes, the export index, the dispatch's layout and the
-placement. A hit copies the counts file the first run wrote. The directory belongs to one refresh
-(`bazel run //tools:tune`, one toolchain and one guest root): it is never a build input, and a
-build's own measurement never uses it.
+placement, and the measurement version (common/measurement_version.py, bumped whenever what a
+run counts changes, the guest root perf.guest prepares included). A hit copies the counts file the
+first run wrote. The directory is one refresh's scratch, or kept across refreshes with
+`bazel run //tools:tune -- ... --run-cache DIR` (a resumed sweep); it is never a build input, and
+a build's own measurement never uses it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Callable
 
 from common.dispatch_layout import Dispatch
 from common.files import atomic_write, sha256_file
+from common.measurement_version import MEASUREMENT_VERSION
 from perf import counts as cnt
 from perf import measure
 
@@ -61,6 +64,7 @@ def run_key(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], runner: P
         "dispatch": dataclasses.asdict(d),  # common.dispatch_layout.Dispatch
         "inputs": [[Path(p).suffix, _sha256(p)] for p in inputs],
         "placement": placement,
+        "measurement_version": MEASUREMENT_VERSION,
     }, sort_keys=True, default=str).encode()).hexdigest()
 
 

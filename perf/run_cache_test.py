@@ -66,6 +66,16 @@ def test_the_key_follows_the_cache_geometry_the_placement_and_the_bytes_run(job,
     assert run_key(*job()) != base
 
 
+def test_the_key_follows_the_measurement_version(job, monkeypatch):
+    """A directory kept across refreshes (`//tools:tune --run-cache`) never answers a run of another
+    measurement version."""
+    from perf import run_cache
+
+    base = run_key(*job())
+    monkeypatch.setattr(run_cache, "MEASUREMENT_VERSION", run_cache.MEASUREMENT_VERSION + 1)
+    assert run_key(*job()) != base
+
+
 def test_a_repeated_run_is_answered_from_the_cache_with_the_first_runs_counts(job, tmp_path):
     qemu = _Qemu()
     cache = RunCache(qemu, tmp_path / "runs")

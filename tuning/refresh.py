@@ -5,6 +5,7 @@
     bazel run //tools:tune -- all                             # every one's
     bazel run //tools:tune -- all --ray-address HOST:PORT     # tile records measured on a Ray cluster
     bazel run //tools:tune -- all --in-build                  # measured by the build's own action
+    bazel run //tools:tune -- //models:resnet_memory_sweep --stale-only --run-cache ~/.cache/tune_runs
 
 For each pipeline target //P:N (N = <pipeline>_<target>): if it has a measured tile choice, builds
 //P:N_choice_inputs and runs the choice.tune command //P:N_measured_analysis runs (records
@@ -27,6 +28,7 @@ by hand: review its diff (which figures moved, which key component changed) and 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -154,15 +156,19 @@ def _commit(dest: Path, text: str, what: str) -> bool:
 
 
 def _refresh(workspace: Path, bazel: list[str], found: list[tuple[str, str, str]], kinds: tuple[str, ...],
-             ray_address: str | None, stale_only: bool = False) -> bool:
+             ray_address: str | None, stale_only: bool = False, run_cache: Path | None = None) -> bool:
     """Measures and commits the records of `found` (record_targets' triples) of `kinds`; whether
     tuning/strategies/recorded.bzl changed. On Ray, the tile choices share one directory of qemu
     runs (perf/run_cache.py): a sweep's variants that differ only in how they price a run's
     counts (DRAM bandwidth) run it once. `stale_only`: a record whose key is the tree's is kept
-    (replayed, the same bytes): an interrupted refresh resumes where it stopped."""
+    (replayed, the same bytes): an interrupted refresh resumes where it stopped. `run_cache`: the
+    directory of qemu runs to share, kept across refreshes (a resumed sweep's DRAM-8 variant still
+    finds its DRAM-2 twin's runs); default, a scratch directory of this refresh."""
     bin_dir = workspace / "bazel-bin"
     recorded_changed = False
-    with scratch_directory("tune_runs_") as runs:
+    if run_cache is not None:
+        run_cache.mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(str(run_cache)) if run_cache is not None else scratch_directory("tune_runs_")) as runs:
         for suffix in kinds:
             pairs = [(pkg, name) for pkg, name, s in found if s == suffix]
             if not pairs:
@@ -223,7 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stale-only", action="store_true",
                    help="keep every record whose key is the tree's (replayed, nothing measured) and measure the "
                         "others: resumes an interrupted refresh (e.g. a sweep's, variant by variant)")
+    p.add_argument("--run-cache", type=Path, metavar="DIR",
+                   help="keep the tile choices' qemu runs in DIR across refreshes (perf/run_cache.py: a run is "
+                        "keyed by every file and figure it depends on), so a resumed sweep still shares its "
+                        "variants' runs; default: a scratch directory of this refresh")
     a = p.parse_args(argv)
+    if a.in_build and a.run_cache is not None:
+        p.error("--run-cache holds the runs of Ray's path; the build's own choices share none")
     if a.in_build:
         a.ray_address = None
     if a.in_build and a.stale_only:
@@ -235,9 +247,11 @@ def main(argv: list[str] | None = None) -> int:
             raise RefreshError("BUILD_WORKSPACE_DIRECTORY is not set: run me with `bazel run //tools:tune -- ...`")
         workspace = Path(ws)
         bazel = [str(workspace / a.bazel)]
+        if a.run_cache is not None:  # relative to where `bazel run` was started, not to the runfiles
+            a.run_cache = Path(os.environ.get("BUILD_WORKING_DIRECTORY", ".")) / a.run_cache.expanduser()
         found = record_targets(workspace, bazel, a.targets)
         kinds = {"tiles": (MEASURED_SUFFIX,), "strategies": (STRATEGY_SUFFIX,)}.get(a.only, (MEASURED_SUFFIX, STRATEGY_SUFFIX))
-        changed = _refresh(workspace, bazel, found, kinds, a.ray_address, a.stale_only)
+        changed = _refresh(workspace, bazel, found, kinds, a.ray_address, a.stale_only, a.run_cache)
         # A strategy choice that now records a tiled strategy (TILED_STRATEGIES) makes its own
         # tile choice appear: measure it, then that pipeline's strategy choice again (its
         # candidate is now the tiled build). Twice at most: a choice that keeps moving is a bug.
@@ -254,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tune: the strategy records now ship {len(new)} tiled strategies' builds: measuring their tiles",
                   file=sys.stderr)
             changed = _refresh(workspace, bazel, [t for t in new if t[2] == MEASURED_SUFFIX] + [
-                t for t in again if t[2] == STRATEGY_SUFFIX and t[1] in owners], kinds, a.ray_address, a.stale_only)
+                t for t in again if t[2] == STRATEGY_SUFFIX and t[1] in owners], kinds, a.ray_address, a.stale_only,
+                a.run_cache)
         if a.only != "strategies":
             # The tile records of tiled strategies no refreshed pipeline ships any more.
             final = record_targets(workspace, bazel, a.targets)

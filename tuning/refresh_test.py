@@ -89,5 +89,32 @@ def test_a_sweep_variants_record_goes_to_the_sweeps_records(query):
         "mem_sweep_l1_16k"}
 
 
+def test_a_kept_run_cache_is_the_directory_every_choice_shares(tmp_path, monkeypatch):
+    """`--run-cache DIR`: the refresh hands DIR (created) to every tile choice it measures on Ray,
+    instead of a scratch directory of its own, so a resumed sweep shares its earlier runs."""
+    given = []
+
+    class Stop(Exception):
+        pass
+
+    def tune_on_ray(inputs_json, execroot, address, out, run_cache, record=None):
+        given.append(Path(run_cache))
+        raise Stop
+
+    monkeypatch.setattr(refresh, "_build", lambda *a, **k: None)
+    monkeypatch.setattr(refresh, "_execution_root", lambda *a, **k: tmp_path)
+    monkeypatch.setattr(refresh, "_sweep_variants", lambda *a, **k: set())
+    monkeypatch.setattr(refresh, "_tune_on_ray", tune_on_ray)
+    runs = tmp_path / "kept" / "runs"
+    with pytest.raises(Stop):
+        refresh._refresh(tmp_path, ["bazel"], [("models", "m_riscv", refresh.MEASURED_SUFFIX)],
+                         (refresh.MEASURED_SUFFIX,), "local", run_cache=runs)
+    assert given == [runs] and runs.is_dir()
+    with pytest.raises(Stop):  # default: a scratch directory of this refresh
+        refresh._refresh(tmp_path, ["bazel"], [("models", "m_riscv", refresh.MEASURED_SUFFIX)],
+                         (refresh.MEASURED_SUFFIX,), "local")
+    assert given[1] != runs and not given[1].exists()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v", "-p", "no:cacheprovider"]))
