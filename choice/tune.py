@@ -749,11 +749,19 @@ def main(argv: list[str] | None = None) -> int:
                                 f"(no LLVM core model has VLEN {hw.compute.vector_bits}); "
                                 "--allow-no-core-model keeps the predicted choice")
             # Asked for: the analysis passes through, its choice by prediction (measured_choice
-            # stays None, which says so in the artifact).
-            write_together({a.out: a.analysis.read_text(),
-                            a.out_md: f"# {analysis.model} on {hw.name}: predicted choice kept\n\n"
-                                      f"No LLVM core model has VLEN {hw.compute.vector_bits}: "
-                                      "nothing to measure model cycles on.\n"})
+            # stays None, which says so in the artifact). A keyed choice's record says the same:
+            # its key, and no candidate measured (a sweep's VLEN-256 variant beside measured ones).
+            kept = {a.out: a.analysis.read_text(),
+                    a.out_md: f"# {analysis.model} on {hw.name}: predicted choice kept\n\n"
+                              f"No LLVM core model has VLEN {hw.compute.vector_bits}: "
+                              "nothing to measure model cycles on.\n"}
+            if a.record_out is not None:
+                key = records.record_key(analysis, analysis.target, a.target, a.hardware, a.module, a.candidates,
+                                         a.code_ranked, records.tool_versions(a.llvm_bin, a.qemu, a.plugin, a.runner),
+                                         a.placements)
+                kept[a.record_out] = records.dump_record(records.make_record(
+                    a.record_name, f"bazel run //tools:tune -- {a.refresh_target}", key, analysis))
+            write_together(kept)
             print(f"choice.tune {analysis.model}: {hw.name} has no core model: the predicted choice is kept")
             return 0
         if load_target(a.target).name != analysis.target:

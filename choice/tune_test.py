@@ -3,6 +3,7 @@ failures keep IREE's default, a failing round is split so one bad candidate cost
 measurement, and a default that cannot be measured is an error."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -504,6 +505,35 @@ def test_no_core_model_is_refused_with_the_reason_unless_the_predicted_choice_is
     assert err.count("\n") == 1 and "no model_core" in err and "VLEN 256" in err
     code, out = _cli(tmp_path, rvv256, "--allow-no-core-model")
     assert code == 0 and Analysis.model_validate_json(out.read_text()).measured_choice is None
+
+
+def test_a_keyed_choice_without_a_core_model_writes_its_record_of_nothing_measured(tmp_path):
+    # A hardware_sweep keys every variant's choice (tuning/records/sweeps); its VLEN-256 variant
+    # keeps the predicted choice and still writes the record its build declares (CI once failed
+    # on //models:mlp_sweep: "output ... mlp_sweep_vlen256_analysis.record.json was not created").
+    from perf.mca import LLVM_TOOLS
+
+    llvm = tmp_path / "llvm"
+    (llvm / "_bin").mkdir(parents=True)
+    (llvm / "lib").mkdir()
+    for tool in LLVM_TOOLS:
+        (llvm / tool).write_text(tool)
+        (llvm / "_bin" / tool).write_text(tool)
+    for f in ("absent.mlirbc", "t.yaml", "r", "p", "q"):
+        (tmp_path / f).write_text(f)
+    rvv256 = Path(__file__).parents[1] / "perf" / "testdata" / "riscv_rvv256.yaml"
+    record = tmp_path / "out.record.json"
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # --runner r --plugin p --qemu q, relative
+    try:
+        code, out = _cli(tmp_path, rvv256, "--allow-no-core-model", "--record-name", "m_sweep_vlen256",
+                         "--record-out", str(record), "--refresh-target", "//models:m_sweep_vlen256")
+    finally:
+        os.chdir(cwd)
+    assert code == 0 and Analysis.model_validate_json(out.read_text()).measured_choice is None
+    written = records.load_record(record)
+    assert written.pipeline == "m_sweep_vlen256" and written.results == {}
+    assert set(written.key.dispatches) == {"x"} and written.key.hardware == "riscv_rvv256"
 
 
 def test_a_code_ranking_of_one_candidate_is_refused(tmp_path, capsys):
