@@ -124,7 +124,37 @@ def sweep_lines(sweeps: dict[str, dict]) -> list[str]:
     for name, result in sorted(sweeps.items()):
         body = sweep.markdown(result).replace("# Hardware sweep:", f"### {name}:", 1)
         lines += [line.replace("## Predicted vs", "#### Predicted vs", 1) for line in body.splitlines()]
+        lines += ["", *resource_lines(result["variants"]), ""]
     return lines
+
+
+# A memory sweep's axes: the variant field, its unit, how the table names it.
+RESOURCES = (("l1_kib", "KiB", "L1"), ("l2_kib", "KiB", "L2"), ("dram_bytes_per_cycle", "B/cycle", "DRAM bandwidth"))
+
+
+def resource_lines(variants: list[dict]) -> list[str]:
+    """What each resource buys: for every pair of variants that differ in that resource alone
+    (each with its own tile choice), the larger one's memory-aware cycles and energy over the
+    smaller one's; geometric mean and range over the pairs."""
+    out = ["#### What each resource buys", "",
+           "Variants that differ in one resource alone, each with its own measured tile choice: the "
+           "larger resource's memory-aware cycles and energy over the smaller one's (geometric mean "
+           "over the pairs, range in brackets; below 1 is a gain).", "",
+           "| resource | from | to | pairs | memory-aware cycles | energy |", "|---|---:|---:|---:|---:|---:|"]
+    for field, unit, label in RESOURCES:
+        values = sorted({v[field] for v in variants})
+        others = [f for f, _, _ in RESOURCES if f != field]
+        for small, large in zip(values, values[1:]):
+            pairs = [(a, b) for a in variants for b in variants
+                     if a[field] == small and b[field] == large and all(a[o] == b[o] for o in others)
+                     and a["memory_aware_cycles"] and b["memory_aware_cycles"]]
+            if not pairs:
+                continue
+            cycles = [b["memory_aware_cycles"] / a["memory_aware_cycles"] for a, b in pairs]
+            energy = [b["energy_pj"] / a["energy_pj"] for a, b in pairs]
+            cell = lambda r: f"{stats.geomean(r):.3f} [{min(r):.3f}, {max(r):.3f}]"
+            out.append(f"| {label} | {small:g} {unit} | {large:g} {unit} | {len(pairs)} | {cell(cycles)} | {cell(energy)} |")
+    return out
 
 
 def _find(root: Path, rel: str) -> Path:

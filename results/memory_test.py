@@ -95,6 +95,21 @@ def test_sweeps_render_as_bench_sweep_reports_them():
     assert "## 4. Sweeps that see memory" in md and "### toy_sweep: toy" in md
     assert "| l1_64k | 128 | 64 | 256 | 2 | 8 | sifive-p670 | 1.000M | - | 2.000M | 1.000M | 1.500M | 3.000 uJ | " \
            "0.750 | 0.750 | 50.0% | 2 | 3 |" in md
+    # What a resource buys: only pairs that differ in it alone (l1_16k and l1_64k differ in L1).
+    assert "| L1 | 16 KiB | 64 KiB | 1 | 0.750 [0.750, 0.750] | 0.750 [0.750, 0.750] |" in md
+    assert "| L2 |" not in md and "| DRAM bandwidth |" not in md
+
+
+def test_a_resource_is_priced_over_the_pairs_that_differ_in_it_alone():
+    base = {"l1_kib": 16, "l2_kib": 256, "dram_bytes_per_cycle": 2, "memory_aware_cycles": 100, "energy_pj": 10}
+    variants = [base, dict(base, l1_kib=32, memory_aware_cycles=90, energy_pj=9),
+                dict(base, dram_bytes_per_cycle=8, memory_aware_cycles=50, energy_pj=10),
+                dict(base, l1_kib=32, dram_bytes_per_cycle=8, memory_aware_cycles=40, energy_pj=8)]
+    lines = mr.resource_lines(variants)
+    l1 = next(line for line in lines if line.startswith("| L1 |"))
+    assert l1.startswith("| L1 | 16 KiB | 32 KiB | 2 | 0.849 [0.800, 0.900] |")  # sqrt(0.9 * 0.8)
+    dram = next(line for line in lines if line.startswith("| DRAM bandwidth |"))
+    assert dram.startswith("| DRAM bandwidth | 2 B/cycle | 8 B/cycle | 2 | 0.471 [0.444, 0.500] |")
 
 
 def test_the_committed_doc_regenerates_from_the_committed_data():
