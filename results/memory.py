@@ -123,7 +123,7 @@ def sweep_lines(sweeps: dict[str, dict]) -> list[str]:
              "`models/<sweep>.sweep.json`.", ""]
     for name, result in sorted(sweeps.items()):
         body = sweep.markdown(result).replace("# Hardware sweep:", f"### {name}:", 1)
-        lines += [line.replace("## Predicted vs", "#### Predicted vs", 1) for line in body.splitlines()]
+        lines += [("##" + line) if line.startswith("## ") else line for line in body.splitlines()]
         lines += ["", *resource_lines(result["variants"]), ""]
     return lines
 
