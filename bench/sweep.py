@@ -133,20 +133,12 @@ def sweep(model: str, rows: list[dict]) -> dict:
         },
     }
     mapped = [r for r in rows if r["zigzag_dispatches"] and r["zigzag_measured_memory_aware_cycles"] is not None]
-    rank["zigzag_vs_memory_aware_cycles"] = {
-        "n": len(mapped),
-        "rho": stats.spearman([r["zigzag_cycles"] for r in mapped],
-                              [r["zigzag_measured_memory_aware_cycles"] for r in mapped]),
-    }
-    rank["zigzag_vs_measured_energy"] = {
-        "n": len(mapped),
-        "rho": stats.spearman([r["zigzag_energy_pj"] for r in mapped],
-                              [r["zigzag_measured_energy_pj"] for r in mapped]),
-    }
-    rank["zigzag_vs_model_memory_aware_cycles"] = {
-        "n": len(mapped),
-        "rho": stats.spearman([r["zigzag_cycles"] for r in mapped], [r["memory_aware_cycles"] for r in mapped]),
-    }
+    for name, predicted, measured in (
+            ("zigzag_vs_memory_aware_cycles", "zigzag_cycles", "zigzag_measured_memory_aware_cycles"),
+            ("zigzag_vs_measured_energy", "zigzag_energy_pj", "zigzag_measured_energy_pj"),
+            ("zigzag_vs_model_memory_aware_cycles", "zigzag_cycles", "memory_aware_cycles")):
+        rank[name] = {"n": len(mapped),
+                      "rho": stats.spearman([r[predicted] for r in mapped], [r[measured] for r in mapped])}
     return {"model": model, "variants": rows, "ranking": rank}
 
 
@@ -195,8 +187,8 @@ def markdown(result: dict) -> str:
                   "mapping).", "",
                   "| variant | dispatches | ZigZag cycles | measured memory-aware cycles | ZigZag energy | "
                   "measured energy |", "|---|---:|---:|---:|---:|---:|"]
+        uj = lambda v: "-" if v is None else f"{v / 1e6:.3f} uJ"
         for r in rows:
-            uj = lambda v: "-" if v is None else f"{v / 1e6:.3f} uJ"
             lines.append(f"| {r['variant']} | {r['zigzag_dispatches']} | {_m(r['zigzag_cycles'])} | "
                          f"{_m(r['zigzag_measured_memory_aware_cycles'])} | {uj(r['zigzag_energy_pj'])} | "
                          f"{uj(r['zigzag_measured_energy_pj'])} |")

@@ -756,11 +756,8 @@ def main(argv: list[str] | None = None) -> int:
                               f"No LLVM core model has VLEN {hw.compute.vector_bits}: "
                               "nothing to measure model cycles on.\n"}
             if a.record_out is not None:
-                key = records.record_key(analysis, analysis.target, a.target, a.hardware, a.module, a.candidates,
-                                         a.code_ranked, records.tool_versions(a.llvm_bin, a.qemu, a.plugin, a.runner),
-                                         a.placements)
                 kept[a.record_out] = records.dump_record(records.make_record(
-                    a.record_name, f"bazel run //tools:tune -- {a.refresh_target}", key, analysis))
+                    a.record_name, _refresh_command(a), _record_key(a, analysis), analysis))
             write_together(kept)
             print(f"choice.tune {analysis.model}: {hw.name} has no core model: the predicted choice is kept")
             return 0
@@ -773,11 +770,9 @@ def main(argv: list[str] | None = None) -> int:
                 if a.code_calibration is not None else None)
         outputs, log, result = {}, [], None
         if a.record_name is not None:
-            key = records.record_key(analysis, analysis.target, a.target, a.hardware, a.module, a.candidates,
-                                     a.code_ranked, records.tool_versions(a.llvm_bin, a.qemu, a.plugin, a.runner),
-                                     a.placements)
+            key = _record_key(a, analysis)
             result, why = _from_record(a, analysis, key, hw.name, hw.model_core)
-            refresh = f"bazel run //tools:tune -- {a.refresh_target}"
+            refresh = _refresh_command(a)
             if result is None and a.records_ignored:
                 print(f"choice.tune {analysis.model}: measuring for tuning/records/{a.record_name}.json "
                       "(records not consulted)")
@@ -829,6 +824,17 @@ def main(argv: list[str] | None = None) -> int:
           f"{how} on {hw.model_core}, {mc.failed} failed; "
           f"{switched} dispatches switched from IREE's default")
     return 0
+
+
+def _record_key(a: argparse.Namespace, analysis: Analysis) -> "records.RecordKey":
+    """The key of this choice's record (of `analysis`, the predicted one): what decides its figures."""
+    return records.record_key(analysis, analysis.target, a.target, a.hardware, a.module, a.candidates,
+                              a.code_ranked, records.tool_versions(a.llvm_bin, a.qemu, a.plugin, a.runner),
+                              a.placements)
+
+
+def _refresh_command(a: argparse.Namespace) -> str:
+    return f"bazel run //tools:tune -- {a.refresh_target}"
 
 
 def _from_record(a: argparse.Namespace, analysis: Analysis, key: "records.RecordKey", hardware_name: str,
