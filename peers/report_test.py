@@ -51,6 +51,32 @@ def test_a_convolution_whose_dispatch_the_model_no_longer_ships_is_an_error(tmp_
         report.build_convs(root)
 
 
+def test_every_gemm_has_what_the_model_ships_whatever_its_strategy():
+    """The shipped column is the shipped build's dispatches, not the tuned build's tile record:
+    mlp_batch32 ships data tiling, whose mmt4d dispatch and activation packing it sums."""
+    data = report.build(ROOT)
+    bounds = json.loads((ROOT / report.SHIPPED_BOUNDS).read_text())["pipelines"]
+    for o, s in zip(data["ops"], SHAPES):
+        shipped = o["tools"][report.SHIPPED]
+        assert o["iree_ships"] == bounds[s.model]["ships"]
+        by_name = {d["name"]: d["memory_aware_cycles"] for d in bounds[s.model]["dispatches"]}
+        assert shipped["memory_aware_cycles"] == sum(by_name[d] for d in s.shipped)
+    batch32 = next(o for o in data["ops"] if o["model"] == "mlp_batch32")
+    assert batch32["iree_ships"] == "datatiling"
+    assert batch32["tools"][report.SHIPPED]["memory_aware_cycles"] != batch32["tools"]["iree-tuned"]["memory_aware_cycles"]
+
+
+def test_a_gemm_whose_dispatch_the_model_no_longer_ships_is_an_error(tmp_path):
+    root = _copy(tmp_path)
+    bounds = json.loads((root / report.SHIPPED_BOUNDS).read_text())
+    model = SHAPES[1].model
+    bounds["pipelines"][model]["dispatches"] = [d for d in bounds["pipelines"][model]["dispatches"]
+                                                if d["name"] != SHAPES[1].shipped[-1]]
+    (root / report.SHIPPED_BOUNDS).write_text(json.dumps(bounds))
+    with pytest.raises(report.ReportError, match=f"{model} ships no dispatch .*peers/shapes.py"):
+        report.build(root)
+
+
 def test_a_missing_convolution_peer_run_is_an_error(tmp_path):
     root = _copy(tmp_path)
     measured = json.loads((root / report.CONV_MEASURED).read_text())
@@ -64,8 +90,11 @@ def test_every_shape_has_every_peer_and_both_iree_figures():
     data = report.build(ROOT)
     assert [o["shape"] for o in data["ops"]] == [s.key for s in SHAPES]
     for o in data["ops"]:
-        assert set(o["tools"]) == set(report.PEERS + report.IREE + report.ALONE + report.PACKED)
-        for t in o["tools"].values():
+        assert set(o["tools"]) == set(report.PEERS + report.IREE + report.ALONE + report.PACKED + (report.SHIPPED,))
+        for name, t in o["tools"].items():
+            if name == report.SHIPPED:  # memory-aware cycles only (the shipped build's perf report)
+                assert 0 < t["memory_aware_fma_peak_share"] <= 1
+                continue
             share = o["macs"] / (t["model_cycles"] * data["peak_macs_per_cycle"])
             assert t["fma_peak_share"] == round(share, 4) and 0 < share <= 1
 
