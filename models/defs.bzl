@@ -45,7 +45,7 @@ load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELI
 load("//frontend:defs.bzl", "mlir_import")
 load("//choice:defs.bzl", "choice_inputs", "code_choice", "code_strategy_choice", "measured_choice", "strategy_choice")
 load("//perf:defs.bzl", "perf_index", "riscv_perf", "shipped_perf", "sweep_report")
-load("//runtime:defs.bzl", "hal_module")
+load("//runtime:defs.bzl", "dispatch_reference", "hal_module")
 load("//tuning/strategies:recorded.bzl", "RECORDED_STRATEGIES")
 
 def _project(label):
@@ -337,6 +337,7 @@ def pipeline_names(name, target):
         strategy_measured = prefix + "_strategy_measured",
         shipped_perf = prefix + "_shipped_perf",
         dispatch_test = prefix + "_dispatch_test",
+        dispatch_reference = prefix + "_dispatch_reference",
         compiled = {b: prefix + _build_suffix(b) + "_compiled" for b in BUILDS},
         perf = {b: prefix + _build_suffix(b) + "_perf" for b in BUILDS},
         module = {b: prefix + _build_suffix(b) for b in BUILDS},
@@ -708,10 +709,21 @@ def _pipeline_test(model, name, model_name, shipped, test_size, tags):
         ],
     )
 
-def _dispatch_test(model, name, suffix, riscv_target, strategy_targets, shippable, test_size, tags):
+def _dispatch_test(model, name, suffix, riscv_target, host_target, strategy_targets, shippable, test_size, tags):
     """<name>_<suffix>_dispatch_test: every dispatch measured pipeline target `suffix` ships run
-    under qemu on the model's real activations against the host's run of it."""
+    under qemu on the model's real activations against the host's run of it. The host side is
+    <name>_<suffix>_dispatch_reference, built ahead: the test compiles nothing."""
     riscv = pipeline_names(name, suffix)
+    dispatch_reference(
+        name = riscv.dispatch_reference,
+        module = ":" + model.imported,
+        shipped = ":" + riscv.shipped,
+        riscv = riscv_target,
+        host = host_target,
+        strategies = {strategy_targets[(suffix, other)]: other for other in STRATEGIES},
+        host_strategies = {strategy_targets[("host", other)]: other for other in STRATEGIES},
+        tags = ["manual"],  # built by the test that reads it
+    )
     py_test(
         name = riscv.dispatch_test,
         size = test_size,
@@ -722,25 +734,30 @@ def _dispatch_test(model, name, suffix, riscv_target, strategy_targets, shippabl
             # The import's golden inputs: each dispatch runs on the activations they produce.
             _in_package(model.golden_file),
             _in_package(riscv.shipped + ".manifest.json"),
-            _in_package(riscv.analysis + ".analysis.json"),
-            "$(location %s)" % riscv_target,
+            "--riscv=$(location %s)" % riscv_target,
+            "--host=$(location %s)" % host_target,
+            "--reference-build",
+            _in_package(riscv.dispatch_reference + ".vmfb"),
+            _in_package(riscv.dispatch_reference + ".layout.json"),
+            "--traced=" + _in_package(riscv.dispatch_reference + ".traced.vmfb"),
         ] + [
-            "%s=$(location %s)" % (other, strategy_targets[(suffix, other)])
+            "--strategy=%s=$(location %s)" % (other, strategy_targets[(suffix, other)])
             for other in STRATEGIES
         ] + [
-            "host:%s=$(location %s)" % (other, strategy_targets[("host", other)])
+            "--host-strategy=%s=$(location %s)" % (other, strategy_targets[("host", other)])
             for other in STRATEGIES
         ] + [
             # The layouts of the builds <name>_<suffix> may package: the test runs the shipped
             # vmfb with the one whose executables it holds (nothing compiled for the riscv side).
-            "layout:" + _in_package(riscv.compiled[b] + ".layout.json")
+            "--layout=" + _in_package(riscv.compiled[b] + ".layout.json")
             for b in shippable
         ],
         data = [
             ":" + model.imported,
             ":" + riscv.shipped,
-            ":" + riscv.analysis,
+            ":" + riscv.dispatch_reference,
             riscv_target,
+            host_target,
         ] + [strategy_targets[(t, other)] for t in (suffix, "host") for other in STRATEGIES] + [
             ":" + riscv.compiled[b]
             for b in shippable
@@ -843,7 +860,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
     for suffix, (target, _hardware, _calibration) in chain.targets.items():
         if gen_dispatch_test and REGISTERED_PIPELINE_TARGETS[suffix].measured:
             recorded = chain.recorded_strategies.get(pipeline_names(name, suffix).shipped)
-            _dispatch_test(model_, name, suffix, target, chain.strategy_targets, _shippable_builds(shipped[suffix], recorded), test_size, tags)
+            _dispatch_test(model_, name, suffix, target, chain.targets["host"][0], chain.strategy_targets, _shippable_builds(shipped[suffix], recorded), test_size, tags)
 
 def hardware_sweep(name, module, model_name, base, variants, riscv_target = _project("//common:riscv64_rvv"), require_model_cycles = False, **kwargs):
     """Builds and measures `module` for each accelerator variant; report <name>.sweep.{md,json,png}

@@ -1,8 +1,9 @@
 """`hal_module`: the compiled vmfb plus a manifest (runtime/manifest.py); `package_choice`: the
 same for the build a strategy choice chose (choice/defs.bzl's rules call it: packaging is here
-alone)."""
+alone); `dispatch_reference`: the host side a shipped build's dispatch test runs against, built
+ahead so the test compiles nothing."""
 
-load("//common:providers.bzl", "CompiledModuleInfo", "MlirModuleInfo")
+load("//common:providers.bzl", "CompiledModuleInfo", "IreeTargetInfo", "MlirModuleInfo")
 
 def _hal_module_impl(ctx):
     compiled = ctx.attr.compiled[CompiledModuleInfo]
@@ -77,3 +78,49 @@ def package_choice(ctx, tool, decision, chosen_vmfb, chosen_report, module, cand
         progress_message = "HAL module %s (the chosen build)" % ctx.label.name,
     )
     return [vmfb, manifest]
+
+def _dispatch_reference_impl(ctx):
+    module = ctx.attr.module[MlirModuleInfo].mlir
+    manifests = [f for f in ctx.files.shipped if f.basename.endswith(".manifest.json")]
+    if len(manifests) != 1:
+        fail("%s: %s has %d manifests, not one" % (ctx.label, ctx.attr.shipped.label, len(manifests)))
+    outs = [ctx.actions.declare_file(ctx.label.name + ext) for ext in (".vmfb", ".layout.json", ".traced.vmfb")]
+    args = ctx.actions.args()
+    args.add(module)
+    args.add(manifests[0])
+    riscv, host = ctx.attr.riscv[IreeTargetInfo].file, ctx.attr.host[IreeTargetInfo].file
+    args.add("--riscv", riscv)
+    args.add("--host", host)
+    targets = [riscv, host]
+    for flag, pairs in (("--strategy", ctx.attr.strategies), ("--host-strategy", ctx.attr.host_strategies)):
+        for target, strategy in pairs.items():
+            args.add(flag, "%s=%s" % (strategy, target[IreeTargetInfo].file.path))
+            targets.append(target[IreeTargetInfo].file)
+    args.add("--out-vmfb", outs[0])
+    args.add("--out-layout", outs[1])
+    args.add("--out-traced", outs[2])
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = [module, manifests[0]] + targets,
+        outputs = outs,
+        mnemonic = "DispatchReference",
+        progress_message = "Host reference of %s's dispatch test" % ctx.attr.shipped.label.name,
+    )
+    return [DefaultInfo(files = depset(outs), runfiles = ctx.runfiles(outs))]
+
+dispatch_reference = rule(
+    implementation = _dispatch_reference_impl,
+    doc = """<name>.vmfb and <name>.layout.json: the host build a shipped module's dispatches are
+    checked against (runtime/hal_runner/reference.py plans it from the manifest's strategy), and
+    <name>.traced.vmfb, its twin with IREE's dispatch tracing (the real activations).""",
+    attrs = {
+        "module": attr.label(mandatory = True, providers = [MlirModuleInfo]),
+        "shipped": attr.label(mandatory = True, doc = "the shipped HAL module (vmfb + manifest)"),
+        "riscv": attr.label(mandatory = True, providers = [IreeTargetInfo]),
+        "host": attr.label(mandatory = True, providers = [IreeTargetInfo]),
+        "strategies": attr.label_keyed_string_dict(providers = [IreeTargetInfo], doc = "riscv target -> strategy"),
+        "host_strategies": attr.label_keyed_string_dict(providers = [IreeTargetInfo], doc = "host target -> strategy"),
+        "_tool": attr.label(default = "//runtime/hal_runner:reference", executable = True, cfg = "exec"),
+    },
+)

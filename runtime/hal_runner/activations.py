@@ -9,9 +9,10 @@ and of its results after it), run with `iree.runtime` on the golden inputs, and 
 tensor is the logical one, the same on any target.
 
 The traced build is IREE's build of the reference target's flags (strategy flags included); its
-executables are those check_dispatches' host reference compiles, so the host runner must reproduce
+executables are those of check_dispatches' host reference, so the host runner must reproduce
 each captured output (check_dispatches checks that: it proves the tensors were placed in the right
-bindings).
+bindings). The zoo's dispatch tests get it built ahead (runtime.hal_runner.reference, a Bazel
+action, `compile_traced`): the test itself compiles nothing.
 """
 
 from __future__ import annotations
@@ -89,16 +90,31 @@ def _export_of(key: str) -> tuple[str, str]:
     return name.rsplit("::", 1)[1], side
 
 
-def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every_call: bool = False) -> Capture:
-    """Compiles |module| for the host |target| with dispatch tracing, runs its entry point on the
-    golden inputs of |golden| (runtime.run's input_<i>/output_<i> .npz) and returns every export's
+def compile_traced(module: Path, target: IreeTarget, out_vmfb: Path) -> None:
+    """IREE's build of |module| for the host |target| (its flags, strategy flags included) with
+    dispatch tracing, written to |out_vmfb|. Raises CaptureError naming what failed."""
+    from codegen.compile import CompileError, run_iree
+
+    if not target.runnable_on_host:
+        raise CaptureError(f"target '{target.name}' cannot run on this machine: no host run to capture")
+    try:
+        run_iree([str(target.compile_input(module)), *target.compile_flags(), TRACE_FLAG, "-o", str(out_vmfb)],
+                 "traced host build")
+    except CompileError as err:
+        raise CaptureError(str(err)) from None
+
+
+def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every_call: bool = False,
+            traced: Path | None = None) -> Capture:
+    """Runs |module|'s host |target| build with dispatch tracing (|traced|, from compile_traced;
+    compiled here into |workdir| when None) on the golden inputs of |golden| (runtime.run's
+    input_<i>/output_<i> .npz) and returns every export's
     first call, or all of its calls with |every_call| (an export runs once per layer it serves:
     ResNet-18's 40 exports make 61 calls, a recurrent model's cell one per step). Raises
     CaptureError when the target cannot run here, the golden does not fit the entry point, the
     traced build or run fails, or the run does not reproduce the golden outputs."""
     import iree.runtime as rt
 
-    from codegen.compile import CompileError, run_iree
     from runtime.manifest import ManifestError, entry_points
     from runtime.run import RunError, check_outputs_against, inputs_from, load_npz
 
@@ -106,16 +122,20 @@ def capture(module: Path, target: IreeTarget, golden: Path, workdir: Path, every
         raise CaptureError(f"target '{target.name}' cannot run on this machine: no host run to capture")
     start = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
-    vmfb = workdir / "traced.vmfb"
     try:
         entries = entry_points(module)
         if not entries:
             raise CaptureError(f"{module}: no public function to run")
         args = inputs_from(golden, entries[0])
         gold = load_npz(golden)
-        run_iree([str(target.compile_input(module)), *target.compile_flags(), TRACE_FLAG, "-o", str(vmfb)], "traced host build")
-    except (ManifestError, RunError, CompileError) as err:
+    except (ManifestError, RunError) as err:
         raise CaptureError(str(err)) from None
+    vmfb = traced
+    if vmfb is None:
+        vmfb = workdir / "traced.vmfb"
+        compile_traced(module, target, vmfb)
+    elif not vmfb.is_file():
+        raise CaptureError(f"{vmfb}: traced host build not found")
 
     result = Capture()
     problems: list[str] = []  # raised after the run: an exception would end inside IREE's C callback

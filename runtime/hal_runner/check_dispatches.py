@@ -40,6 +40,9 @@ when any dispatch failed.
 With `--build VMFB LAYOUT` the riscv side is not compiled: the vmfb's own executables run,
 driven by the layout its compile wrote (codegen.compile --out-layout; the zoo's dispatch tests
 run the shipped vmfb this way), and a layout of other executables is refused.
+`--reference-build VMFB LAYOUT` does the same for the host reference, and `--traced VMFB` gives
+the traced host build `--activations` runs: the zoo's dispatch tests get both from a Bazel
+action (runtime.hal_runner.reference) and compile nothing.
 
 With `--activations GOLDEN.npz` the inputs are real: the tensors each dispatch gets when the
 reference build runs the model on the golden inputs (runtime/hal_runner/activations.py, IREE's
@@ -89,7 +92,8 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
           tamper: str | None = None, qemu: Path | None = None,
           shipped: dict[str, str] | None = None, run_unmatched: bool = False,
           activations: Path | None = None, target_module: Path | None = None, every_call: bool = False,
-          build: tuple[Path, Path] | None = None) -> int:
+          build: tuple[Path, Path] | None = None, reference_build: tuple[Path, Path] | None = None,
+          traced: Path | None = None) -> int:
     """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
     riscv64 output is corrupted before comparing (proves the comparison can fail).
     `shipped`: the executables' sha256 a manifest records: the riscv build compiled here must
@@ -107,7 +111,10 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     `target_module`: compile the riscv side from this module instead (negative testing: a
     deliberately wrong executable must fail).
     `build`: (vmfb, layout) of the riscv side as its own compile wrote them (codegen.compile
-    --out-layout): its executables are run from the vmfb, nothing is compiled for that side."""
+    --out-layout): its executables are run from the vmfb, nothing is compiled for that side.
+    `reference_build`: the same for the host reference (IREE's defaults on `reference_name`), and
+    `traced`: the traced host build `activations` runs (activations.compile_traced); with `build`
+    and both, nothing is compiled here."""
     target = _target(target_name)
     reference = _target(reference_name)
     if not reference.runnable_on_host:
@@ -142,7 +149,16 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         start = time.monotonic()
         tuned_names = {}
         compiled = []
-        sides = [(reference, reference_analysis, module)]
+        sides = [] if reference_build is not None else [(reference, reference_analysis, module)]
+        if reference_build is not None:
+            try:
+                compiled.append(load_build(reference_build[0], reference_build[1], work / f"{reference.name}_reference"))
+            except BuildError as err:
+                raise SystemExit(f"check_dispatches: {err}") from None
+            if compiled[-1].layout.target != reference.name:
+                raise SystemExit(f"check_dispatches: {reference_build[1]}: a layout of target "
+                                 f"{compiled[-1].layout.target}, not {reference.name}")
+            print(f"{reference.name}: {reference_build[0].name} run as its compile wrote it: nothing compiled for it")
         if build is None:
             sides.append((target, analysis, target_module or module))
         for t, a, m in sides:
@@ -169,14 +185,15 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
             print(f"{target.name}: {build[0].name} run as its compile wrote it ({build[1].name}): nothing "
                   "compiled for it")
         ref_c, dut_c = compiled
-        print(f"compiled {module.name} for {reference.name}" + (f" and {target.name}" if build is None else "")
-              + f" in {time.monotonic() - start:.1f} s")
+        built_here = [t.name for t, _, _ in sides]
+        if built_here:
+            print(f"compiled {module.name} for {' and '.join(built_here)} in {time.monotonic() - start:.1f} s")
         captured = None
         if activations is not None:
             from runtime.hal_runner import activations as act
 
             try:
-                captured = act.capture(module, reference, activations, work / "traced", every_call)
+                captured = act.capture(module, reference, activations, work / "traced", every_call, traced)
             except act.CaptureError as err:
                 raise SystemExit(f"check_dispatches: {err}") from None
             kept = "every call" if every_call else "each export's first call"
@@ -417,6 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", type=Path, nargs=2, metavar=("VMFB", "LAYOUT"), default=None,
                         help="run the riscv side from this vmfb with the layout its compile wrote "
                              "(codegen.compile --out-layout) instead of compiling it")
+    parser.add_argument("--reference-build", type=Path, nargs=2, metavar=("VMFB", "LAYOUT"), default=None,
+                        help="run the host reference from this vmfb with the layout its compile wrote "
+                             "(IREE's defaults on --reference) instead of compiling it")
+    parser.add_argument("--traced", type=Path, default=None, metavar="VMFB",
+                        help="with --activations: the traced host build to run (runtime.hal_runner.reference "
+                             "writes it) instead of compiling it")
     parser.add_argument("--target-module", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--tamper", metavar="EXPORT", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -428,6 +451,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.build is not None and (args.analysis is not None or args.target_module is not None):
         print("check_dispatches: --build is the riscv side as compiled: no --analysis or --target-module for it",
               file=sys.stderr)
+        return 2
+    if args.reference_build is not None and args.reference_analysis is not None:
+        print("check_dispatches: --reference-build is the reference as compiled: no --reference-analysis for it",
+              file=sys.stderr)
+        return 2
+    if args.traced is not None and args.activations is None:
+        print("check_dispatches: --traced needs --activations (it is the build the golden run traces)", file=sys.stderr)
         return 2
     if args.every_call and args.activations is None:
         print("check_dispatches: --every-call needs --activations (the calls are the traced run's)", file=sys.stderr)
@@ -444,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
         return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner,
                      args.keep, args.analysis, args.reference_analysis, args.tamper, args.qemu, shipped,
                      args.run_unmatched, args.activations, args.target_module, args.every_call,
-                     tuple(args.build) if args.build is not None else None)
+                     tuple(args.build) if args.build is not None else None,
+                     tuple(args.reference_build) if args.reference_build is not None else None, args.traced)
     except TargetError as err:
         print(f"check_dispatches: {err}", file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """The driver over every dispatch of a small torch model (conv, depthwise
 conv, relu, matmul): riscv64 under qemu against the host."""
 
+import json
 import re
 import subprocess
 import sys
@@ -336,6 +337,79 @@ def test_a_0d_output_compares_as_0d(tmp_path, exact):
     assert compare_outputs(tmp_path, [(s, np.array(3.9702249, dtype=np.float32))], exact) == (None, 0.0)
     problem, _ = compare_outputs(tmp_path, [(s, np.array(2.5, dtype=np.float32))], exact)
     assert problem and "non-finite" not in problem
+
+
+def _manifest(tmp_path, strategy: str) -> Path:
+    path = tmp_path / f"{strategy}.manifest.json"
+    path.write_text(json.dumps({"target": {"strategy": strategy}}))
+    return path
+
+
+def test_the_reference_plan_follows_the_shipped_strategy(tmp_path):
+    """A codegen build (tuned or IREE's defaults) is checked against the host's defaults, another
+    strategy's against the host built with it (run unmatched when it packs); a strategy without a
+    target here, or a file that is no manifest, is refused naming the manifest."""
+    from runtime.hal_runner.reference import PlanError, plan
+
+    riscv = {"datatiling": "r_dt.yaml", "directconv": "r_dc.yaml"}
+    host = {"datatiling": "h_dt.yaml", "directconv": "h_dc.yaml"}
+    got = plan(_manifest(tmp_path, "codegen"), "r.yaml", "h.yaml", riscv, host)
+    assert (got.target, got.reference, got.run_unmatched) == ("r.yaml", "h.yaml", False)
+    got = plan(_manifest(tmp_path, "datatiling"), "r.yaml", "h.yaml", riscv, host)
+    assert (got.target, got.reference, got.run_unmatched) == ("r_dt.yaml", "h_dt.yaml", True)
+    got = plan(_manifest(tmp_path, "directconv"), "r.yaml", "h.yaml", riscv, host)
+    assert (got.target, got.reference, got.run_unmatched) == ("r_dc.yaml", "h_dc.yaml", False)
+    with pytest.raises(PlanError, match="strategy 'ukernels' has no target here"):
+        plan(_manifest(tmp_path, "ukernels"), "r.yaml", "h.yaml", riscv, host)
+    (tmp_path / "junk.json").write_text("[]")
+    with pytest.raises(PlanError, match="junk.json: not a manifest"):
+        plan(tmp_path / "junk.json", "r.yaml", "h.yaml", riscv, host)
+
+
+def test_the_dispatch_test_path_compiles_nothing(tmp_path):
+    """One compile, many readers (issue 63): with the riscv build as compiled (--build), the host
+    reference and its traced twin built ahead (runtime.hal_runner.reference, the zoo's
+    <name>_riscv_dispatch_reference action), check_dispatches runs every dispatch on real
+    activations and never starts iree-compile."""
+    from codegen.compile import compile_for_measurement
+
+    targets = HERE.parent.parent / "common" / "targets"
+    vmfb, layout, _ = compile_for_measurement(MODEL, targets / "riscv64_rvv.yaml", None, tmp_path / "own")
+    manifest = _manifest(tmp_path, "codegen")
+    ref = [tmp_path / n for n in ("ref.vmfb", "ref.layout.json", "traced.vmfb")]
+    built = subprocess.run([sys.executable, "-m", "runtime.hal_runner.reference", MODEL, manifest,
+                            "--riscv", targets / "riscv64_rvv.yaml", "--host", targets / "host.yaml",
+                            "--out-vmfb", ref[0], "--out-layout", ref[1], "--out-traced", ref[2]],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    args = [str(MODEL), "--build", str(vmfb), str(layout), "--reference-build", str(ref[0]), str(ref[1]),
+            "--traced", str(ref[2]), "--activations", str(GOLDEN)]
+    guard = (
+        "import os, subprocess, sys\n"
+        "class Refusing(subprocess.Popen):\n"
+        "    def __init__(self, args, *a, **k):\n"
+        "        if 'iree-compile' in os.path.basename(str(args[0] if isinstance(args, (list, tuple)) else args)):\n"
+        "            print('ran iree-compile', flush=True)\n"
+        "            os._exit(3)\n"
+        "        super().__init__(args, *a, **k)\n"
+        "subprocess.Popen = Refusing\n"
+        "import iree.compiler.tools as tools\n"
+        "def refuse(*args, **kwargs):\n"
+        "    print('ran iree-compile', flush=True)\n"
+        "    os._exit(3)\n"
+        "tools.compile_file = tools.compile_str = refuse\n"
+        "from runtime.hal_runner import check_dispatches\n"
+        f"sys.exit(check_dispatches.main({args!r}))\n")
+    out = subprocess.run([sys.executable, "-c", guard], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ran iree-compile" not in out.stdout and "compiled tiny_model" not in out.stdout, out.stdout
+    assert out.stdout.count("nothing compiled for it") == 2, out.stdout
+    assert re.search(r"^7 checked, 7 passed$", out.stdout, re.M), out.stdout
+    # The guard can fail: the same check compiling its reference is caught.
+    out = subprocess.run([sys.executable, "-c", guard.replace(
+        f"{args!r}", repr([a for a in args if a not in (str(ref[0]), str(ref[1]), "--reference-build")]))],
+        capture_output=True, text=True)
+    assert out.returncode == 3 and "ran iree-compile" in out.stdout, out.stdout + out.stderr
 
 
 def test_a_dispatch_traced_outputs_first_pairs_its_inputs():
