@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from analysis.hardware import HardwareError, load_hardware
+from common.hardware import HardwareError, load_hardware
 from common.errors import OneLineErrors
 from common.files import atomic_write, check_outputs
 from common.targets import IreeTarget, TargetError, load_target

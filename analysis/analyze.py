@@ -33,7 +33,7 @@ from analysis import candidates as cands
 from analysis import cost_model, roofline, zigzag_cost
 from common import op_kinds
 from analysis import dispatches as dsp
-from analysis import hardware as hwmod
+from common import hardware as hwmod
 from common.analysis_schema import (LEVEL_ROLES, Analysis, AnalysisOptions, Candidate, Cost,
                                     Dispatch, Loop, Operand, Summary)
 from common.calibration_schema import Calibration

@@ -14,7 +14,7 @@ from typing import Callable
 from analysis import tiles as tl
 from analysis import zigzag_cost
 from analysis.dispatches import DispatchInfo
-from analysis.hardware import Hardware
+from common.hardware import Hardware
 
 # The accumulator budgets (vector registers) the register search tries: half the register
 # file (the rest for operands and broadcasts), and all but four (IREE's RVV matmul default,

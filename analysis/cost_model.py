@@ -46,7 +46,7 @@ from math import ceil, prod
 from typing import Mapping, Sequence
 
 from analysis.dispatches import LoopNest
-from analysis.hardware import Hardware
+from common.hardware import Hardware
 from analysis.tiles import footprint, innermost_parallel
 
 FEATURES = ("vector_ops", "fma_stall", "math_steps", "vector_loads", "scalar_loads", "gathered_loads", "accumulator_ops", "l2_stream",

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from analysis import candidates as cands
 from analysis import cost_model
 from analysis.dispatches import DispatchInfo, LoopNest
-from analysis.hardware import load_hardware
+from common.hardware import load_hardware
 
 HW_DIR = Path(__file__).parent / "hardware"
 RISCV = load_hardware(HW_DIR / "riscv_rvv.yaml")  # 4 f32 lanes, 32 vector registers, 1 core

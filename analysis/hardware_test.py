@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis import hardware
+from common import hardware
 
 HERE = Path(__file__).parent
 
@@ -152,7 +152,7 @@ def test_a_hardware_file_that_is_not_a_regular_file_is_named(tmp_path, kind):
         os.mkfifo(path)
     want = {"fifo": "is a FIFO, not a regular file", "directory": "is a directory, not a hardware file",
             "device": "is a character device, not a regular file", "missing": "hardware file not found"}[kind]
-    code = f"from analysis.hardware import load_hardware; load_hardware({str(path)!r})"
+    code = f"from common.hardware import load_hardware; load_hardware({str(path)!r})"
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                               cwd=HERE.parent, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from analysis.hardware import ROLES, HardwareError, load_hardware
+from common.hardware import ROLES, HardwareError, load_hardware
 from common.errors import OneLineErrors
 from common.files import atomic_write, check_outputs
 from common.core_models import CORE_MODELS, RISCV

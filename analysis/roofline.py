@@ -14,7 +14,7 @@ from math import prod
 
 from analysis.cost_model import element_bytes
 from analysis.dispatches import LoopNest
-from analysis.hardware import Hardware
+from common.hardware import Hardware
 
 MODEL = "roofline"
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import hardware, zigzag_cost
+from analysis import zigzag_cost
+from common import hardware
 from analysis.dispatches import LoopNest
 
 HW = Path(__file__).parent / "hardware" / "riscv_rvv.yaml"

@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 
 from bench import stats
-from analysis.hardware import HardwareError
+from common.hardware import HardwareError
 from bench.artifacts import PipelineInfo, zoo
 from common.calibration_schema import Calibration, FitQuality, coefficients_for
 from common.files import atomic_write, sha256_file
@@ -76,7 +76,7 @@ def prepare_dispatches(module: Path, target: Path, analysis: Path, work: Path, w
 class Measurer:
     def __init__(self, hardware: Path, target: Path, runner: Path | None, plugin: Path | None,
                  work: Path, qemu: Path | None = None, llvm_bin: Path | None = None):
-        from analysis.hardware import load_hardware
+        from common.hardware import load_hardware
 
         self.hardware, self.target, self.runner, self.plugin, self.work = \
             hardware, target, runner, plugin, work
@@ -503,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(models/<pipeline>_riscv_analysis.analysis.json under --zoo; riscv)")
     a = p.parse_args(argv)
     try:
-        from analysis.hardware import load_hardware
+        from common.hardware import load_hardware
 
         hw_name = load_hardware(a.hardware).name
         meas_path = a.evidence_dir / f"{a.hardware.stem}.measurements.json"

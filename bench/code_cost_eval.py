@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from analysis.cost_model import replaces_default
-from analysis.hardware import HardwareError, load_hardware
+from common.hardware import HardwareError, load_hardware
 from bench.calibrate import summed_by_model
 from bench.run_bench import out_path
 from bench.stats import geomean, kendall_tau

@@ -307,7 +307,7 @@ def _parse_config(text: str | None) -> dict | None:
 
 
 def hardware_info(path: Path) -> dict:
-    from analysis.hardware import load_hardware
+    from common.hardware import load_hardware
 
     hw = load_hardware(path)
     return {"name": hw.name, "clock_ghz": hw.clock_ghz, "cores": hw.cores,

@@ -24,7 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.hardware import HardwareError, load_hardware
+from common.hardware import HardwareError, load_hardware
 from bench import stats
 from common.analysis_schema import Analysis
 from common.codegen_report import load_codegen_report

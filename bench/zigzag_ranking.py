@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis import hardware as hwmod
+from common import hardware as hwmod
 from analysis import zigzag_cost
 from analysis.dispatches import LoopNest
 from bench.run_bench import out_path

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from analysis import hardware as hwmod
+from common import hardware as hwmod
 from analysis import zigzag_cost
 from common.op_kinds import MAC_KINDS
 from bench.run_bench import out_path

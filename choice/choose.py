@@ -133,7 +133,7 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
     build's `codegen.compile --out-code` directory, costed as it is; a strategy without one is
     compiled again here. `failed`: strategy -> why IREE could not compile it (left out). The
     first candidate (the baseline) is kept unless another costs below (1 - margin) x its cycles."""
-    from analysis.hardware import HardwareError, load_hardware
+    from common.hardware import HardwareError, load_hardware
     from codegen.compile import TARGETS_IR, CompileError
     from common.core_models import CoreModelError, core_model
     from common.targets import TargetError, load_target
@@ -490,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
                 mca.require_tools(mca.LLVM_TOOLS)
                 key = record = None
                 if a.record_name is not None:
-                    from analysis.hardware import HardwareError, load_hardware
+                    from common.hardware import HardwareError, load_hardware
                     from choice.records import strategy_key
                     try:
                         hw_name = load_hardware(a.hardware).name

@@ -51,7 +51,7 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.hardware import HardwareError, load_hardware
+from common.hardware import HardwareError, load_hardware
 from analysis.candidates import REDUCTION_BLOCKED
 from analysis.cost_model import FEATURES
 from common.analysis_schema import Analysis, Candidate, CodePriceTerm, Cost, Dispatch, MeasuredChoice, Summary

@@ -481,7 +481,7 @@ def test_code_model_choice_is_never_predicted_slower_than_default(cycles, margin
 
 
 def _cli(tmp_path, hardware: Path, *extra: str) -> tuple[int, Path]:
-    from analysis.hardware import load_hardware
+    from common.hardware import load_hardware
     from common.files import sha256_file
     from choice.tune import main
 

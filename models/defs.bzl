@@ -68,7 +68,7 @@ def accelerator(name, hardware, isa = "//common:riscv64_rvv", visibility = None)
 
     Args:
       name: the accelerator's name.
-      hardware: its description, a YAML of analysis/hardware.py's schema (copy
+      hardware: its description, a YAML of common/hardware.py's schema (copy
         analysis/hardware/riscv_rvv.yaml): VLEN, FMA pipes, caches, bandwidths, energies and
         `model_core`, an llvm-mca core of common/core_models.py with the same VLEN
         (sifive-p670: 128, sifive-x280: 512); other VLENs are refused by the measured choice.

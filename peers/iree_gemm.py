@@ -29,7 +29,7 @@ import yaml
 from common.errors import OneLineErrors
 from common.files import sha256_file, write_together
 from common.targets import DEFAULT_STRATEGY, PACKED_STRATEGIES, STRATEGY_FLAGS, named_target
-from analysis.hardware import load_hardware
+from common.hardware import load_hardware
 from peers.run import workspace_path
 from peers.shapes import SHAPES, GemmShape
 

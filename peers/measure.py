@@ -22,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.hardware import HardwareError, load_hardware
+from common.hardware import HardwareError, load_hardware
 from common.errors import OneLineErrors
 from common.files import check_outputs, sha256_file, write_together
 from common.core_models import MODEL_IGNORES

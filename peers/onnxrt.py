@@ -31,7 +31,6 @@ import argparse
 import collections
 import concurrent.futures
 import json
-import os
 import re
 import struct
 import shutil
@@ -41,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.hardware import HardwareError, load_hardware
+from common.hardware import HardwareError, load_hardware
 from common import processes
 from common.core_models import MODEL_IGNORES
 from common.errors import OneLineErrors, last_line

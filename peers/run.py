@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.hardware import Hardware
+from common.hardware import Hardware
 from common import processes
 from common.targets import named_target
 from common.scratch import scratch_directory

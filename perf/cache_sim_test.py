@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.hardware import load_hardware
+from common.hardware import load_hardware
 from perf import counts as cnt
 from perf import memory_model as mem
 

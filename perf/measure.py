@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from analysis.hardware import Hardware, HardwareError, load_hardware
+from common.hardware import Hardware, HardwareError, load_hardware
 from common import processes
 from common.codegen_report import ReportError, load_codegen_report
 from common.errors import OneLineErrors, first_line, last_line

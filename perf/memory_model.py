@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.hardware import Hardware
+from common.hardware import Hardware
 from common.perf_schema import LevelTraffic, MemoryAware
 from perf.counts import DispatchCounts
 
@@ -54,7 +54,7 @@ class _Flow:
 
 # The plugin's name of each write policy of the description, and how the simulation allocates
 # under it (perf/qemu_plugin/cache_sim.h: write-back allocates on a write miss, write-through does
-# not), which is also what the description's policy means (analysis/hardware.py).
+# not), which is also what the description's policy means (common/hardware.py).
 PLUGIN_POLICY = {"write-back": "wb", "write-through": "wt"}
 _POLICY_SAYS = {"wb": "write-back (write allocate)", "wt": "write-through (no write allocate)"}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.hardware import load_hardware
+from common.hardware import load_hardware
 from perf import memory_model as mem
 from perf.counts import Block, CacheTraffic, DispatchCounts
 

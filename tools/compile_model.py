@@ -31,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from analysis.hardware import HardwareError, load_hardware
+from common.hardware import HardwareError, load_hardware
 from common.errors import OneLineErrors
 
 PROJECT_REPOSITORY = "riscv_ml_toolchain"  # deps.bzl: the name the project must be loaded under
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bazel run //tools:compile --", description=__doc__.split("\n")[0])
     p.add_argument("model", type=Path, help="a .py file defining make_model() -> (model, example_inputs)")
     p.add_argument("--accelerator", type=Path, default=None,
-                   help="a hardware description YAML (analysis/hardware.py's schema); default: the "
+                   help="a hardware description YAML (common/hardware.py's schema); default: the "
                         "project's riscv_rvv (VLEN 128, SiFive P670 model)")
     p.add_argument("--out", type=Path, required=True, help="an empty or new directory for what ships")
     p.add_argument("--name", default=None, help="the pipeline's name (default: the file's stem)")
