@@ -149,8 +149,10 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         start = time.monotonic()
         tuned_names = {}
         compiled = []
-        sides = [] if reference_build is not None else [(reference, reference_analysis, module)]
-        if reference_build is not None:
+        if reference_build is None:  # compiled here, with the target below (codegen's one compile path)
+            sides = [(reference, reference_analysis, module)]
+        else:
+            sides = []
             try:
                 compiled.append(load_build(reference_build[0], reference_build[1], work / f"{reference.name}_reference"))
             except BuildError as err:

@@ -23,10 +23,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from codegen.compile import CompileError, compile_module
 from common.errors import NamedError, OneLineErrors
 from common.files import write_together
 from common.scratch import scratch_directory
 from common.targets import PACKED_STRATEGIES, TargetError, load_target
+from runtime.hal_runner.activations import CaptureError, compile_traced
 
 
 class PlanError(NamedError):
@@ -71,9 +73,6 @@ def strategy_files(pairs: list[str], flag: str) -> dict[str, str]:
 def build_reference(module: Path, reference: Path, out_vmfb: Path, out_layout: Path, out_traced: Path) -> None:
     """The host reference (IREE's defaults on `reference`: vmfb and layout) and its traced twin,
     written together or not at all."""
-    from codegen.compile import compile_module
-    from runtime.hal_runner.activations import compile_traced
-
     target = load_target(reference)
     with scratch_directory("reference_") as tmp:
         tmp = Path(tmp)
@@ -96,9 +95,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-layout", type=Path, required=True)
     p.add_argument("--out-traced", type=Path, required=True)
     args = p.parse_args(argv)
-    from codegen.compile import CompileError
-    from runtime.hal_runner.activations import CaptureError
-
     with OneLineErrors("reference", args.manifest, (PlanError, TargetError, CompileError, CaptureError)) as cli:
         for path, what in ((args.module, "module"), (args.manifest, "manifest")):
             if not path.is_file():
