@@ -340,13 +340,12 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, Build], 
     return baseline
 
 
-def _compile_build(module: Path, strategy: str, target: Path, analysis: Path | None, work: Path,
+def _compile_build(module: Path, strategy: str, target: Path, analysis: Path | None, out: Path,
                    layout: bool) -> tuple[Path, Path, Path | None]:
-    """(vmfb, report, layout or None) of one build compiled into `work/builds/<strategy>`, as
-    `codegen.compile --out-code --record-failure [--out-layout]` would write them."""
+    """(vmfb, report, layout or None) of `strategy`'s build compiled into the new directory `out`,
+    as `codegen.compile --out-code --record-failure [--out-layout]` would write them."""
     from codegen.compile import CompileError, compile_module, write_failure_record
 
-    out = work / "builds" / strategy
     out.mkdir(parents=True)
     vmfb, configs, report, code, layout_json = (out / "build.vmfb", out / "build.configs.mlir", out / "build.report.json",
                                                 out / "build.code", out / "build.layout.json" if layout else None)
@@ -366,8 +365,8 @@ def _compile_missing(module: Path, by_strategy: dict[str, list[Path | None]], wo
     `layouts` (--confirm), also its layout there."""
     for strategy, files in by_strategy.items():
         if files[0] is None:
-            files[0], files[1], layout = _compile_build(module, strategy, files[2], files[3], work,
-                                                        layouts is not None)
+            files[0], files[1], layout = _compile_build(module, strategy, files[2], files[3],
+                                                        work / "builds" / strategy, layouts is not None)
             if layouts is not None:
                 layouts[strategy] = layout
 
@@ -525,8 +524,9 @@ def main(argv: list[str] | None = None) -> int:
                             if a.default_build is not None:
                                 vmfb, report, layout = a.default_build
                             else:  # a stale record's: the one build no candidate action made
-                                vmfb, report, layout = _compile_build(a.module, DEFAULT_STRATEGY,
-                                                                      by_strategy[baseline][2], None, Path(tmp), True)
+                                # Beside the candidates' builds/<strategy>, never one of them.
+                                vmfb, report, layout = _compile_build(a.module, DEFAULT_STRATEGY, by_strategy[baseline][2],
+                                                                      None, Path(tmp) / "default" / DEFAULT_STRATEGY, True)
                             return Build(by_strategy[baseline][2], None, vmfb, report, layout)
 
                         chosen = confirm_by_measurement(

@@ -417,7 +417,7 @@ def test_confirm_measures_the_candidates_own_builds_and_compiles_nothing(tmp_pat
 
     def fake_measure(module, target, analysis, hardware, runner, plugin, model_name, *, shipped, qemu, vmfb, layout):
         given = next((s for s, out in builds.items() if vmfb == out / "b.vmfb"), None)
-        strategy = given or vmfb.parent.name  # else compiled here, into builds/<strategy>/
+        strategy = given or vmfb.parent.name  # else compiled here, into builds/<strategy>/ or default/codegen/
         assert layout == vmfb.with_name("b.layout.json" if given else "build.layout.json")
         measured.append(strategy)
         run = types.SimpleNamespace(inference_memory_aware_cycles=cycles[strategy], inference_energy_pj=1000)

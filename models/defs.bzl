@@ -579,6 +579,8 @@ def _shipped(names, suffix, hardware, chosen, strategy_targets, recorded):
         )
     elif chosen == "auto":
         candidates = list(CHOICE_CANDIDATES["auto"])
+        # IREE's default build, which a measured target's confirmation compares energy with.
+        default_compiled = ":" + names.compiled[DEFAULT_STRATEGY] if measured else None
         choice = dict(
             strategies = candidates,
             hardware = hardware,
@@ -592,7 +594,7 @@ def _shipped(names, suffix, hardware, chosen, strategy_targets, recorded):
         code_strategy_choice(
             name = names.strategy_measured,
             compiled = {s: ":" + names.compiled[s] for s in candidates},
-            default_compiled = ":" + names.compiled[DEFAULT_STRATEGY] if measured else None,
+            default_compiled = default_compiled,
             records_ignored = True,
             tags = ["manual"],
             **choice
@@ -612,7 +614,7 @@ def _shipped(names, suffix, hardware, chosen, strategy_targets, recorded):
             code_strategy_choice(
                 name = names.shipped,
                 compiled = {s: ":" + names.compiled[s] for s in candidates},
-                default_compiled = ":" + names.compiled[DEFAULT_STRATEGY] if measured else None,
+                default_compiled = default_compiled,
                 **choice
             )
     else:
