@@ -153,14 +153,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
             sides = [(reference, reference_analysis, module)]
         else:
             sides = []
-            try:
-                compiled.append(load_build(reference_build[0], reference_build[1], work / f"{reference.name}_reference"))
-            except BuildError as err:
-                raise SystemExit(f"check_dispatches: {err}") from None
-            if compiled[-1].layout.target != reference.name:
-                raise SystemExit(f"check_dispatches: {reference_build[1]}: a layout of target "
-                                 f"{compiled[-1].layout.target}, not {reference.name}")
-            print(f"{reference.name}: {reference_build[0].name} run as its compile wrote it: nothing compiled for it")
+            compiled.append(_as_compiled(reference_build, reference, work / f"{reference.name}_reference"))
         if build is None:
             sides.append((target, analysis, target_module or module))
         for t, a, m in sides:
@@ -177,15 +170,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
             print(f"{t.name}: tuned by {a.name}: {len(applied)} of {len(tuned.entries)} dispatches "
                   f"with analysis tiles, every config landed")
         if build is not None:
-            try:
-                compiled.append(load_build(build[0], build[1], work / f"{target.name}_shipped"))
-            except BuildError as err:
-                raise SystemExit(f"check_dispatches: {err}") from None
-            if compiled[-1].layout.target != target.name:
-                raise SystemExit(f"check_dispatches: {build[1]}: a layout of target {compiled[-1].layout.target}, "
-                                 f"not {target.name}")
-            print(f"{target.name}: {build[0].name} run as its compile wrote it ({build[1].name}): nothing "
-                  "compiled for it")
+            compiled.append(_as_compiled(build, target, work / f"{target.name}_shipped"))
         ref_c, dut_c = compiled
         built_here = [t.name for t, _, _ in sides]
         if built_here:
@@ -301,6 +286,21 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
             print(f"{target.name}: no dispatch has a host counterpart in the same layout: every one ran "
                   f"under qemu, none was compared (numerics unchecked)")
         return 0 if names and passed + run_only == len(names) else 1
+
+
+def _as_compiled(build: tuple[Path, Path], target: IreeTarget, directory: Path):
+    """`build` (vmfb, layout) of `target` as its compile wrote them, its executables written into
+    `directory` (dispatch.load_build); a layout of other executables or of another target ends
+    the check in one line."""
+    vmfb, layout = build
+    try:
+        loaded = load_build(vmfb, layout, directory)
+    except BuildError as err:
+        raise SystemExit(f"check_dispatches: {err}") from None
+    if loaded.layout.target != target.name:
+        raise SystemExit(f"check_dispatches: {layout}: a layout of target {loaded.layout.target}, not {target.name}")
+    print(f"{target.name}: {vmfb.name} run as its compile wrote it ({layout.name}): nothing compiled for it")
+    return loaded
 
 
 def _run_dispatch(side: tuple[list[str], dict, str], name: str, d: Dispatch, inputs: list[Path],
