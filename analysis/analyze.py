@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from analysis import candidates as cands
-from analysis import cost_model, roofline, zigzag_cost
+from analysis import cost_model, roofline, zigzag_cost, zigzag_results
 from common import op_kinds
 from analysis import dispatches as dsp
 from common import hardware as hwmod
@@ -229,8 +229,14 @@ def load_calibration(path: Path) -> Calibration:
 
 def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, jobs: int,
             calibration_path: Path | None = None, options: AnalysisOptions = AnalysisOptions(),
-            show_progress: bool | None = None) -> tuple[Analysis, float]:
+            show_progress: bool | None = None, recorded: dict[str, dict] | None = None,
+            zigzag_log: zigzag_results.ZigZagLog | None = None) -> tuple[Analysis, float]:
+    """The analysis and its seconds. ZigZag runs whose key is in `recorded` (committed results,
+    analysis/zigzag_results.py) are replayed, the others run; `zigzag_log` (if given) gets every
+    entry used and the keys that ran."""
     start = time.monotonic()
+    recorded = recorded or {}
+    zigzag_log = zigzag_log if zigzag_log is not None else zigzag_results.ZigZagLog()
     target = load_target(target_path)
     hw = hwmod.load_hardware(hw_path)
     calibration = load_calibration(calibration_path) if calibration_path else None
@@ -265,12 +271,15 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
                 f"{module}: no dispatches: IREE compiles nothing of this module (empty, or its "
                 "results are constants), so there is nothing to analyse")
         acc, mapping = hwmod.write_zigzag_inputs(hw, tmp / "zigzag")
+        zigzag_log.hardware = hw.name
         by_sig: dict[str, dsp.DispatchInfo] = {}
         for info in infos:
             by_sig.setdefault(info.signature(), info)
         zz_results: dict[str, dict] = {}
         zz_errors: dict[str, str] = {}
         jobs_in = []
+        keys: dict[str, str] = {}  # signature -> its ZigZag run's key (analysis/zigzag_results.py)
+        accelerator_yaml, mapping_yaml = acc.read_text(), mapping.read_text()
         for sig in sorted(by_sig):
             info = by_sig[sig]
             if not op_kinds.op_kind(info.kind).zigzag or _not_configurable(info):
@@ -280,12 +289,25 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
                 continue
             try:
                 layer = zigzag_cost.to_layer(info.kind, info.nest)
-                jobs_in.append((sig, layer, str(acc), str(mapping), len(info.nest.loops),
-                                options.zigzag_lpf_limit, options.zigzag_lpf_merge, str(tmp)))
             except zigzag_cost.NotExpressible as err:
                 zz_errors[sig] = f"not a ZigZag layer: {err}"
-        for sig, result, failure in sorted(_run_zigzag(jobs_in, jobs, show_progress),
-                                           key=lambda r: r[0]):
+                continue
+            keys[sig] = zigzag_results.job_key(layer, accelerator_yaml, mapping_yaml, len(info.nest.loops),
+                                               options.zigzag_lpf_limit, options.zigzag_lpf_merge)
+            if keys[sig] not in recorded:
+                jobs_in.append((sig, layer, str(acc), str(mapping), len(info.nest.loops),
+                                options.zigzag_lpf_limit, options.zigzag_lpf_merge, str(tmp)))
+        ran = []
+        for sig, result, failure in _run_zigzag(jobs_in, jobs, show_progress):
+            entry = {"result": zigzag_results.normalized(result)}
+            if failure is not None:
+                entry["failure"] = failure.replace(str(tmp), "<tmp>")
+            zigzag_log.entries[keys[sig]] = entry
+            ran.append(keys[sig])
+        zigzag_log.live = sorted(ran)
+        for sig in sorted(keys):
+            entry = zigzag_log.entries.setdefault(keys[sig], recorded.get(keys[sig]))
+            result, failure = entry.get("result"), entry.get("failure")
             if result is not None:
                 zz_results[sig] = result
                 continue
@@ -294,7 +316,7 @@ def analyze(module: Path, target_path: Path, hw_path: Path, model_name: str, job
                 raise dsp.AnalysisInputError(
                     f"dispatch {names[0]}{f' (and {len(names) - 1} more)' if len(names) > 1 else ''}"
                     f": {failure} (--allow-zigzag-failure prices it without ZigZag's candidate)")
-            zz_errors[sig] = failure.replace(str(tmp), "<tmp>")
+            zz_errors[sig] = failure
     out = []
     for info in infos:
         sig = info.signature()
@@ -343,13 +365,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--zigzag", action=argparse.BooleanOptionalAction, default=defaults.zigzag,
                    help="--no-zigzag: no ZigZag candidates (recorded in analysis.json); for an analysis "
                         "that keeps IREE's defaults anyway, where they would only be evaluation")
+    p.add_argument("--zigzag-results", type=Path, nargs="*", default=[],
+                   help="analysis/zigzag_results/*.json: recorded ZigZag runs, replayed where their key matches")
+    p.add_argument("--zigzag-log", type=Path,
+                   help="writes every ZigZag entry used, and which ran here (analysis/zigzag_results.py)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     args = p.parse_args(argv)
     # SIGINT/SIGTERM/SIGHUP unwind like Ctrl-C (common/errors.py): workers terminated, temporary
     # directories removed, one line.
-    with OneLineErrors("analysis", args.module, (hwmod.HardwareError, TargetError,
-                                                 dsp.AnalysisInputError)) as cli:
+    with OneLineErrors("analysis", args.module, (hwmod.HardwareError, TargetError, dsp.AnalysisInputError,
+                                                 zigzag_results.ZigZagResultsError)) as cli:
         check_outputs({"--out": args.out}, {"--module": args.module, "--target": args.target,
                                             "--hardware": args.hardware, "--calibration": args.calibration})
         if not args.module.is_file():
@@ -372,15 +398,21 @@ def main(argv: list[str] | None = None) -> int:
         except ValidationError as err:
             where, why = validation_error_where(err)
             raise dsp.AnalysisInputError(f"option {where}: {why}") from None
+        recorded = zigzag_results.load(args.zigzag_results)
+        zigzag_log = zigzag_results.ZigZagLog()
         result, seconds = analyze(args.module, args.target, args.hardware, args.model_name,
-                                  args.jobs, args.calibration, options, args.progress)
-        write_together({args.out: to_json(result)})
+                                  args.jobs, args.calibration, options, args.progress, recorded, zigzag_log)
+        outputs = {args.out: to_json(result)}
+        if args.zigzag_log is not None:
+            outputs[args.zigzag_log] = zigzag_log.text()
+        write_together(outputs)
     if cli.failed:
         return 2 if cli.exit_code == 1 else cli.exit_code
     s = result.summary
     print(f"analysis {args.model_name}: {s.dispatches} dispatches, {s.distinct_ops} distinct ops, "
           f"{s.candidates} candidates; chosen: {s.zigzag} zigzag, {s.analytical} analytical, "
-          f"{s.search} search, {s.iree_default} IREE default; {seconds:.1f} s")
+          f"{s.search} search, {s.iree_default} IREE default; ZigZag: {len(zigzag_log.entries) - len(zigzag_log.live)} "
+          f"replayed, {len(zigzag_log.live)} run; {seconds:.1f} s")
     return 0
 
 

@@ -14,15 +14,21 @@ def _zigzag_analysis_impl(ctx):
             ctx.file.hardware.short_path,
         ))
     out = ctx.actions.declare_file(ctx.label.name + ".analysis.json")
+    zigzag_log = ctx.actions.declare_file(ctx.label.name + ".zigzag.json")
     args = ctx.actions.args()
     args.add("--module", module.mlir)
     args.add("--target", target.file)
     args.add("--hardware", ctx.file.hardware)
     args.add("--model-name", module.model_name)
     args.add("--out", out)
+    args.add("--zigzag-log", zigzag_log)
     inputs = [module.mlir, target.file, ctx.file.hardware]
     if not ctx.attr.zigzag:
         args.add("--no-zigzag")
+    elif ctx.files.zigzag_results:
+        # Recorded runs replayed (analysis/zigzag_results.py); not an input where ZigZag is off.
+        args.add_all("--zigzag-results", ctx.files.zigzag_results)
+        inputs += ctx.files.zigzag_results
     if ctx.file.calibration:
         args.add("--calibration", ctx.file.calibration)
         inputs.append(ctx.file.calibration)
@@ -30,13 +36,15 @@ def _zigzag_analysis_impl(ctx):
         executable = ctx.executable._tool,
         arguments = [args],
         inputs = inputs,
-        outputs = [out],
+        outputs = [out, zigzag_log],
         mnemonic = "ZigZagAnalysis",
         progress_message = "Analysing %s for %s on %s" % (module.model_name, target.name, ctx.file.hardware.basename),
     )
     return [
         AnalysisInfo(analysis_json = out, module = module, target = target, hardware = ctx.file.hardware),
         DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
+        # Every ZigZag entry the analysis used and which ran here: //models:zigzag_replay_test.
+        OutputGroupInfo(zigzag = depset([zigzag_log])),
     ]
 
 _zigzag_analysis = rule(
@@ -46,6 +54,7 @@ _zigzag_analysis = rule(
         "hardware": attr.label(mandatory = True, allow_single_file = [".yaml"], doc = "analysis/hardware/*.yaml"),
         "calibration": attr.label(allow_single_file = [".json"], doc = "analysis/calibration/<hardware>.json: the cost model's coefficients (absent: uncalibrated, said in the analysis)"),
         "target": attr.label(mandatory = True, providers = [IreeTargetInfo], doc = "//common:host, or a riscv accelerator_target (e.g. //analysis:riscv_rvv)"),
+        "zigzag_results": attr.label_list(default = ["//analysis/zigzag_results:all"], allow_files = True, doc = "recorded ZigZag runs, replayed where their key matches"),
         "zigzag": attr.bool(default = True, doc = "False: no ZigZag candidates (analysis.analyze --no-zigzag), for an analysis that keeps IREE's defaults anyway"),
         "_tool": attr.label(default = "//analysis:analyze", executable = True, cfg = "exec"),
     },

@@ -38,6 +38,11 @@ PATCHED_SOURCES_SHA256 = {
 }
 
 
+# What `run` returns for a given layer, accelerator, mapping and LOMA settings: bump it when that
+# changes (extract, the patch, the dump reading), and every recorded ZigZag result
+# (analysis/zigzag_results/) becomes stale and runs again. A refactor that keeps the results keeps it.
+RESULT_VERSION = 1
+
 # LOMA's lpf_limit merges prime factors only within a loop, so every loop larger than 1 keeps one
 # and the temporal orderings ZigZag evaluates are at least n!: 7! (a grouped 2-D conv, the most
 # of any zoo op) takes seconds, 8! (a 3-D conv) took over 16 minutes of one analysis.

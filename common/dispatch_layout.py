@@ -176,6 +176,11 @@ def dump_layout(layout: ModuleLayout) -> str:
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
 
+def _is_plain_file_name(name: str) -> bool:
+    return (bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
+            and "\0" not in name and name.isprintable() and len(name.encode()) <= 255)
+
+
 def load_layout(path: Path) -> ModuleLayout:
     """The layout at `path`; LayoutError naming it when it is missing or not a layout."""
     try:
@@ -187,6 +192,11 @@ def load_layout(path: Path) -> ModuleLayout:
                           f"{str(err).splitlines()[0]}") from None
     if model.schema_version != LAYOUT_SCHEMA_VERSION:
         raise LayoutError(f"{path}: layout schema {model.schema_version}, this reader knows {LAYOUT_SCHEMA_VERSION}")
+    for name in model.executables_sha256:
+        # Readers write each executable to <scratch>/<name>: a path would write outside it (issue 80).
+        if not _is_plain_file_name(name):
+            raise LayoutError(f"{path}: executable name {name!r} is not a plain file name (no directory, "
+                              "no '..', printable): a layout names files inside one directory")
     dispatches = {}
     for name, d in model.dispatches.items():
         try:
