@@ -121,7 +121,7 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
         if not manifest_path.is_file() or not index.is_file():
             missing = manifest_path if not manifest_path.is_file() else index
             raise BoundsError(f"{missing}: not built (tools/bazel build //models:zoo_shipped_perf)")
-        ships = shipped_build(json.loads(manifest_path.read_text()))
+        ships = shipped_build(read_json(manifest_path, "report data"))
         try:
             perf_path = load_perf_index(index, bin_models.parent).get(ships)
         except PerfIndexError as err:
@@ -372,7 +372,7 @@ def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     """docs/results_bounds.md from docs/data/shipped_bounds.json (nothing until it is collected)."""
     if not (root / DATA).is_file():
         return {}
-    return {OUT: render(json.loads((root / DATA).read_text()), splits)}
+    return {OUT: render(read_json(root / DATA, "report data"), splits)}
 
 
 def collected(bin_root: Path, splits: dict[str, str], infos: list[dict]) -> dict[Path, str]:

@@ -184,3 +184,15 @@ def test_the_kind_check_cli(tmp_path, capsys, monkeypatch):
     assert bounds.main(["check-kinds", str(data), *map(str, infos)]) == 0
     assert bounds.main(["check-kinds", str(data), str(infos[0])]) == 1
     assert "pipeline 'b' has no pipeline info" in capsys.readouterr().out
+
+
+def test_nan_in_committed_data_is_refused_naming_the_file(tmp_path):
+    """Issue 80, BAD 8: NaN in report data was rendered as `nanx (nan-nan)` and the tool exited 0."""
+    from common.files import InputError
+
+    data = tmp_path / bounds.DATA
+    data.parent.mkdir(parents=True)
+    data.write_text('{"pipelines": {"mlp": {"ratio": NaN}}}')
+    with pytest.raises(InputError, match="NaN is not a JSON number") as err:
+        bounds.documents(tmp_path, {})
+    assert str(data) in str(err.value)

@@ -27,7 +27,7 @@ import os
 import sys
 from pathlib import Path
 
-from common.files import write_together
+from common.files import read_json, write_together
 from results import bounds, memory, plots, strategies, summary
 
 COLLECT = ("memory", "riscv_stock", "bounds")
@@ -63,7 +63,7 @@ def collected(what: str, root: Path, splits: dict[str, str], infos: list[Path]) 
     if what == "memory":
         return memory.collected(bin_root)
     if what == "bounds":
-        return bounds.collected(bin_root, splits, [json.loads(i.read_text()) for i in infos])
+        return bounds.collected(bin_root, splits, [read_json(i, "report data") for i in infos])
     return strategies.collected(bin_root, splits)
 
 

@@ -26,6 +26,8 @@ time of what ships beside stock IREE, interleaved rounds with their 95% interval
 from __future__ import annotations
 
 import json
+
+from common.files import read_json
 import math
 from pathlib import Path
 
@@ -92,7 +94,7 @@ def _geomean(xs: list[float]) -> float | None:
 
 
 def _inference_cycles(perf_json: Path) -> tuple[int, str]:
-    report = json.loads(perf_json.read_text())
+    report = read_json(perf_json, "report data")
     run = report["runs"][0]
     if run.get("inference_memory_aware_cycles") is None:
         raise ResultsError(f"{perf_json}: no memory-aware cycles (no core model)")
@@ -291,8 +293,8 @@ def render(rows: list[dict], splits: dict[str, str], measured: dict | None = Non
 
 def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     """docs/results_strategies.md from the committed records and data under the workspace `root`."""
-    measured = json.loads((root / MEASURED).read_text()) if (root / MEASURED).is_file() else None
-    host = json.loads((root / HOST_TIMED).read_text()) if (root / HOST_TIMED).is_file() else None
+    measured = read_json(root / MEASURED, "report data") if (root / MEASURED).is_file() else None
+    host = read_json(root / HOST_TIMED, "report data") if (root / HOST_TIMED).is_file() else None
     return {OUT: render(load(root / RECORDS, splits), splits, measured, host)}
 
 
