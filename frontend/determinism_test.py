@@ -67,6 +67,7 @@ HOSTS = ({"ATEN_CPU_CAPABILITY": "avx512", "OMP_NUM_THREADS": "2", "TF_ENABLE_ON
     "module,framework,name,factory",
     [("models.se_net", "torch", "se_net", "make_model"),
      ("models.keras_mobilenet", "tensorflow", "keras_mobilenet", "make_model"),
+     ("models.keras_separable", "tensorflow", "keras_separable", "make_model"),
      # oneDNN's int8 matmul below VNNI saturates: an AVX2 host wrote a golden off by 1e5.
      ("models.matmul_shapes", "torch", "matmul_shapes_i8", "make_int8_model")])
 def test_the_import_does_not_depend_on_the_hosts_kernels(tmp_path, module, framework, name, factory):

@@ -265,6 +265,17 @@ def model_zoo(name):
         ],
     )
     native.filegroup(
+        # Every analysis' ZigZag log (what it replayed from analysis/zigzag_results/, what it ran):
+        # //tuning:zigzag_replay_test and //tuning:record_zigzag. Not the sweeps' (`manual`).
+        name = name + "_zigzag_logs",
+        srcs = [
+            ":" + r["name"]
+            for r in native.existing_rules().values()
+            if r["kind"] == "_zigzag_analysis" and "manual" not in (r.get("tags") or [])
+        ],
+        output_group = "zigzag",
+    )
+    native.filegroup(
         # The measured choices (replayed from tuning records where they match) with the record
         # each computed: what //tuning:records_test checks the committed records against.
         name = name + "_tuning_records",
