@@ -9,6 +9,12 @@ A record's figures are sealed by the tool that writes it: `figures_sha256` (a ti
 `choice_sha256` (a strategy record's) hash the canonical JSON of its key and figures, and
 `load_record` / `load_strategy_record` refuse a record whose figures do not match, or that has no
 hash, with one line naming it and its refresh command. A figure edited by hand is never replayed.
+
+The `refresh` field is outside the seal and is printed as the command to run, so a record whose
+refresh is not exactly the command the tools write (`bazel run //tools:tune -- //<package>:<its
+pipeline>`) is refused: an edited one could be `curl ... | sh`. A record is read only from a
+regular file of at most MAX_RECORD_BYTES (a FIFO blocked the read forever, /dev/zero read to
+MemoryError).
 """
 
 from __future__ import annotations
@@ -16,13 +22,16 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
+import re
+import stat
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from common.analysis_schema import Analysis, Candidate, Dispatch
-from common.errors import first_line, validation_error_where
-from common.files import InputError, parse_json, sha256_file
+from common.errors import validation_error_where
+from common.files import InputError, check_input, parse_json, sha256_file
 from common.measurement_version import MEASUREMENT_VERSION, STRATEGY_CHOICE_VERSION
 from common.tuning_schema import (CandidateResult, DispatchKey, Measurement, RecordKey, StrategyCandidateKey,
                                   StrategyKey, StrategyRecord, TuningRecord)
@@ -32,6 +41,19 @@ IREE_DISTRIBUTION = "iree-base-compiler"
 
 class RecordError(RuntimeError):
     """A record file is unreadable or not a tuning record; the message names it."""
+
+
+# The largest committed record (mobilenet_v2_riscv's) is 66 KB and a record grows with its
+# dispatches and candidates only; 64 MiB is ~1000 times that, yet small enough to hold in memory:
+# anything larger is no record, and is refused before it is read whole.
+MAX_RECORD_BYTES = 64 << 20
+
+# The refresh command the tools write (choice/tune.py _refresh_command, choice/choose.py, from
+# choice/defs.bzl's `//<package>:<record name>`): Bazel package and target names of plain
+# characters only, so no shell syntax can ride along. Its target must be the record's pipeline.
+_REFRESH = re.compile(r"bazel run //tools:tune -- "
+                      r"//(?P<package>(?:[A-Za-z0-9_][A-Za-z0-9_.-]*)(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*)?"
+                      r":(?P<name>[A-Za-z0-9_][A-Za-z0-9_.-]*)")
 
 
 def _sha256_json(value: object) -> str:
@@ -110,24 +132,56 @@ def key_differences(recorded: RecordKey, tree: RecordKey) -> list[str]:
     return out
 
 
+def _read_record_text(path: Path, what: str) -> str:
+    """The text of the record file `path`, checked by parse_json, or InputError naming it: not
+    found, not a regular file (check_input: a FIFO blocked the read forever, /dev/zero read to
+    MemoryError), larger than MAX_RECORD_BYTES, not UTF-8, not JSON."""
+    path = check_input(path, what)
+    try:
+        # O_NONBLOCK and fstat: a file swapped for a FIFO since check_input still never blocks.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise InputError(f"{path}: not a regular file: not a {what}")
+            data = f.read(MAX_RECORD_BYTES + 1)  # never more than the cap, whatever the file claims
+    except InputError:
+        raise
+    except OSError as err:
+        raise InputError(f"{path}: cannot read the {what}: {err.strerror or err}") from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise InputError(f"{path}: not a {what}: larger than {MAX_RECORD_BYTES >> 20} MiB (a record is KBs)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not a {what}: not UTF-8 text (byte {err.start})") from None
+    parse_json(text, path, what)  # not JSON, a key given twice, NaN
+    return text
+
+
+def _check_refresh(path: Path, record) -> None:
+    """RecordError unless the record's `refresh` is the command its tool writes for its pipeline:
+    it is printed as the command to run, and the seal does not cover it."""
+    m = _REFRESH.fullmatch(record.refresh)
+    if m is None or m["name"] != record.pipeline:
+        raise RecordError(f"{path}: field 'refresh' is not the command the tools write "
+                          "(`bazel run //tools:tune -- //<package>:<pipeline>`, the record's pipeline): "
+                          "refused, not printed")
+
+
 def _load(path: Path, model, what: str):
     """The record at `path`, or RecordError in one line naming it and the field: a truncated record
     gave pydantic's whole report ("1 validation error for TuningRecord ... [type=json_invalid,
     input_value=...] For further information visit ..."), and a key given twice was read as its
-    last value."""
+    last value; a refresh command not of the tools' form is refused (_check_refresh)."""
     try:
-        text = path.read_text()
-        parse_json(text, path, what)
-        return model.model_validate_json(text)
-    except InputError as err:  # not JSON, a key given twice, NaN
+        record = model.model_validate_json(_read_record_text(path, what))
+    except InputError as err:  # missing, not a regular file, too large, not UTF-8, not JSON
         raise RecordError(str(err)) from None
-    except OSError as err:
-        raise RecordError(f"{path}: cannot read: {err.strerror}") from None
     except ValidationError as err:
         where, why = validation_error_where(err)
         raise RecordError(f"{path}: not a {what}: field '{where}': {why}") from None
-    except ValueError as err:  # not UTF-8
-        raise RecordError(f"{path}: not a {what}: {first_line(err)}") from None
+    _check_refresh(path, record)
+    return record
 
 
 def figures_sha256(record: TuningRecord) -> str:

@@ -14,15 +14,23 @@ strategy, packaging, the perf report), and copies what ships into DIR:
     DIR/<name>_host.vmfb, <name>_host.manifest.json       the host build it is checked against
 
 The workspace is kept (under $XDG_CACHE_HOME or ~/.cache, riscv-ml-toolchain/compile/<name>-*,
-or `--workspace DIR`), so running again after an edit rebuilds only what changed, and every
-generated workspace shares one Bazel disk cache. A stage that cannot do what was asked fails the
-command with its own message; nothing is copied then.
+one per model file, strategy and accelerator, or `--workspace DIR`), so running again after an
+edit rebuilds only what changed, and every generated workspace shares one Bazel disk cache; its
+Bazel server is shut down when the command ends. A workspace directory is written only if it is
+new, empty or one this command wrote (it carries `.riscv_ml_compile_workspace`); a run holds
+the workspace's lock until it ends, so a second run in the same workspace waits for the first.
+Inputs, the workspace and DIR are checked before anything is written or built; a stage that
+cannot do what was asked fails the command with its own message; nothing is copied then.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -30,13 +38,24 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
-from common.hardware import HardwareError, load_hardware
 from common.errors import OneLineErrors
+from common.files import atomic_write, check_input, same_file
+from common.hardware import HardwareError, load_hardware
+from common.targets import PIPELINE_STRATEGIES
 
 PROJECT_REPOSITORY = "riscv_ml_toolchain"  # deps.bzl: the name the project must be loaded under
 FRAMEWORK_REQUIREMENTS = {"torch": ("numpy", "torch"), "tensorflow": ("numpy", "tensorflow-cpu")}
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+# What marks a directory as a workspace this command wrote (only such a directory, or a new or
+# empty one, is written to: issue 80, `--workspace` rewrote a user's own workspace and the
+# project checkout), and the lock a run holds in it for its whole length.
+MARKER = ".riscv_ml_compile_workspace"
+LOCK = MARKER + ".lock"
+WRITTEN_BY = "//tools:compile (tools/compile_model.py)"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_RC_SPECIAL = re.compile(r"""([\s'"\\#])""")
 
 
 class CompileModelError(RuntimeError):
@@ -55,54 +74,84 @@ def disk_cache() -> Path:
     return _cache_root() / "bazel-disk-cache"
 
 
+def _check_strategy(strategy: str) -> None:
+    if strategy not in PIPELINE_STRATEGIES:
+        raise CompileModelError(f"--strategy {strategy!r}: not a strategy (one of {', '.join(PIPELINE_STRATEGIES)})")
+
+
+def _no_control(value: str, what: str) -> str:
+    # A newline would end the generated line (a Starlark string, a .bazelrc flag) and start another.
+    if _CONTROL.search(value):
+        raise CompileModelError(f"{what} {value!r}: contains a control character")
+    return value
+
+
+def _starlark(value: str, what: str) -> str:
+    """`value` as a Starlark string literal: user strings (paths, names) enter generated files only
+    quoted, so none can close its string and set other attributes (issue 80). JSON's escapes of
+    a control-free string (\\" and \\\\) are Starlark's."""
+    return json.dumps(_no_control(value, what), ensure_ascii=False)
+
+
+def _rc_word(value: str, what: str) -> str:
+    """`value` as one word of a .bazelrc line: Bazel's rc tokenizer takes a backslash as escaping
+    the next character anywhere, so a space, quote or # in a path stays part of it."""
+    return _RC_SPECIAL.sub(r"\\\1", _no_control(value, what))
+
+
 def workspace_files(project: Path, name: str, model: Path, framework: str,
                     accelerator: Path | None, strategy: str) -> dict[str, str]:
     """The files of the generated workspace, by path relative to it (the model and the
     description are copied in, under names of the generated package's own)."""
+    if not _NAME.match(name):
+        raise CompileModelError(f"--name {name!r}: lower-case letters, digits and _, starting with a letter")
+    _check_strategy(strategy)
     module = f"{name}_model"
-    deps = ",\n".join(f'        requirement("{r}")' for r in FRAMEWORK_REQUIREMENTS[framework])
+    q = _starlark
+    deps = ",\n".join(f"        requirement({q(r, 'requirement')})" for r in FRAMEWORK_REQUIREMENTS[framework])
     accel_decl, accel_arg = "", ""
     if accelerator is not None:
-        accel_decl = (f'accelerator(\n    name = "{name}_accelerator",\n'
-                      f'    hardware = "{name}_accelerator.yaml",\n)\n\n')
-        accel_arg = f'    accelerator = ":{name}_accelerator",\n'
+        accel_decl = (f'accelerator(\n    name = {q(name + "_accelerator", "name")},\n'
+                      f'    hardware = {q(name + "_accelerator.yaml", "name")},\n)\n\n')
+        accel_arg = f'    accelerator = {q(":" + name + "_accelerator", "name")},\n'
     build = f'''# Generated by `tools/bazel run //tools:compile` (tools/compile_model.py); rewritten on every run.
 load("@pypi//:requirements.bzl", "requirement")
 load("@rules_python//python:defs.bzl", "py_library")
 load("@{PROJECT_REPOSITORY}//models:defs.bzl", "accelerator", "model_pipeline")
 
 {accel_decl}py_library(
-    name = "{module}",
-    srcs = ["{module}.py"],
+    name = {q(module, "name")},
+    srcs = [{q(module + ".py", "name")}],
     deps = [
 {deps},
     ],
 )
 
 model_pipeline(
-    name = "{name}",
-{accel_arg}    framework = "{framework}",
-    model = ":{module}",
-    model_name = "{name}",
-    module = "{module}",
-    strategies = {{"riscv": "{strategy}"}},
+    name = {q(name, "name")},
+{accel_arg}    framework = {q(framework, "--framework")},
+    model = {q(":" + module, "name")},
+    model_name = {q(name, "name")},
+    module = {q(module, "name")},
+    strategies = {{"riscv": {q(strategy, "--strategy")}}},
 )
 '''
+    project_path = q(str(project), "project checkout")
     workspace = f'''# Generated by `tools/bazel run //tools:compile` (tools/compile_model.py).
-workspace(name = "{name}_compile")
+workspace(name = {q(name + "_compile", "name")})
 
 local_repository(
     name = "{PROJECT_REPOSITORY}",
-    path = "{project}",
+    path = {project_path},
 )
 
 load("@{PROJECT_REPOSITORY}//:deps.bzl", "riscv_ml_toolchain_dependencies")
 
-riscv_ml_toolchain_dependencies(path = "{project}")
+riscv_ml_toolchain_dependencies(path = {project_path})
 '''
     rc = [line for line in (project / ".bazelrc").read_text().splitlines()
           if line.startswith(("build ", "test "))]  # the project's flags, not its remote-cache config
-    rc.append(f"build --disk_cache={disk_cache()}")
+    rc.append(f"build --disk_cache={_rc_word(str(disk_cache()), 'disk cache')}")
     files = {
         "WORKSPACE": workspace,
         "BUILD.bazel": build,
@@ -115,16 +164,16 @@ riscv_ml_toolchain_dependencies(path = "{project}")
     return files
 
 
-def _check_inputs(model: Path, accelerator: Path | None, name: str, out: Path) -> None:
-    if not model.is_file():
-        raise CompileModelError(f"{model}: model file not found")
+def _check_inputs(model: Path, accelerator: Path | None, name: str, name_given: bool, strategy: str) -> None:
+    check_input(model, "model file")  # a directory is "a directory", not "not found"
     if model.suffix != ".py":
         raise CompileModelError(f"{model}: not a Python file (a .py defining make_model())")
     if "def make_model" not in model.read_text(errors="replace"):
         raise CompileModelError(f"{model}: defines no make_model() returning (model, example_inputs)")
     if accelerator is not None:
-        if not accelerator.is_file():
-            raise CompileModelError(f"{accelerator}: accelerator description not found")
+        if accelerator.is_dir():  # check_input would say "not a accelerator description"
+            raise CompileModelError(f"{accelerator}: is a directory, not an accelerator description (a YAML file)")
+        check_input(accelerator, "accelerator description")
         if accelerator.suffix not in (".yaml", ".yml"):
             raise CompileModelError(f"{accelerator}: not a YAML hardware description")
         try:
@@ -132,13 +181,113 @@ def _check_inputs(model: Path, accelerator: Path | None, name: str, out: Path) -
         except HardwareError as err:
             raise CompileModelError(str(err)) from None
     if not _NAME.match(name):
-        raise CompileModelError(f"--name {name!r}: lower-case letters, digits and _, starting with a letter")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise CompileModelError(f"{out}: exists and is not an empty directory (nothing is overwritten)")
+        if name_given:
+            raise CompileModelError(f"--name {name!r}: lower-case letters, digits and _, starting with a letter")
+        # The name came from the file: blame the file, and say how to give one.
+        raise CompileModelError(f"{model}: its name {name!r} is not a pipeline name (lower-case letters, "
+                                "digits and _, starting with a letter): rename it or give --name")
+    _check_strategy(strategy)
 
 
-def _write_workspace(root: Path, project: Path, files: dict[str, str]) -> None:
+def _check_workspace(root: Path, project: Path, flag: str) -> None:
+    """Refuses a directory the generated workspace must not be written to: the project checkout,
+    one containing it or inside it (its WORKSPACE, BUILD.bazel and .bazelrc would be rewritten,
+    tools/bazel replaced by a symlink to itself), a non-directory, or a non-empty directory
+    this command did not write (a user's own workspace was overwritten: issue 80)."""
+    if same_file(root, project):
+        raise CompileModelError(f"{flag} {root}: is the project checkout: a generated workspace must be outside it")
+    if root in project.parents:
+        raise CompileModelError(f"{flag} {root}: contains the project checkout {project}: "
+                                "a generated workspace must be outside it")
+    if project in root.parents:
+        raise CompileModelError(f"{flag} {root}: is inside the project checkout {project}: "
+                                "a generated workspace must be outside it")
+    if not os.path.lexists(root):
+        parent = root.parent
+        while not os.path.lexists(parent):
+            parent = parent.parent
+        if not parent.is_dir():
+            raise CompileModelError(f"{flag} {root}: {parent} is not a directory")
+        return
+    if not root.is_dir():
+        raise CompileModelError(f"{flag} {root}: exists and is not a directory")
+    try:
+        entries = {entry.name for entry in root.iterdir()}
+    except OSError as err:
+        raise CompileModelError(f"{flag} {root}: cannot list it: {err.strerror or err}") from None
+    if all(entry.startswith(MARKER) for entry in entries):
+        return  # empty, or only the lock and the marker being written by a run that just began
+    if not (root / MARKER).is_file():
+        why = f"no {MARKER}"
+    else:
+        try:
+            marker = json.loads((root / MARKER).read_text())
+        except (OSError, ValueError):
+            marker = None
+        if isinstance(marker, dict) and marker.get("written_by") == WRITTEN_BY:
+            return
+        why = f"its {MARKER} is not one //tools:compile wrote"
+    raise CompileModelError(f"{flag} {root}: not a workspace //tools:compile wrote ({why}): "
+                            "refusing to write there; give a new or empty directory")
+
+
+def _check_out(out: Path, root: Path) -> None:
+    """Refuses an --out the copy at the end could not fill, before the build starts (these were
+    found only after the whole build: issue 80)."""
+    if same_file(out, root):
+        raise CompileModelError(f"--out {out}: is the workspace directory: give another")
+    if root in out.parents:
+        raise CompileModelError(f"--out {out}: is inside the workspace {root}: give a directory outside it")
+    if out in root.parents:
+        raise CompileModelError(f"--out {out}: contains the workspace {root}: it would not be empty to fill")
+    try:
+        if os.path.lexists(out):
+            if not out.is_dir():
+                raise CompileModelError(f"--out {out}: exists and is not a directory (nothing is overwritten)")
+            if any(out.iterdir()):
+                raise CompileModelError(f"--out {out}: exists and is not an empty directory (nothing is overwritten)")
+    except OSError as err:
+        raise CompileModelError(f"--out {out}: cannot read it: {err.strerror or err}") from None
+    # The copy stages beside --out and renames into place (creating missing parents): try a
+    # directory where the first missing one would go, and remove it.
+    parent = out.parent
+    while not os.path.lexists(parent):
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CompileModelError(f"--out {out}: {parent} is not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    except OSError as err:
+        raise CompileModelError(f"--out {out}: cannot write in {parent}: {err.strerror or err}") from None
+
+
+@contextlib.contextmanager
+def _workspace_lock(root: Path) -> Iterator[None]:
+    """Holds the workspace's lock while the body runs: two runs in one workspace rewrote each
+    other's BUILD.bazel mid-build and each shipped the other's module (issue 80). A second run
+    waits until the first ends, saying so."""
+    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"compile: waiting for another compile in {root} to end", file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _marker(project: Path, model: Path, name: str, framework: str, accelerator: Path | None,
+            strategy: str) -> str:
+    return json.dumps({"written_by": WRITTEN_BY, "project": str(project), "model": str(model), "name": name,
+                       "framework": framework, "accelerator": str(accelerator) if accelerator else None,
+                       "strategy": strategy}, indent=1) + "\n"
+
+
+def _write_workspace(root: Path, project: Path, files: dict[str, str], marker: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
+    atomic_write(root / MARKER, marker)  # first: a run stopped midway leaves a directory it may reuse
     for rel, text in files.items():
         path = root / rel
         if not path.is_file() or path.read_text() != text:  # unchanged files keep their mtime
@@ -150,10 +299,43 @@ def _write_workspace(root: Path, project: Path, files: dict[str, str]) -> None:
     launcher.symlink_to(project / "tools" / "bazel")
 
 
+def _shutdown(root: Path, env: dict[str, str]) -> None:
+    """Stops the workspace's Bazel server: each generated workspace has its own, and one left
+    idle per model and strategy holds its memory for hours. The next run restarts it (the
+    output base and the disk cache stay, so it rebuilds only what changed)."""
+    try:
+        done = subprocess.run([str(root / "tools" / "bazel"), "shutdown"], cwd=root, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        done = False
+    if not done:  # a server left running costs memory, not this compile's result
+        print(f"compile: note: could not shut down the Bazel server of {root}", file=sys.stderr)
+
+
 def shipped_files(name: str) -> list[str]:
     """What the command copies out of the workspace's bazel-bin."""
     return [f"{name}_riscv.vmfb", f"{name}_riscv.manifest.json", f"{name}_riscv_shipped_perf.perf.md",
             f"{name}_riscv_shipped_perf.perf.json", f"{name}_host.vmfb", f"{name}_host.manifest.json"]
+
+
+def _copy_out(root: Path, name: str, out: Path) -> list[str]:
+    files = shipped_files(name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for f in files:
+            shutil.copyfile(root / "bazel-bin" / f, staging / f)
+        try:
+            os.rename(staging, out)  # replaces an empty directory, never a filled one
+        except OSError as err:
+            if err.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                raise CompileModelError(f"--out {out}: is no longer new or empty (filled during the build): "
+                                        "nothing copied") from None
+            raise
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,14 +344,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--accelerator", type=Path, default=None,
                    help="a hardware description YAML (common/hardware.py's schema); default: the "
                         "project's riscv_rvv (VLEN 128, SiFive P670 model)")
-    p.add_argument("--out", type=Path, required=True, help="an empty or new directory for what ships")
+    p.add_argument("--out", type=Path, required=True,
+                   help="an empty or new directory for what ships, outside the workspace")
     p.add_argument("--name", default=None, help="the pipeline's name (default: the file's stem)")
     p.add_argument("--framework", choices=sorted(FRAMEWORK_REQUIREMENTS), default="torch")
     p.add_argument("--workspace", type=Path, default=None,
-                   help="where to write the generated workspace (default: ~/.cache/riscv-ml-toolchain/"
-                        "compile/<name>-<hash of the model's path>, kept for the next run)")
-    p.add_argument("--strategy", default="auto",
-                   help="what <name>_riscv ships (model_pipeline's strategies): auto (default), tuned, ...")
+                   help="where to write the generated workspace: a new or empty directory, or one this "
+                        f"command wrote before (it has {MARKER}); never the project checkout, a directory "
+                        "containing it or one inside it (default: ~/.cache/riscv-ml-toolchain/compile/"
+                        "<name>-<hash of the model's path, strategy and accelerator>, kept for the next "
+                        "run). A run holds the workspace's lock until it ends: a second run in the same "
+                        "workspace waits for it")
+    p.add_argument("--strategy", default="auto", metavar="STRATEGY",
+                   help="what <name>_riscv ships (model_pipeline's strategies): auto (default), "
+                        f"{', '.join(s for s in PIPELINE_STRATEGIES if s != 'auto')}")
     a = p.parse_args(argv)
     with OneLineErrors("compile", a.model, (CompileModelError,)) as cli:
         cwd = Path(os.environ.get("BUILD_WORKING_DIRECTORY", "."))
@@ -181,31 +369,38 @@ def main(argv: list[str] | None = None) -> int:
         accelerator = (cwd / a.accelerator).resolve() if a.accelerator else None
         out = (cwd / a.out).resolve()
         name = a.name or model.stem.lower()
-        _check_inputs(model, accelerator, name, out)
-        key = hashlib.sha256(f"{project}\0{model}".encode()).hexdigest()[:12]
-        root = (cwd / a.workspace).resolve() if a.workspace else _cache_root() / "compile" / f"{name}-{key}"
-        _write_workspace(root, project, workspace_files(project, name, model, a.framework, accelerator, a.strategy))
+        _check_inputs(model, accelerator, name, a.name is not None, a.strategy)
+        if a.workspace:
+            root, flag = (cwd / a.workspace).resolve(), "--workspace"
+        else:
+            # One per model, strategy and accelerator: two compiles of one model with different
+            # strategies at once do not wait for each other (issue 80: they shared one and
+            # shipped each other's build).
+            key = hashlib.sha256("\0".join([str(project), str(model), name, a.framework, a.strategy,
+                                            str(accelerator or "")]).encode()).hexdigest()[:12]
+            root, flag = (_cache_root() / "compile" / f"{name}-{key}").resolve(), "workspace"
+        _check_workspace(root, project, flag)
+        _check_out(out, root)
+        files = workspace_files(project, name, model, a.framework, accelerator, a.strategy)
+        marker = _marker(project, model, name, a.framework, accelerator, a.strategy)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BUILD_", "BAZEL_", "RUNFILES"))}
-
-        def build(targets: list[str]) -> None:
-            print(f"compile: building {' '.join(targets)} in {root}", file=sys.stderr)
-            if subprocess.run([str(root / "tools" / "bazel"), "build"] + targets, cwd=root, env=env).returncode != 0:
-                raise CompileModelError(f"bazel build in {root} failed (its message is above)")
-
-        build([f"//:{name}_riscv", f"//:{name}_riscv_shipped_perf", f"//:{name}_host"])
-        files = shipped_files(name)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
         try:
-            for f in files:
-                shutil.copyfile(root / "bazel-bin" / f, staging / f)
-            if out.exists():
-                out.rmdir()  # empty, checked above
-            staging.rename(out)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        print(f"compile: {name}: {', '.join(files)} in {out}", file=sys.stderr)
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CompileModelError(f"{flag} {root}: cannot create it: {err.strerror or err}") from None
+        with _workspace_lock(root):
+            _check_workspace(root, project, flag)  # again, now that no other run can write it
+            _write_workspace(root, project, files, marker)
+            try:
+                targets = [f"//:{name}_riscv", f"//:{name}_riscv_shipped_perf", f"//:{name}_host"]
+                print(f"compile: building {' '.join(targets)} in {root}", file=sys.stderr)
+                built = subprocess.run([str(root / "tools" / "bazel"), "build"] + targets, cwd=root, env=env)
+                if built.returncode != 0:
+                    raise CompileModelError(f"bazel build in {root} failed (its message is above)")
+            finally:
+                _shutdown(root, env)
+            shipped = _copy_out(root, name, out)
+        print(f"compile: {name}: {', '.join(shipped)} in {out}", file=sys.stderr)
     return cli.exit_code
 
 
