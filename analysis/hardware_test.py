@@ -52,6 +52,14 @@ def test_zigzag_energy_per_bit_is_the_descriptions(name):
     ("register_mismatch", "memory.0.size_bytes", "32 x 128 bits"),
     ("model_core_vlen", "model_core", "sifive-x280 models VLEN 512, but compute.vector_bits is 128"),
     ("model_core_unknown", "model_core", "unknown core model 'spacemit-x60'"),
+    # Issue 80: each passed and failed deep in the build, blamed on a dispatch: an L2 the cache
+    # simulation cannot allocate, a shared L2 smaller a core than the L1, a VLEN nothing can run.
+    ("cache_too_large", "memory.2.size_bytes",
+     "level 'l2': 8796093022208 B per core is 137438953472 lines of 64 B; perf/'s cache simulation"),
+    ("l2_per_core", "memory.2.size_bytes",
+     "level 'l2' is 16384 B per core (131072 B shared by 8 cores), smaller than 'l1d' (32768 B per core)"),
+    ("vlen_no_core_model", "compute.vector_bits",
+     "VLEN 2048: no core model has it, and qemu emulates VLEN 128 to 1024 only"),
 ])
 def test_malformed_files_are_rejected(defect, field, words):
     path = HERE / "testdata" / f"bad_{defect}.yaml"
@@ -224,6 +232,39 @@ def test_variant_derives_register_file_and_core_model_from_vlen(tmp_path, vlen, 
     hw = hardware.load_hardware(path)  # the variant is a valid description
     assert hw.model_core == core and hw.level("register").size_bytes == register_bytes
     assert hw.level("l1").size_bytes == 16384 and hw.name == f"v{vlen}"
+
+
+def test_cache_bound_is_per_core_and_in_lines(tmp_path):
+    """The bound is the simulation's (lines of a core's share): the largest cache it models loads,
+    one set more does not; a large shared level loads when each core's share is within it."""
+    most = hardware.MAX_CACHE_LINES * 64
+
+    def l2(size, cores=1):
+        def edit(d):
+            d["cores"] = cores
+            d["memory"][2].update(size_bytes=size, shared_by_cores=cores)
+            d["memory"][3]["size_bytes"] = 2 * size
+        return edit
+    assert hardware.load_hardware(_mutated(tmp_path, l2(most))).level("l2").size_bytes == most
+    assert hardware.load_hardware(_mutated(tmp_path, l2(4 * most, cores=4))).level("l2").shared_by_cores == 4
+    with pytest.raises(hardware.HardwareError, match=r"field 'memory.2.size_bytes': level 'l2': \d+ B per core "
+                                                     r"is 16777224 lines"):
+        hardware.load_hardware(_mutated(tmp_path, l2(most + 8 * 64)))  # one set of 8 ways more
+
+
+@pytest.mark.parametrize("vlen,core", [(256, None), (1024, None), (512, "sifive-x280")])
+def test_vlens_qemu_emulates_load_without_a_core_model(tmp_path, vlen, core):
+    """Issue 80: only a VLEN nothing can run is refused; a sweep's VLEN 256 and 1024 variants have
+    no core model on purpose (measured in instructions, --allow-no-core-model) and still load."""
+    from analysis.hardware_variant import apply
+
+    base = yaml.safe_load((HERE / "hardware" / "riscv_rvv.yaml").read_text())
+    path = tmp_path / "v.yaml"
+    path.write_text(yaml.safe_dump(apply(base, f"v{vlen}", [f"compute.vector_bits={vlen}"])))
+    assert hardware.load_hardware(path).model_core == core
+    path.write_text(yaml.safe_dump(apply(base, "v2048", ["compute.vector_bits=2048"])))
+    with pytest.raises(hardware.HardwareError, match=r"field 'compute.vector_bits': VLEN 2048: no core model"):
+        hardware.load_hardware(path)
 
 
 @pytest.mark.parametrize("setting,words", [

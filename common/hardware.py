@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from common.core_models import CoreModelError, core_model
+from common.core_models import CORE_MODELS, CoreModelError, core_model
 from common.yaml_model import load_yaml_model
 
 ROLES = ("register", "l1", "l2", "dram")  # required, innermost first
@@ -43,6 +43,18 @@ MAX_BYTES = 1 << 44  # 16 TiB
 MAX_BYTES_PER_CYCLE = 1 << 16
 MAX_ENERGY_PJ = 1e6
 MAX_LATENCY_CYCLES = 1 << 20
+# perf/'s cache simulation (perf/qemu_plugin/cache_sim.c) callocs a 24 B `struct cache_sim_line`
+# per line of each cache level's per-core share, in every qemu run (several at once: --jobs),
+# and clears and walks them all in every measured window. 2^24 lines (1 GiB of 64 B lines) is
+# 384 MiB a level: a cache past that is no cache the simulation can model (an 8 TiB L2 passed
+# this schema and then failed in the plugin, blamed on the first dispatch measured: issue 80).
+MAX_CACHE_LINES = 1 << 24
+CACHE_SIM_LINE_BYTES = 24  # sizeof(struct cache_sim_line) (perf/qemu_plugin/cache_sim.h)
+# The VLENs qemu-riscv64 (10.0.2, //tools/qemu) emulates: target/riscv/cpu.h's RV_VLEN_MAX and its
+# lower bound of 128 (`-cpu rv64,v=true,vlen=2048` is refused). A description without a core
+# model is measured in instruction counts under qemu alone (a sweep's VLEN 256 and 1024), so its
+# VLEN must be one of these: nothing else could run or price its code.
+QEMU_VLEN_RANGE = (128, 1024)
 
 
 def _not_a_bool(value: object) -> object:
@@ -185,6 +197,17 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
             return (f"memory.{i}.shared_by_cores",
                     f"level '{m.name}' is shared by {m.shared_by_cores} cores, but the hardware has "
                     f"cores: {hw.cores}")
+    for i in range(1, len(hw.memory)):
+        # What a core sees of a shared level is its share (what perf/ simulates and ZigZag gets):
+        # a share below the level inside it holds less than that level, which the totals above
+        # cannot tell (an L2 of 64 KiB shared by 8 cores is 8 KiB a core, behind a 32 KiB L1).
+        inner, outer = hw.memory[i - 1], hw.memory[i]
+        inner_share, outer_share = inner.size_bytes // inner.shared_by_cores, outer.size_bytes // outer.shared_by_cores
+        if outer_share < inner_share:
+            return (f"memory.{i}.size_bytes",
+                    f"level '{outer.name}' is {outer_share} B per core ({outer.size_bytes} B shared by "
+                    f"{outer.shared_by_cores} cores), smaller than '{inner.name}' ({inner_share} B per core) "
+                    f"inside it")
     for i, m in enumerate(hw.memory):
         # Energies are per access of access_bits: an access wider than the cache's line is no
         # access the cache makes, and made every byte it moved cheaper (8192 bits over 64 B lines
@@ -200,6 +223,13 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
                 return (f"memory.{i}.associativity",
                         f"level '{m.name}': {m.size_bytes // m.shared_by_cores} B per core is not a whole "
                         f"number of sets of {m.associativity} ways x {m.line_bytes} B lines")
+            lines = m.size_bytes // m.shared_by_cores // m.line_bytes
+            if lines > MAX_CACHE_LINES:
+                return (f"memory.{i}.size_bytes",
+                        f"level '{m.name}': {m.size_bytes // m.shared_by_cores} B per core is {lines} lines of "
+                        f"{m.line_bytes} B; perf/'s cache simulation keeps {CACHE_SIM_LINE_BYTES} B per line in "
+                        f"every qemu run and models at most {MAX_CACHE_LINES} lines a level "
+                        f"({MAX_CACHE_LINES * m.line_bytes} B per core in {m.line_bytes} B lines)")
     for i, m in enumerate(hw.memory):
         # ZigZag's memories are a mapping by name: a name given twice, or one of its own, would
         # silently replace a level of the model (names compared as ZigZag-safe: case ignored).
@@ -218,6 +248,15 @@ def _check(hw: Hardware) -> tuple[str, str] | None:
         if core.vlen != hw.compute.vector_bits:
             return ("model_core", f"{core.name} models VLEN {core.vlen}, but compute.vector_bits is "
                                   f"{hw.compute.vector_bits}: model cycles would not be of this accelerator")
+    elif not QEMU_VLEN_RANGE[0] <= hw.compute.vector_bits <= QEMU_VLEN_RANGE[1]:
+        # No core model (legitimate: a sweep's VLEN 256 is measured in instructions only), and a
+        # VLEN qemu cannot emulate either: the build failed in qemu, blamed on a dispatch.
+        vlen = hw.compute.vector_bits
+        cores = [c.name for c in CORE_MODELS.values() if c.vlen == vlen]
+        missing = f"model_core is not set ({', '.join(cores)} models it)" if cores else "no core model has it"
+        return ("compute.vector_bits",
+                f"VLEN {vlen}: {missing}, and qemu emulates VLEN {QEMU_VLEN_RANGE[0]} to {QEMU_VLEN_RANGE[1]} "
+                f"only: nothing could run or price code for it")
     reg = hw.level("register")
     want = hw.compute.vector_registers * hw.compute.vector_bits // 8
     if reg.size_bytes != want:

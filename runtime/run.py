@@ -14,7 +14,10 @@ golden names each by its place, `names`); it refuses a NaN or Inf input and a to
 negative, not finite, or so large that an all-zero output would pass (rtol >= 1, atol > 1, or atol
 not below a golden output's largest value). The npz is read one array at a time, each checked
 against what the entry point takes from its .npy header first; an array nothing reads (an input
-the entry point does not take, a key that is no input or output) is refused, never decompressed.
+the entry point does not take, a key that is no input or output) is refused, never decompressed;
+an array past MAX_ARRAY_BYTES (`names` past MAX_NAMES_BYTES) is refused before it is read. Names
+read from the files (keys, golden names, entry points) are printed quoted when they hold a control
+character, so an escape sequence in one cannot repaint the message.
 """
 
 from __future__ import annotations
@@ -51,6 +54,19 @@ class RunError(RuntimeError):
 # output (atol >= (1 - rtol) x its largest |value|) is refused once the golden is read.
 MAX_RTOL = 1.0  # exclusive
 MAX_ATOL = 1.0  # inclusive
+
+# Past these an array of an npz is no input or golden of a model here (the zoo's largest are a few
+# MB) but a decompression bomb, refused before it is read: a golden's `names` was inflated whole
+# (1.6 GB) on every --check (issue 80). `names` is one short string per golden output.
+MAX_ARRAY_BYTES = 1 << 30
+MAX_NAMES_BYTES = 1 << 20
+
+shown = vmfb_executables.shown  # a name from an input, as a message prints it
+
+
+def _quoted(name: str) -> str:
+    """`name` in quotes, as repr quotes it when it holds a control character."""
+    return f"'{name}'" if name.isprintable() else repr(name)
 
 
 def check_file(path: Path, what: str, noun: str) -> None:
@@ -169,7 +185,7 @@ def verify(vmfb: Path, data: bytes, manifest: dict, path: Path) -> None:
     describes: the one it names, of the sha256 it records, embedding the executables it records
     (when it records them); else RunError naming the vmfb and what differs."""
     if manifest["vmfb"] != vmfb.name:
-        raise RunError(f"{vmfb}: {path.name} is the manifest of {manifest['vmfb']}, not of {vmfb.name}")
+        raise RunError(f"{vmfb}: {path.name} is the manifest of {shown(manifest['vmfb'])}, not of {vmfb.name}")
     recorded = manifest.get("executables_sha256") or {}
     try:
         embedded = vmfb_executables.embedded_executables(vmfb, data)
@@ -181,7 +197,7 @@ def verify(vmfb: Path, data: bytes, manifest: dict, path: Path) -> None:
             vmfb_executables.sha256_set(embedded) != vmfb_executables.sha256_set(recorded):
         wanted = set(recorded.values())
         changed = sorted(name for name, b in embedded.items() if hashlib.sha256(b).hexdigest() not in wanted)
-        which = f"{changed[0]} is not" if len(changed) == 1 else f"{len(changed)} of them are not"
+        which = f"{shown(changed[0])} is not" if len(changed) == 1 else f"{len(changed)} of them are not"
         raise RunError(f"{vmfb}: the executables it embeds are not the ones {path.name} records ({which} "
                        f"any recorded executable's sha256): corrupted or another build; rebuild it")
     if got != want:
@@ -198,7 +214,7 @@ def _unchecked_entry(module, vmfb: Path, function: str | None) -> dict:
     names = [n for n in module.function_names if not n.startswith("__")]
     name = function if function is not None else (names[0] if len(names) == 1 else None)
     if name is None or name not in names:
-        raise RunError(f"{vmfb.name}: " + (f"no function {function} (has {names})" if function
+        raise RunError(f"{vmfb.name}: " + (f"no function {shown(function)} (has {names})" if function
                                            else f"exports {len(names)} functions {names}: say which with --function"))
     return {"name": name, "inputs": None}
 
@@ -221,20 +237,20 @@ def load(vmfb: Path, function: str | None = None, manifest: Path | None = None, 
     m = manifest_for(vmfb, manifest)
     t = m["target"]
     if not t.get("runnable_on_host"):
-        raise RunError(f"{vmfb.name}: compiled for {t['triple']} ({t['name']}); no {t['triple'].split('-')[0]} "
-                       "IREE runtime exists on this machine, so it cannot run here")
+        raise RunError(f"{vmfb.name}: compiled for {shown(t['triple'])} ({shown(t['name'])}); no "
+                       f"{shown(t['triple'].split('-')[0])} IREE runtime exists on this machine, so it cannot run here")
     entries = m["entry_points"]
     entry = next((e for e in entries if e["name"] == function), None) if function else entries[0]
     path = manifest if manifest is not None else manifest_path(vmfb)
     if entry is None:
-        raise RunError(f"{vmfb.name}: no entry point {function} in {path.name} (have {[e['name'] for e in entries]})")
+        raise RunError(f"{vmfb.name}: no entry point {shown(function)} in {path.name} (have {[e['name'] for e in entries]})")
     data = vmfb.read_bytes()  # read once: the bytes checked are the bytes loaded
     verify(vmfb, data, m, path)
     ctx, module = _context(vmfb, data)
     names = [n for n in module.function_names if not n.startswith("__")]
     if entry["name"] not in names:
         # The vmfb is the recorded one (verify), so its manifest's entry point was edited.
-        raise RunError(f"{path}: entry point '{entry['name']}' is not a function of {vmfb.name} (it exports "
+        raise RunError(f"{path}: entry point {_quoted(entry['name'])} is not a function of {vmfb.name} (it exports "
                        f"{names}): the manifest was edited; rebuild it")
     function = ctx.modules.module[entry["name"]]
     check_signature(entry, declared_signature(function), vmfb, path)
@@ -293,7 +309,7 @@ def check_signature(entry: dict, declared: tuple[list[dict], list[dict]] | None,
         if side == "outputs" and "outputs" not in entry:
             continue  # an older manifest without outputs: nothing to compare
         if given != want:
-            raise RunError(f"{path}: entry point '{entry['name']}' {side} {_signature_text(given)} are not "
+            raise RunError(f"{path}: entry point {_quoted(entry['name'])} {side} {_signature_text(given)} are not "
                            f"{vmfb.name}'s {_signature_text(want)}: the manifest was edited; rebuild it")
 
 
@@ -326,11 +342,11 @@ class Npz(Mapping):
                            f"starts with {npz.read_bytes()[:8]!r})")
         try:
             with zipfile.ZipFile(npz) as z:
-                members = z.namelist()
+                members = z.infolist()
         except (zipfile.BadZipFile, OSError) as err:
             raise self._unreadable(err) from None
         # np.load's keys: a member's name without ".npy".
-        self._member = {m.removesuffix(".npy"): m for m in members}
+        self._member = {m.filename.removesuffix(".npy"): m for m in members}
 
     def _unreadable(self, err: Exception) -> RunError:
         return RunError(f"{self.path}: not a readable .npz: {type(err).__name__}: {first_line(err)}")
@@ -344,9 +360,22 @@ class Npz(Mapping):
     def __contains__(self, key: object) -> bool:
         return key in self._member  # Mapping's own would read the array to see
 
+    def _checked(self, key: str) -> zipfile.ZipInfo:
+        """`key`'s member, refused (RunError naming the file and member) unless numpy could have
+        written it and it is no larger than an array here may be: before any of it is inflated."""
+        member = self._member[key]  # KeyError for a key it does not hold, as a dict
+        if member.compress_type not in vmfb_executables.READ_BOUNDED:  # what numpy writes, and zipfile bounds
+            raise RunError(f"{self.path}: not a readable .npz: {shown(member.filename)} is compressed with zip method "
+                           f"{member.compress_type}, not stored or deflated as numpy writes it")
+        cap = MAX_NAMES_BYTES if key == "names" else MAX_ARRAY_BYTES
+        if member.file_size > cap:
+            raise RunError(f"{self.path}: {shown(member.filename)} is {member.file_size} B uncompressed, more than the "
+                           f"{cap} B {'the golden names' if key == 'names' else 'an array'} here may be: refused unread")
+        return member
+
     def header(self, key: str) -> tuple[tuple[int, ...], np.dtype]:
         """(shape, dtype) of `key` from its .npy header: a few bytes, whatever the array's size."""
-        member = self._member[key]  # KeyError for a key it does not hold, as a dict
+        member = self._checked(key)
         try:
             with zipfile.ZipFile(self.path) as z, z.open(member) as f:
                 version = np.lib.format.read_magic(f)
@@ -356,16 +385,23 @@ class Npz(Mapping):
         except Exception as err:  # noqa: BLE001 - zipfile, numpy and OS errors alike: the npz is bad
             raise self._unreadable(err) from None
         if dtype.hasobject:  # its data is a pickle: never loaded (allow_pickle=False)
-            raise RunError(f"{self.path}: not a readable .npz: {key} is an array of Python objects (a pickle, "
+            raise RunError(f"{self.path}: not a readable .npz: {shown(key)} is an array of Python objects (a pickle, "
                            "never loaded)")
         return shape, dtype
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in self._member:
             raise KeyError(key)
+        member = self._checked(key)
+        shape, dtype = self.header(key)
+        size = math.prod(shape) * dtype.itemsize
+        if size > member.file_size:  # what numpy would allocate before finding the data short
+            raise RunError(f"{self.path}: not a readable .npz: {shown(key)}'s header says {list(shape)} {dtype} "
+                           f"({size} B), more than its member's {member.file_size} B")
         try:
-            with np.load(self.path, allow_pickle=False) as data:  # reads the zip's directory, then this member
-                return data[key]
+            # Reads this member's header and data, no further (zipfile inflates what is asked for).
+            with zipfile.ZipFile(self.path) as z, z.open(member) as f:
+                return np.lib.format.read_array(f, allow_pickle=False)
         except Exception as err:  # noqa: BLE001 - zipfile, numpy and OS errors alike: the npz is bad
             raise self._unreadable(err) from None
 
@@ -394,11 +430,14 @@ def check_outputs_against(gold: Mapping[str, np.ndarray], npz: Path, outs: list[
     if len(keys) != len(outs):
         raise RunError(f"{npz}: {len(keys)} golden outputs, the module returns {len(outs)}"
                        + (f": output_{len(outs)} is never compared" if len(keys) > len(outs) else ""))
-    placed = gold["names"] if "names" in gold else None
-    names = [str(n) for n in placed] if placed is not None and placed.ndim == 1 else []
+    # Names are read only when they can name these outputs (one per output, as the header says):
+    # anything else went unused after being inflated whole (a 1.6 GB `names`: issue 80).
+    names: list[str] = []
+    if "names" in gold and _shape(gold, "names") == (len(keys),):
+        names = [str(n) for n in gold["names"]]
     worst = 0.0
     for i, (name, o) in enumerate(zip(keys, outs)):
-        key = f"{name} {names[i]}" if len(names) == len(keys) and names[i] else name  # its place in a dict
+        key = f"{name} {shown(names[i])}" if names and names[i] else name  # its place in a dict
         shape = _shape(gold, name)
         if shape != o.shape:  # before reading it: a golden of another shape is never decompressed
             raise RunError(f"{key}: shape {list(o.shape)} != expected {list(shape)}")
@@ -458,9 +497,10 @@ def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
     for key in sorted(data, key=lambda k: (len(k), k)):
         if key.startswith("input_") and key not in taken:
             takes = f"input_0..input_{count - 1}" if count > 1 else "input_0" if count else "no input"
-            raise RunError(f"{npz}: {key} is never passed: {entry['name']} takes {count} inputs ({takes})")
+            raise RunError(f"{npz}: {shown(key)} is never passed: {shown(entry['name'])} takes {count} inputs "
+                           f"({takes})")
         if not key.startswith(("input_", "output_")) and key != "names":
-            raise RunError(f"{npz}: {key} is neither an input_<i> nor a golden output_<i> (nor names): nothing "
+            raise RunError(f"{npz}: {shown(key)} is neither an input_<i> nor a golden output_<i> (nor names): nothing "
                            "reads it")
     if entry["inputs"] is None:
         return [np.asarray(data[f"input_{i}"], order="C") for i in range(count)]
@@ -468,17 +508,17 @@ def inputs_from(npz: Path, entry: dict) -> list[np.ndarray]:
     for i, spec in enumerate(entry["inputs"]):
         key = f"input_{i}"
         if key not in data:
-            raise RunError(f"{npz}: missing {key} for {entry['name']}")
+            raise RunError(f"{npz}: missing {key} for {shown(entry['name'])}")
         shape, dtype = data.header(key)  # before reading it: an input of another shape is never decompressed
         want = spec["shape"]
         if want is not None and (len(shape) != len(want) or any(d is not None and d != n for d, n in zip(want, shape))):
-            raise RunError(f"{npz}: {key} has shape {list(shape)}, {entry['name']} expects {spec['shape']}")
+            raise RunError(f"{npz}: {key} has shape {list(shape)}, {shown(entry['name'])} expects {spec['shape']}")
         if spec["dtype"] == "bfloat16":
-            raise RunError(f"{npz}: {entry['name']} takes {key} as bfloat16, which numpy (and so an .npz) cannot "
+            raise RunError(f"{npz}: {shown(entry['name'])} takes {key} as bfloat16, which numpy (and so an .npz) cannot "
                            "hold")
         if dtype != np.dtype(spec["dtype"]):
             # Never cast: float64 or complex64 data silently narrowed would "match" anyway.
-            raise RunError(f"{npz}: {key} is {dtype}, {entry['name']} takes {spec['dtype']}")
+            raise RunError(f"{npz}: {key} is {dtype}, {shown(entry['name'])} takes {spec['dtype']}")
         args.append(np.asarray(data[key], order="C"))  # not ascontiguousarray: it makes a 0-d input 1-d
     return args
 
@@ -541,9 +581,9 @@ def main(argv=None) -> int:
         for i, o in enumerate(outs):
             print(f"output_{i}: shape={list(o.shape)} dtype={o.dtype} min={o.min():.6g} max={o.max():.6g} "
                   f"mean={o.mean():.6g}")
-        built = (f"{m['target']['name']} ({'tuned' if m['tuned'] else 'IREE default'})" if m is not None
+        built = (f"{shown(m['target']['name'])} ({'tuned' if m['tuned'] else 'IREE default'})" if m is not None
                  else "an unchecked module (--no-manifest)")
-        print(f"{entry['name']} on {built}: median {statistics.median(times) * 1e3:.3f} ms over {len(times)} runs")
+        print(f"{shown(entry['name'])} on {built}: median {statistics.median(times) * 1e3:.3f} ms over {len(times)} runs")
         if a.check:
             worst = check_outputs_against(load_npz(a.inputs), a.inputs, outs, a.rtol, a.atol)
             print(f"check: {len(outs)} outputs match (max abs error {worst:.3g})")

@@ -1,9 +1,11 @@
 """runtime: hal_module manifest and the runner (host runs and matches; riscv fails with one line)."""
 
 import hashlib
+import io
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -208,6 +210,164 @@ def test_runner_refuses_inputs_of_another_dtype(modules, tmp_path, dtype):
     lines = p.stderr.strip().splitlines()
     assert p.returncode != 0 and len(lines) == 1, p.stderr
     assert f"input_0 is {dtype}" in lines[0] and "float32" in lines[0]
+
+
+# Issue 80: runtime.run read more than a file said, and printed names from files raw. None of these
+# compile anything: the archives are made here.
+ANSI = "\x1b[2K\r\x1b[32mALL CHECKS PASSED\x1b[0m"
+
+
+def _zip(path: Path, members: dict, how: int = zipfile.ZIP_STORED) -> Path:
+    """A zip of `members` (name -> bytes, or an array written as .npy), each compressed `how`."""
+    import numpy as np
+
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            if not isinstance(data, bytes):
+                buf = io.BytesIO()
+                np.lib.format.write_array(buf, np.asarray(data), allow_pickle=False)
+                data = buf.getvalue()
+            z.writestr(name, data, compress_type=how)
+    return path
+
+
+@pytest.fixture
+def inflated(monkeypatch) -> list[int]:
+    """Bytes handed out by every zip member read during the test."""
+    seen = [0]
+    read = zipfile.ZipExtFile.read
+
+    def counting(self, n=-1):
+        data = read(self, n)
+        seen[0] += len(data)
+        return data
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", counting)
+    return seen
+
+
+def _bomb_vmfb(tmp_path) -> tuple[Path, dict]:
+    """A vmfb archive whose executable member deflates 64 MiB of zeros into 64 KB, and a manifest of
+    it (another build's sha256, as the probe's was)."""
+    vmfb = tmp_path / "bomb.vmfb"
+    with zipfile.ZipFile(vmfb, "w") as z:
+        z.writestr("module.fb", b"\0" * 64)
+        z.writestr("bomb_linked_embedded_elf_x86_64.so", bytes(64 << 20), compress_type=zipfile.ZIP_DEFLATED)
+    manifest = {"vmfb": vmfb.name, "target": {"name": "host", "triple": "x86_64-unknown-linux-gnu",
+                                               "runnable_on_host": True},
+                "tuned": False, "entry_points": [{"name": "main", "inputs": []}],
+                "inputs_sha256": {"vmfb": "0" * 64}, "executables_sha256": {"a.so": "1" * 64}}
+    return vmfb, manifest
+
+
+def test_a_zip_bomb_vmfb_is_refused_before_it_is_inflated(tmp_path, inflated):
+    """Issue 80: a 2 MB vmfb was inflated to 4.3 GB before its sha256 was refused."""
+    from runtime import run as rr
+
+    vmfb, manifest = _bomb_vmfb(tmp_path)
+    with pytest.raises(rr.RunError) as err:
+        rr.verify(vmfb, vmfb.read_bytes(), manifest, tmp_path / "bomb.manifest.json")
+    msg = str(err.value)
+    assert msg.startswith(f"{vmfb}: not the vmfb bomb.manifest.json describes") and "\n" not in msg, msg
+    assert f"unreadable: member bomb_linked_embedded_elf_x86_64.so is {64 << 20} B uncompressed" in msg, msg
+    assert inflated[0] == 0, inflated[0]
+
+
+def test_the_cli_refuses_a_zip_bomb_vmfb_in_one_line(tmp_path):
+    vmfb, manifest = _bomb_vmfb(tmp_path)
+    (tmp_path / "bomb.manifest.json").write_text(json.dumps(manifest))
+    p = run(vmfb, _zip(tmp_path / "g.npz", {}))
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 1 and len(lines) == 1, p.stderr
+    assert lines[0].startswith(f"runtime.run: error: {vmfb}: not the vmfb") and "member bomb_linked" in lines[0]
+
+
+def test_golden_names_are_read_only_to_name_the_outputs(tmp_path, monkeypatch):
+    """Issue 80: `names` was inflated whole on every --check (1.6 GB), whatever its shape; names
+    that cannot name the outputs (here 5 for 1 output) were then ignored. Now they are never read."""
+    import numpy as np
+
+    from runtime import run as rr
+
+    npz = _zip(tmp_path / "g.npz", {"output_0.npy": np.ones(3, np.float32), "names.npy": np.array(["a"] * 5)})
+    read = []
+    getitem = rr.Npz.__getitem__
+    monkeypatch.setattr(rr.Npz, "__getitem__", lambda self, key: read.append(key) or getitem(self, key))
+    assert rr.check_outputs_against(rr.load_npz(npz), npz, [np.ones(3, np.float32)], 1e-4, 1e-4) == 0.0
+    assert read == ["output_0"]
+
+
+def test_golden_names_past_their_cap_are_refused_unread(tmp_path, inflated):
+    import numpy as np
+
+    from runtime import run as rr
+
+    names = np.array(["x" * ((1 << 20) // 4 + 1)])  # one name of 1 MiB and 4 B (4 B a character)
+    npz = _zip(tmp_path / "g.npz", {"output_0.npy": np.ones(3, np.float32), "names.npy": names}, zipfile.ZIP_DEFLATED)
+    with pytest.raises(rr.RunError) as err:
+        rr.check_outputs_against(rr.load_npz(npz), npz, [np.ones(3, np.float32)], 1e-4, 1e-4)
+    assert str(err.value).startswith(f"{npz}: names.npy is {names.nbytes + 128} B uncompressed, more than the "
+                                     f"{rr.MAX_NAMES_BYTES} B the golden names here may be: refused unread"), err.value
+    assert inflated[0] == 0, inflated[0]
+
+
+def test_an_array_past_the_cap_is_refused_unread(tmp_path, monkeypatch, inflated):
+    import numpy as np
+
+    from runtime import run as rr
+
+    monkeypatch.setattr(rr, "MAX_ARRAY_BYTES", 4096, raising=False)
+    npz = _zip(tmp_path / "g.npz", {"input_0.npy": np.zeros(4096, np.float32)}, zipfile.ZIP_DEFLATED)
+    data = rr.load_npz(npz)
+    for read in (lambda: data["input_0"], lambda: data.header("input_0"),
+                 lambda: rr.inputs_from(npz, {"name": "main", "inputs": None})):
+        with pytest.raises(rr.RunError, match=r"input_0.npy is 16512 B uncompressed, more than the 4096 B an array "
+                                              r"here may be: refused unread"):
+            read()
+    assert inflated[0] == 0, inflated[0]
+
+
+@pytest.mark.parametrize("how", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_an_npz_member_numpy_does_not_write_is_refused_unread(tmp_path, inflated, how):
+    """bzip2 and LZMA members are inflated a chunk at a time, however far the chunk goes."""
+    import numpy as np
+
+    from runtime import run as rr
+
+    npz = _zip(tmp_path / "g.npz", {"input_0.npy": np.zeros(4, np.float32)}, how)
+    with pytest.raises(rr.RunError, match=f"input_0.npy is compressed with zip method {how}, not stored or deflated"):
+        rr.load_npz(npz)["input_0"]
+    assert inflated[0] == 0, inflated[0]
+
+
+def test_an_npy_header_larger_than_its_member_is_refused_before_allocating(tmp_path):
+    import numpy as np
+
+    from runtime import run as rr
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (10**8,)})
+    npz = _zip(tmp_path / "g.npz", {"input_0.npy": header.getvalue() + bytes(16)})
+    with pytest.raises(rr.RunError, match=r"input_0's header says \[100000000\] float32 \(400000000 B\), more than "
+                                          r"its member's \d+ B"):
+        rr.load_npz(npz)["input_0"]
+
+
+def test_names_from_the_files_are_quoted_in_messages(tmp_path):
+    """Issue 80: a golden name holding escape sequences printed a green "ALL CHECKS PASSED" over the
+    mismatch it reported; a key of the npz and an entry point's name are the files' to choose too."""
+    import numpy as np
+
+    from runtime import run as rr
+
+    npz = _zip(tmp_path / "g.npz", {"output_0.npy": np.ones(3, np.float32), "names.npy": np.array([ANSI])})
+    with pytest.raises(rr.RunError) as err:
+        rr.check_outputs_against(rr.load_npz(npz), npz, [np.zeros(3, np.float32)], 1e-4, 1e-4)
+    assert str(err.value).isprintable() and str(err.value).startswith(f"output_0 {ANSI!r}: mismatch"), err.value
+    npz = _zip(tmp_path / "k.npz", {"input_0.npy": np.ones(3, np.float32), f"input_1{ANSI}.npy": np.ones(3)})
+    with pytest.raises(rr.RunError) as err:
+        rr.inputs_from(npz, {"name": f"main{ANSI}", "inputs": [{"shape": [3], "dtype": "float32"}]})
+    assert str(err.value) == (f"{npz}: {'input_1' + ANSI!r} is never passed: {'main' + ANSI!r} takes 1 inputs "
+                              f"(input_0)"), err.value
 
 
 if __name__ == "__main__":
