@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from common.errors import first_line
+from common.processes import fd2_into
 
 MAX_RETRIES = 3  # a task whose worker or node died runs again, at most this often
 LOCAL = "local"  # --ray-address: a Ray instance of this machine's own, started and stopped here
@@ -149,16 +150,11 @@ def _native_stderr_kept(kept: list[str]) -> Iterator[None]:
     """File descriptor 2 into `kept` (its lines) for the block: Ray's native code logs there, past
     sys.stderr. Only around what starts no process (joining, shutting down): a process started
     meanwhile would keep writing to the file."""
-    sys.stderr.flush()
-    saved = os.dup(2)
     with tempfile.TemporaryFile() as f:
-        os.dup2(f.fileno(), 2)
         try:
-            yield
+            with fd2_into(f):
+                yield
         finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
             f.seek(0)
             kept.extend(f.read().decode(errors="replace").splitlines())
 

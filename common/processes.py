@@ -11,11 +11,14 @@ CLI's whole process tree is killed, not only what `run` registered.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 from pathlib import Path
+from typing import IO, Iterator
 
 _live: set[subprocess.Popen] = set()
 _lock = threading.RLock()  # kill_all runs in a signal handler, maybe inside run's own hold
@@ -96,3 +99,19 @@ def kill_all() -> None:
 def reset() -> None:
     """Children may be started again (a CLI called in-process, after the previous one ended)."""
     _stopping.clear()
+
+
+@contextlib.contextmanager
+def fd2_into(sink: IO) -> Iterator[None]:
+    """File descriptor 2 into the open file `sink` for the block, restored after: native code
+    (MLIR, torch's C++, Ray) writes there past sys.stderr, so this is what keeps a CLI's stderr
+    to its one line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(sink.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import warnings
 
+from common.processes import fd2_into
 from frontend.errors import ImportFailure, first_line
 
 FRAMEWORKS = ("torch", "tensorflow")
@@ -86,16 +87,8 @@ def _quiet_stderr(enabled):
     if not enabled:
         yield
         return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
+    with tempfile.TemporaryFile() as sink, fd2_into(sink):
+        yield
 
 
 def _module_file(module_name):

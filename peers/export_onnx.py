@@ -29,6 +29,7 @@ from pathlib import Path
 
 from common.errors import NamedError, OneLineErrors
 from common.files import write_together
+from common.processes import fd2_into
 
 OPSET = 17  # LayerNormalization is a standard op from 17; ORT 1.21 runs opsets up to 22
 FACTORY = "make_model"
@@ -37,16 +38,8 @@ FACTORY = "make_model"
 @contextlib.contextmanager
 def _quiet_fd2():
     """torch's exporter prints warnings from C++ on fd 2; the CLI's stderr is for the one error line."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(os.devnull, "w") as null:
-        os.dup2(null.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
+    with open(os.devnull, "w") as null, fd2_into(null):
+        yield
 
 
 def export(module: str, name: str) -> bytes:
