@@ -22,6 +22,8 @@ import json
 from importlib import metadata
 from pathlib import Path
 
+from common.files import InputError, atomic_write, read_json
+
 SCHEMA_VERSION = 1
 
 
@@ -55,11 +57,9 @@ def normalized(result: dict | None) -> dict | None:
 
 def _load_json(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise ZigZagResultsError(f"{path}: cannot read: {err.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ZigZagResultsError(f"{path}: not JSON ({err})") from None
+        data = read_json(path, "ZigZag results file")  # strict: names the file, refuses NaN
+    except InputError as err:
+        raise ZigZagResultsError(str(err)) from None
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION \
             or not isinstance(data.get("entries"), dict):
         raise ZigZagResultsError(f"{path}: not a ZigZag results file of schema {SCHEMA_VERSION} "
@@ -112,9 +112,7 @@ def merge(results_dir: Path, logs: list[Path]) -> dict[str, int]:
         if not new:
             continue
         current.update(new)
-        text = json.dumps({"schema_version": SCHEMA_VERSION, "entries": current}, indent=1, sort_keys=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(text + "\n")
-        tmp.replace(path)
+        atomic_write(path, json.dumps({"schema_version": SCHEMA_VERSION, "entries": current},
+                                      indent=1, sort_keys=True) + "\n")
         added[path.name] = len(new)
     return added

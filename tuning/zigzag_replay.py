@@ -21,14 +21,14 @@ RECORD_COMMAND = "tools/bazel run //tuning:record_zigzag"
 
 def check(logs: list[Path]) -> int:
     """0 if no analysis ran ZigZag (all replayed); else one line per analysis that did."""
-    live = 0
+    live = used = 0
     for path in logs:
         data = zigzag_results.read_log(path)
+        used += len(data["entries"])
         if data["live"]:
             live += len(data["live"])
             print(f"{path.name}: {len(data['live'])} of {len(data['entries'])} ZigZag runs not recorded "
                   f"({data['hardware']}), ran in the build")
-    used = sum(len(zigzag_results.read_log(p)["entries"]) for p in logs)
     if live:
         print(f"{live} ZigZag runs were not replayed: `{RECORD_COMMAND}` records them "
               f"({RESULTS_DIR}/), then commit")
