@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from common.analysis_schema import Analysis, Candidate, Dispatch
 from common.errors import validation_error_where
-from common.files import InputError, check_input, parse_json, sha256_file
+from common.files import InputError, check_input, parse_json, read_json_text, sha256_file
 from common.measurement_version import MEASUREMENT_VERSION, STRATEGY_CHOICE_VERSION
 from common.tuning_schema import (CandidateResult, DispatchKey, Measurement, RecordKey, StrategyCandidateKey,
                                   StrategyKey, StrategyRecord, TuningRecord)
@@ -284,6 +284,26 @@ def _result_of(c: Candidate) -> CandidateResult:
                            measured=measured, measure_error=c.measure_error)
 
 
+def applied_tiles_sha256(analysis: Path) -> str:
+    """sha256 of what a compile takes from `analysis` (codegen.compile.apply_analysis checks and
+    applies): the target, lanes and hardware it was made for and, per dispatch, the names, root op,
+    loops, provenance and tiles. Its predictions (costs, candidates' figures, ZigZag's mapping and
+    energy) decide no byte of the build, so a change to them leaves a strategy record replaying."""
+    try:
+        a = Analysis.model_validate_json(read_json_text(analysis, "analysis file", "malformed analysis"))
+    except ValidationError as err:
+        where, why = validation_error_where(err)
+        raise RecordError(f"{analysis}: malformed analysis: {where}: {why}") from None
+    applied = {
+        "model": a.model, "target": a.target, "vector_lanes_f32": a.vector_lanes_f32,
+        "hardware": a.hardware, "hardware_sha256": a.hardware_sha256,
+        "dispatches": [d.model_dump(mode="json", include={"name", "executable", "root_op", "loops",
+                                                          "provenance", "tiles"})
+                       for d in a.dispatches],
+    }
+    return _sha256_json(applied)
+
+
 def strategy_key(pipeline: str, module: Path, hardware: Path, hardware_name: str, margin: float,
                  candidates: list[tuple[str, Path, Path | None]], llvm_bin: Path,
                  confirm: tuple[Path, Path, Path] | None) -> StrategyKey:
@@ -303,7 +323,7 @@ def strategy_key(pipeline: str, module: Path, hardware: Path, hardware_name: str
         pipeline=pipeline, module_sha256=sha256_file(module), hardware=hardware_name,
         hardware_sha256=sha256_file(hardware), margin=margin, confirmed=confirm is not None,
         candidates=[StrategyCandidateKey(strategy=s, target_sha256=sha256_file(t),
-                                         analysis_sha256=sha256_file(a) if a is not None else None)
+                                         applied_tiles_sha256=applied_tiles_sha256(a) if a is not None else None)
                     for s, t, a in candidates],
         tools=tools)
 
@@ -316,7 +336,7 @@ def strategy_key_differences(recorded: StrategyKey, tree: StrategyKey) -> list[s
     if list(ra) != list(rb):
         out.append(f"candidates {list(ra)} (recorded) vs {list(rb)}")
     for s in ra.keys() & rb.keys():
-        for f in ("target_sha256", "analysis_sha256"):
+        for f in ("target_sha256", "applied_tiles_sha256"):
             if ra[s][f] != rb[s][f]:
                 out.append(f"{s}'s {f.removesuffix('_sha256')} changed")
     return out + tools

@@ -148,3 +148,71 @@ def test_a_missing_record_or_a_directory_is_named(tmp_path, load, committed):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def _analysis(tmp_path: Path, name: str, edit=None) -> Path:
+    """A one-dispatch analysis.json that chose a ZigZag candidate; `edit(doc)` changes it first."""
+    from common.analysis_schema import Analysis, Candidate, Cost, Dispatch, Loop, Operand, Summary
+    tiles = {"register": [1, 4, 1], "l1": [8, 16, 4], "l2": [16, 32, 8]}
+    loops = [Loop(name=f"d{i}", bound=b, kind=k) for i, (b, k) in enumerate([(16, "parallel"), (32, "parallel"),
+                                                                            (8, "reduction")])]
+    operands = [Operand(role="input", indexing_map="(d0, d1, d2) -> (d0, d2)", element_type="f32", shape=[16, 8]),
+                Operand(role="input", indexing_map="(d0, d1, d2) -> (d2, d1)", element_type="f32", shape=[8, 32]),
+                Operand(role="output", indexing_map="(d0, d1, d2) -> (d0, d1)", element_type="f32", shape=[16, 32])]
+    zz = Candidate(name="zigzag", generator="zigzag", tiles=tiles, features={"macs": 4096.0},
+                   predicted_cycles=600.0, reason="ZigZag's latency-optimal mapping")
+    d = Dispatch(name="main$async_dispatch_0_matmul_16x32x8_f32", executable="main$async_dispatch_0",
+                 root_op="linalg.matmul", kind="matmul", loops=loops, operands=operands, signature="s",
+                 provenance="zigzag", reason="ZigZag's mapping", tiles=tiles,
+                 cost=Cost(latency_cycles=600.0, energy_pj=1234.5, model="zigzag"),
+                 zigzag={"energy_pj": 1234.5}, candidates=[zz], chosen="zigzag")
+    a = Analysis(model="m", target="riscv", hardware="riscv_rvv", hardware_sha256="0" * 64, vector_lanes_f32=4,
+                 dispatches=[d], summary=Summary.of([d], 1))
+    doc = a.model_dump(mode="json")
+    if edit is not None:
+        edit(doc)
+    path = tmp_path / f"{name}.analysis.json"
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def _set(doc: dict, path: str, value) -> None:
+    *outer, last = path.split(".")
+    node = doc
+    for k in outer:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    node[last] = value
+
+
+@pytest.mark.parametrize("field, value", [
+    ("dispatches.0.cost.energy_pj", 617.25),  # issue 77: ZigZag's energy rescaled
+    ("dispatches.0.zigzag", {"energy_pj": 617.25}),
+    ("dispatches.0.candidates.0.predicted_cycles", 700.0),
+    ("dispatches.0.reason", "another reason"),
+])
+def test_a_strategy_key_ignores_what_decides_no_byte_of_the_build(tmp_path, field, value):
+    # A strategy record keys its tuned candidate by the tiles it applies, not by the analysis'
+    # predictions: rescaling ZigZag's energy must not re-measure every strategy record.
+    base = records.applied_tiles_sha256(_analysis(tmp_path, "base"))
+    assert records.applied_tiles_sha256(_analysis(tmp_path, "edited", lambda d: _set(d, field, value))) == base
+
+
+@pytest.mark.parametrize("field, value", [
+    ("dispatches.0.tiles.register", [1, 8, 1]),
+    ("dispatches.0.provenance", "search"),
+    ("vector_lanes_f32", 8),
+    ("hardware_sha256", "1" * 64),
+])
+def test_a_strategy_key_follows_the_tiles_a_compile_applies(tmp_path, field, value):
+    def edit(doc):
+        _set(doc, field, value)
+        if field.endswith("tiles.register"):  # the chosen candidate's tiles are the dispatch's
+            doc["dispatches"][0]["candidates"][0]["tiles"]["register"] = value
+    base = records.applied_tiles_sha256(_analysis(tmp_path, "base"))
+    assert records.applied_tiles_sha256(_analysis(tmp_path, "edited", edit)) != base
+
+
+def test_a_malformed_analysis_is_one_line_naming_it(tmp_path):
+    path = _analysis(tmp_path, "bad", lambda d: d.pop("dispatches"))
+    line = _refused(records.applied_tiles_sha256, path)
+    assert "malformed analysis" in line and "dispatches" in line, line

@@ -26,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TUNING_SCHEMA_VERSION = 1
+STRATEGY_SCHEMA_VERSION = 2
 
 
 class _Strict(BaseModel):
@@ -116,7 +117,9 @@ class StrategyCandidateKey(_Strict):
 
     strategy: str
     target_sha256: str  # the IREE target file: the strategy's flags
-    analysis_sha256: str | None = None  # the tiles it applies (tuned); None: IREE's defaults
+    # choice.records.applied_tiles_sha256 of the analysis it compiles (tuned): what a compile takes
+    # from it, not its predictions (ZigZag's energy decides no byte of a build); None: IREE's defaults.
+    applied_tiles_sha256: str | None = None
 
 
 class StrategyKey(_Strict):
@@ -142,7 +145,8 @@ class StrategyRecord(_Strict):
     compiles only the chosen build and packages it with this `choice`, the manifest
     byte-identical to a measured one; a stale key measures every candidate again."""
 
-    schema_version: Literal[1] = TUNING_SCHEMA_VERSION
+    # 2: candidates keyed by the tiles they apply (applied_tiles_sha256), not the analysis file's bytes.
+    schema_version: Literal[2] = STRATEGY_SCHEMA_VERSION
     pipeline: str
     refresh: str  # the command that rewrites this file
     # sha256 of the canonical JSON of `key` and `choice` (choice.records.choice_sha256), written by
