@@ -26,6 +26,24 @@ def test_shipped_descriptions(name, lanes, macs, l1_kib):
     assert {m for m in acc["memories"] if m.startswith("reg_")} == {"reg_I1", "reg_I2", "reg_O"}
 
 
+@pytest.mark.parametrize("name", ["riscv_rvv", "riscv_rvv512", "host"])
+def test_zigzag_energy_per_bit_is_the_descriptions(name):
+    """ZigZag charges r_cost/w_cost per access of a port's bandwidth_max bits; the description's
+    energies are per access of access_bits. A bit read or written must cost the same in both
+    (issue 77: unscaled, a 4 B/cycle DRAM port of 64-bit accesses read at 2x, the L2's writes 2x)."""
+    hw = hardware.load_hardware(HERE / "hardware" / f"{name}.yaml")
+    memories = hardware.zigzag_accelerator(hw)["memories"]
+    for m in hw.memory[1:]:
+        zz = memories[m.name]
+        ports = {p["type"]: p["bandwidth_max"] for p in zz["ports"]}
+        assert zz["r_cost"] / ports["read"] == pytest.approx(m.read_energy_pj / m.access_bits), m.name
+        assert zz["w_cost"] / ports["write"] == pytest.approx(m.write_energy_pj / m.access_bits), m.name
+    reg = hw.level("register")
+    for op in ("I1", "I2", "O"):
+        zz = memories[f"reg_{op}"]
+        assert zz["r_cost"] / zz["ports"][0]["bandwidth_max"] == pytest.approx(reg.read_energy_pj / reg.access_bits)
+
+
 @pytest.mark.parametrize("defect,field,words", [
     ("missing_level", "memory", "missing level with role 'l2'"),
     ("zero_size", "memory.1.size_bytes", "greater than 0"),

@@ -98,21 +98,26 @@ def read_log(path: Path) -> dict:
     return data
 
 
-def merge(results_dir: Path, logs: list[Path]) -> dict[str, int]:
-    """Adds every logged entry to results_dir/<hardware>.json; {file name: entries added}."""
+def merge(results_dir: Path, logs: list[Path], prune: bool = False) -> dict[str, tuple[int, int]]:
+    """Adds every logged entry to results_dir/<hardware>.json; {file name: (entries added, removed)}
+    for each file that changed. `prune`: a file of a hardware the logs analyse keeps only the
+    entries they used (runs of a description since changed are never replayed again)."""
     by_hardware: dict[str, dict[str, dict]] = {}
     for log in logs:
         data = read_log(log)
         by_hardware.setdefault(data["hardware"], {}).update(data["entries"])
-    added = {}
+    changed = {}
     for hardware, entries in sorted(by_hardware.items()):
         path = results_dir / f"{hardware}.json"
         current = _load_json(path)["entries"] if path.exists() else {}
         new = {k: v for k, v in entries.items() if k not in current}
-        if not new:
+        unused = [k for k in current if k not in entries] if prune else []
+        if not new and not unused:
             continue
         current.update(new)
+        for k in unused:
+            del current[k]
         atomic_write(path, json.dumps({"schema_version": SCHEMA_VERSION, "entries": current},
                                       indent=1, sort_keys=True) + "\n")
-        added[path.name] = len(new)
-    return added
+        changed[path.name] = (len(new), len(unused))
+    return changed

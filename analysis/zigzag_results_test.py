@@ -47,18 +47,24 @@ def _log(tmp_path, name, hardware, entries, live):
     return path
 
 
-def test_merge_adds_new_entries_per_hardware_and_keeps_old_ones(tmp_path):
+def test_merge_adds_new_entries_per_hardware_and_keeps_old_ones_unless_pruned(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     a = _log(tmp_path, "a", "riscv_rvv", {"k1": {"result": {"x": 1}}}, ["k1"])
     b = _log(tmp_path, "b", "riscv_rvv512", {"k2": {"result": None, "failure": "boom"}}, ["k2"])
-    assert zr.merge(results, [a, b]) == {"riscv_rvv.json": 1, "riscv_rvv512.json": 1}
+    assert zr.merge(results, [a, b]) == {"riscv_rvv.json": (1, 0), "riscv_rvv512.json": (1, 0)}
     c = _log(tmp_path, "c", "riscv_rvv", {"k1": {"result": {"x": 1}}, "k3": {"result": {"y": 2}}}, ["k3"])
-    assert zr.merge(results, [c]) == {"riscv_rvv.json": 1}
+    assert zr.merge(results, [c]) == {"riscv_rvv.json": (1, 0)}
     assert zr.merge(results, [a, b, c]) == {}
     entries = zr.load(sorted(results.glob("*.json")))
     assert entries == {"k1": {"result": {"x": 1}}, "k2": {"result": None, "failure": "boom"},
                        "k3": {"result": {"y": 2}}}
+    # Pruned (//tuning:record_zigzag): a file of a hardware the logs analyse keeps what they used;
+    # another hardware's file is not touched.
+    d = _log(tmp_path, "d", "riscv_rvv", {"k3": {"result": {"y": 2}}}, [])
+    assert zr.merge(results, [d], prune=True) == {"riscv_rvv.json": (0, 1)}
+    assert zr.load(sorted(results.glob("*.json"))) == {"k2": {"result": None, "failure": "boom"},
+                                                       "k3": {"result": {"y": 2}}}
 
 
 @pytest.mark.parametrize("text,why", [

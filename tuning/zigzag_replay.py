@@ -58,10 +58,12 @@ def main(argv: list[str] | None = None) -> int:
                 print("tuning.zigzag_replay record: no --results-dir and not under `bazel run`", file=sys.stderr)
                 return 2
             results_dir = Path(workspace) / RESULTS_DIR
-        added = zigzag_results.merge(results_dir, logs)
-        for name, count in added.items():
-            print(f"{results_dir / name}: {count} ZigZag runs added")
-        if not added:
+        # Every zoo analysis' log is given: a run none of them used is of a description or
+        # workload since changed, and is dropped.
+        changed = zigzag_results.merge(results_dir, logs, prune=True)
+        for name, (added, removed) in changed.items():
+            print(f"{results_dir / name}: {added} ZigZag runs added, {removed} no analysis used removed")
+        if not changed:
             print(f"{len(logs)} analyses: every ZigZag run already recorded in {results_dir}")
         return 0
     except zigzag_results.ZigZagResultsError as err:
