@@ -389,6 +389,40 @@ def _replay(record_path: Path, key, by_strategy: dict[str, list[Path | None]]) -
     return committed.choice, ""
 
 
+def _tree_key(a: argparse.Namespace, by_strategy: dict[str, list[Path | None]]):
+    """The key of this choice (choice.records.strategy_key) from the command line's candidates."""
+    from common.hardware import HardwareError, load_hardware
+    from choice.records import strategy_key
+
+    try:
+        hw_name = load_hardware(a.hardware).name
+    except HardwareError as err:
+        raise ChoiceError(f"{a.hardware}: {first_line(err)}") from None
+    confirm_tools = (a.qemu, Path(a.confirm[2]), Path(a.confirm[1])) if a.confirm else None
+    return strategy_key(a.record_name, a.module, a.hardware, hw_name, a.margin,
+                        [(s, files[2], files[3]) for s, files in by_strategy.items()], a.llvm_bin, confirm_tools)
+
+
+def _write_key(p: argparse.ArgumentParser, a: argparse.Namespace) -> int:
+    """--out-key: the key alone, from the candidates' targets and analyses (no build read)."""
+    if a.record_name is None or a.by != "code-cycles" or a.hardware is None or a.llvm_bin is None:
+        p.error("--out-key: a keyed code-cycles choice (--record-name, --hardware, --llvm-bin)")
+    if a.confirm and a.qemu is None:
+        p.error("--confirm needs --qemu")
+    mca.use_llvm_bin(a.llvm_bin)
+    with OneLineErrors("choice.choose", a.module, (ChoiceError, mca.McaError, RecordError)) as cli:
+        by_strategy = {c[0]: [None, None, Path(c[3]), None if c[4] == "none" else Path(c[4])] for c in a.candidate}
+        if len(by_strategy) != len(a.candidate):
+            raise ChoiceError("a strategy is given twice")
+        check_outputs({"--out-key": a.out_key},
+                      {"--module": a.module, "--hardware": a.hardware,
+                       **{f"--candidate {s}": [f for f in files if f is not None] for s, files in by_strategy.items()},
+                       "--confirm": (a.confirm or [None] * 3)[:3]})
+        mca.require_tools(mca.LLVM_TOOLS)
+        write_together({a.out_key: _tree_key(a, by_strategy).model_dump_json(indent=1) + "\n"})
+    return cli.exit_code if cli.failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m choice.choose", description=__doc__.split("\n")[0])
     p.add_argument("--module", required=True, type=Path)
@@ -423,12 +457,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refresh-target", help="the label `bazel run //tools:tune -- LABEL` refreshes the record with")
     p.add_argument("--records-ignored", action="store_true",
                    help="--record-name without --record on purpose: measuring to make the record")
+    p.add_argument("--out-key", type=Path,
+                   help="with --record-name: write the choice's key (common.tuning_schema.StrategyKey) and "
+                        "stop; nothing compiled, priced or measured, builds may be `none` "
+                        "(//tuning:strategy_keys_test checks the committed records against it)")
+    p.add_argument("--stale-record-fails", action="store_true",
+                   help="with --record-name: no matching record is an error naming the refresh command, "
+                        "not a measurement (`bazel test` sets it: a test never measures in its build)")
     mca.add_llvm_bin_argument(p, required=False)  # --by code-cycles
-    p.add_argument("--out-choice", required=True, type=Path,
+    p.add_argument("--out-choice", type=Path,
                    help="the decision (common.tuning_schema.StrategyDecision), what runtime.manifest --choice packages")
-    p.add_argument("--out-chosen-vmfb", required=True, type=Path, help="a copy of the chosen build's vmfb")
-    p.add_argument("--out-chosen-report", required=True, type=Path, help="a copy of its compile report")
+    p.add_argument("--out-chosen-vmfb", type=Path, help="a copy of the chosen build's vmfb")
+    p.add_argument("--out-chosen-report", type=Path, help="a copy of its compile report")
     a = p.parse_args(argv)
+    if a.out_key is not None:
+        return _write_key(p, a)
+    missing = [o for o, v in (("--out-choice", a.out_choice), ("--out-chosen-vmfb", a.out_chosen_vmfb),
+                              ("--out-chosen-report", a.out_chosen_report)) if v is None]
+    if missing:
+        p.error(f"{missing[0]} is required (or --out-key)")
     if a.by == "code-cycles" and a.hardware is None:
         p.error("--by code-cycles needs --hardware")
     if a.by == "code-cycles" and a.llvm_bin is None:
@@ -446,6 +493,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--{keyed[0].replace('_', '-')} needs --record-name")
     if a.records_ignored and (a.record is not None or a.record_name is None):
         p.error("--records-ignored: with --record-name and without --record")
+    if a.stale_record_fails and (a.record_name is None or a.records_ignored):
+        p.error("--stale-record-fails needs --record-name and records to replay (not --records-ignored)")
     if a.record_name is not None and (a.by != "code-cycles" or a.record_out is None or a.refresh_target is None):
         p.error("--record-name: strategy records are of code-cycles choices and need --record-out and "
                 "--refresh-target")
@@ -489,20 +538,16 @@ def main(argv: list[str] | None = None) -> int:
                 mca.require_tools(mca.LLVM_TOOLS)
                 key = record = None
                 if a.record_name is not None:
-                    from common.hardware import HardwareError, load_hardware
-                    from choice.records import strategy_key
-                    try:
-                        hw_name = load_hardware(a.hardware).name
-                    except HardwareError as err:
-                        raise ChoiceError(f"{a.hardware}: {first_line(err)}") from None
-                    confirm_tools = (a.qemu, Path(a.confirm[2]), Path(a.confirm[1])) if a.confirm else None
-                    key = strategy_key(a.record_name, a.module, a.hardware, hw_name, a.margin,
-                                       [(s, files[2], files[3]) for s, files in by_strategy.items()],
-                                       a.llvm_bin, confirm_tools)
+                    key = _tree_key(a, by_strategy)
+                    why = "none committed"
                     if a.record is not None:
                         record, why = _replay(a.record, key, by_strategy)
                         note = f"{why}: every candidate measured" if record is None else \
                             f"replayed {a.record.name} (key matches)"
+                    if record is None and a.stale_record_fails:
+                        refresh = f"bazel run //tools:tune -- {a.refresh_target}"
+                        raise ChoiceError(f"no strategy record matches ({why}); `{refresh}` refreshes "
+                                          f"tuning/strategies/{a.record_name}.json (--stale-record-fails: not measured)")
                 if record is not None:
                     chosen = record["chosen"]
                 else:

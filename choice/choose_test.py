@@ -339,6 +339,18 @@ def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, caps
     unbuilt = (other, "none", "none", builds[other][3], "none")
     ordered = lambda given: sorted(given, key=lambda c: c[0] != "codegen")  # the baseline first
 
+    # --out-key: the same key from the candidates' targets alone (no build given, nothing priced).
+    from choice.choose import main as choose_main
+    key_out = tmp_path / "key" / "k.strategy_key.json"
+    key_out.parent.mkdir()
+    key_argv = ["--by", "code-cycles", "--hardware", str(HOST_HW), "--module", str(MATMUL),
+                "--llvm-bin", str(LLVM_MCA.absolute().parent), "--margin", "0.05", "--record-name", "matmul_host",
+                "--refresh-target", "//models:matmul_host", "--out-key", str(key_out)]
+    for strategy, _, _, target, _ in ordered(builds.values()):
+        key_argv += ["--candidate", strategy, "none", "none", str(target), "none"]
+    assert choose_main(key_argv) == 0
+    assert __import__("json").loads(key_out.read_text()) == __import__("json").loads(record.read_text())["key"]
+
     # Key matches: only the chosen build is given, and the outputs are the measured ones.
     assert _choose_cli(tmp_path, tmp_path / "replayed", *ordered([builds[chosen], unbuilt]),
                        extra=["--record", str(record)]) == 0
@@ -360,6 +372,18 @@ def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, caps
     assert "stale.json is stale (margin 0.1 (recorded) vs 0.05)" in out and "every candidate measured" in out
     for name in ("m.choice.json", "record.json"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "measured" / name).read_bytes()
+
+    # The test path (--stale-record-fails, `bazel test`'s --define=stale_records=fail): the same stale
+    # record, or none, is one line naming why and the refresh command; nothing compiled or written.
+    for given, why in (([f"--record={stale}"], "stale.json is stale (margin 0.1 (recorded) vs 0.05)"),
+                       ([], "none committed")):
+        failing = tmp_path / ("fails" + str(len(given)))
+        assert _choose_cli(tmp_path, failing, *ordered([builds[chosen], builds[other]]),
+                           extra=["--stale-record-fails", *given]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"no strategy record matches ({why})" in err[0], err
+        assert "`bazel run //tools:tune -- //models:matmul_host` refreshes" in err[0], err
+        assert not any(failing.iterdir())
 
     # A build left out without a record, or the record's choice not given: one line, no output.
     assert _choose_cli(tmp_path, tmp_path / "bad", *ordered([builds[chosen], unbuilt])) == 1

@@ -33,6 +33,25 @@ MEASURED_PLACEMENTS = 4
 # prediction); 7 loses the same. Chosen for CI time (README, CI).
 CODE_RANKED = 6
 
+StaleRecordsInfo = provider(
+    doc = "What a keyed choice does when no committed record matches its key (//choice:stale_records).",
+    fields = {"fail": "True: fail, naming the refresh command (`bazel test`); False: measure (`bazel build`)"},
+)
+
+def _stale_records_policy_impl(ctx):
+    return [StaleRecordsInfo(fail = ctx.attr.fail)]
+
+# //choice:stale_records: `fail` under --define=stale_records=fail, which .bazelrc sets for `bazel
+# test`, so a stale or missing record fails the test path in seconds instead of measuring there
+# (issue 76); `bazel build` still measures what no record holds.
+stale_records_policy = rule(
+    implementation = _stale_records_policy_impl,
+    attrs = {"fail": attr.bool(mandatory = True)},
+)
+
+def _stale_record_fails(ctx):
+    return ctx.attr._stale_records[StaleRecordsInfo].fail
+
 def _run_tune(ctx, how, md_suffix, mnemonic, progress_message, inputs = [], outputs = [], execution_requirements = {}):
     """Runs choice.tune on ctx.attr.analysis with `how` (its choice's own flags) and returns the
     refined analysis' providers (AnalysisInfo, like the analysis it refines)."""
@@ -99,6 +118,8 @@ def _measured_choice_impl(ctx):
             how += ["--record", record[0].path]
             inputs += record
             replayed = ", or replayed from " + record[0].short_path
+        if ctx.attr.records and _stale_record_fails(ctx):
+            how.append("--stale-record-fails")
     elif ctx.attr.records:
         fail("%s: `records` without `record_name`" % ctx.label)
     # A choice keyed but given no records measures to make one (//tools:tune, the reproduce
@@ -135,6 +156,7 @@ measured_choice = rule(
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
         # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).
+        "_stale_records": attr.label(default = "//choice:stale_records", providers = [StaleRecordsInfo]),
         "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
     }, **LLVM_ATTRS),
     doc = """<name>.analysis.json (AnalysisInfo, like the analysis it refines) + <name>.tune.md: each
@@ -254,7 +276,7 @@ def _one_module(ctx, compiled_targets):
             ))
     return module
 
-def _package_choice(ctx, args, inputs, module, mnemonic, progress_message, candidates, hardware = None, extra_outputs = []):
+def _package_choice(ctx, args, inputs, module, mnemonic, progress_message, candidates, hardware = None, extra_outputs = [], output_groups = {}):
     """Runs choice.choose with `args` (the candidates and how to choose): its decision
     (<name>.choice.json, with a copy of the chosen build) is packaged by runtime/ as <name>.vmfb
     + <name>.manifest.json (runtime/defs.bzl package_choice; `candidates` and `hardware` as it
@@ -279,7 +301,7 @@ of the chosen build are the output group `decision`."""
                                     module.mlir, candidates, hardware)
     return [
         DefaultInfo(files = depset([vmfb, manifest] + extra_outputs), runfiles = ctx.runfiles(files = [vmfb, manifest])),
-        OutputGroupInfo(decision = depset([decision, chosen_vmfb, chosen_report])),
+        OutputGroupInfo(decision = depset([decision, chosen_vmfb, chosen_report]), **output_groups),
     ]
 
 def _strategy_choice_impl(ctx):
@@ -384,7 +406,9 @@ def _code_strategy_choice_impl(ctx):
     elif ctx.attr.default_compiled:
         fail("%s: `default_compiled` is what `confirm` measures" % ctx.label)
     outputs = []
+    output_groups = {}
     if ctx.attr.record_name:
+        output_groups["strategy_key"] = depset([_strategy_key(ctx, module, candidates)])
         record_out = ctx.actions.declare_file(ctx.label.name + ".strategy_record.json")
         args.add("--record-name", ctx.attr.record_name)
         args.add("--refresh-target", ctx.attr.refresh_target)
@@ -395,6 +419,8 @@ def _code_strategy_choice_impl(ctx):
             inputs.append(ctx.file.record)
         elif ctx.attr.records_ignored:
             args.add("--records-ignored")
+        if not ctx.attr.records_ignored and _stale_record_fails(ctx):
+            args.add("--stale-record-fails")
     return _package_choice(
         ctx,
         args,
@@ -411,7 +437,41 @@ def _code_strategy_choice_impl(ctx):
         # The manifest records the hardware of the build's analysis: an untuned build has none.
         hardware = ctx.file.hardware,
         extra_outputs = outputs,
+        output_groups = output_groups,
     )
+
+def _strategy_key(ctx, module, candidates):
+    """<name>.strategy_key.json, the key the choice is replayed by (choice.choose --out-key), from the
+    candidates' targets and analyses alone: the output group `strategy_key`, which
+    //tuning:strategy_keys_test checks every committed record against without compiling a build."""
+    key = ctx.actions.declare_file(ctx.label.name + ".strategy_key.json")
+    args = ctx.actions.args()
+    args.add("--by", "code-cycles")
+    args.add("--margin", ctx.attr.margin)
+    args.add("--hardware", ctx.file.hardware)
+    llvm_bin, llvm_files = llvm_dir(ctx)
+    args.add("--llvm-bin", llvm_bin)
+    inputs = [ctx.file.hardware, module.mlir] + llvm_files
+    for strategy, target_file, analysis in candidates:
+        args.add_all("--candidate", [strategy, "none", "none", target_file, analysis or "none"])
+        inputs += [target_file] + ([analysis] if analysis else [])
+    if ctx.attr.confirm:
+        args.add_all("--confirm", [ctx.file.hardware, ctx.file._runner, ctx.file._plugin, module.model_name])
+        args.add("--qemu", ctx.file._qemu)
+        inputs += [ctx.file._runner, ctx.file._plugin, ctx.file._qemu]
+    args.add("--record-name", ctx.attr.record_name)
+    args.add("--refresh-target", ctx.attr.refresh_target)
+    args.add("--module", module.mlir)
+    args.add("--out-key", key)
+    ctx.actions.run(
+        executable = ctx.executable._tool,
+        arguments = [args],
+        inputs = inputs,
+        outputs = [key],
+        mnemonic = "StrategyKey",
+        progress_message = "Keying %s's strategy choice on %s" % (module.model_name, ctx.file.hardware.basename),
+    )
+    return key
 
 _code_strategy_choice = rule(
     implementation = _code_strategy_choice_impl,
@@ -434,6 +494,7 @@ _code_strategy_choice = rule(
         "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
         "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
         # qemu-riscv64 10.0.2 built with plugins from the pinned source (the plugin loads into it).
+        "_stale_records": attr.label(default = "//choice:stale_records", providers = [StaleRecordsInfo]),
         "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
     }, **LLVM_ATTRS),
 )

@@ -696,6 +696,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--record-out", type=Path, help="the record of this choice (what a refresh commits)")
     p.add_argument("--refresh-target", help="the Bazel target `bazel run //tools:tune -- T` refreshes "
                    "the record with (named when no record matches)")
+    p.add_argument("--stale-record-fails", action="store_true",
+                   help="with --record-name: no matching record is an error naming the refresh command, "
+                        "not a measurement (`bazel test` sets it: a test never measures in its build)")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--out-md", required=True, type=Path)
     a = p.parse_args(argv)
@@ -709,6 +712,8 @@ def main(argv: list[str] | None = None) -> int:
         keyed = [f for f in ("record", "record_out", "refresh_target") if getattr(a, f) is not None]
         if a.records_ignored and a.record is not None:
             raise TuneError("--records-ignored with --record: measure, or replay, not both")
+        if a.stale_record_fails and (a.record_name is None or a.records_ignored):
+            raise TuneError("--stale-record-fails needs --record-name and records to replay (not --records-ignored)")
         if a.record_name is None and keyed:
             raise TuneError(f"--{keyed[0].replace('_', '-')} needs --record-name")
         if a.record_name is not None and (a.by != "memory-aware-cycles" or a.record_out is None
@@ -776,6 +781,9 @@ def main(argv: list[str] | None = None) -> int:
             if result is None and a.records_ignored:
                 print(f"choice.tune {analysis.model}: measuring for tuning/records/{a.record_name}.json "
                       "(records not consulted)")
+            elif result is None and a.stale_record_fails:
+                raise TuneError(f"no tuning record matches ({why}); `{refresh}` refreshes "
+                                f"tuning/records/{a.record_name}.json (--stale-record-fails: not measured)")
             elif result is None:
                 # The one line a build prints about records: which is stale and how to refresh it.
                 print(f"choice.tune {analysis.model}: no tuning record matches ({why}): measuring; "

@@ -536,6 +536,37 @@ def test_a_keyed_choice_without_a_core_model_writes_its_record_of_nothing_measur
     assert set(written.key.dispatches) == {"x"} and written.key.hardware == "riscv_rvv256"
 
 
+def test_in_the_test_path_a_keyed_choice_without_a_matching_record_fails_naming_its_refresh(tmp_path, capsys):
+    # `bazel test` (--define=stale_records=fail): a record that is missing or stale is one line
+    # naming the refresh command, nothing measured or written, instead of minutes under qemu.
+    from perf.mca import LLVM_TOOLS
+
+    llvm = tmp_path / "llvm"
+    (llvm / "_bin").mkdir(parents=True)
+    (llvm / "lib").mkdir()
+    for tool in LLVM_TOOLS:  # runnable: the record's key holds their versions
+        for path in (llvm / tool, llvm / "_bin" / tool):
+            path.write_text("#!/bin/sh\necho 'LLVM version 19.1.7'\n")
+            path.chmod(0o755)
+    for f in ("absent.mlirbc", "r", "p", "q"):
+        (tmp_path / f).write_text(f)
+    target = (Path(__file__).parents[1] / "common" / "targets" / "riscv64_rvv.yaml").read_text()
+    (tmp_path / "t.yaml").write_text(target.replace("name: riscv64_rvv", "name: riscv_rvv", 1))  # the analysis'
+    p670 = Path(__file__).parents[1] / "analysis" / "hardware" / "riscv_rvv.yaml"
+    record = tmp_path / "out.record.json"
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        code, out = _cli(tmp_path, p670, "--record-name", "m_riscv", "--record-out", str(record),
+                         "--refresh-target", "//models:m_riscv", "--stale-record-fails")
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and not out.exists() and not record.exists()
+    assert len(err) == 1 and "no tuning record matches (none committed for m_riscv)" in err[0], err
+    assert "`bazel run //tools:tune -- //models:m_riscv` refreshes tuning/records/m_riscv.json" in err[0], err
+
+
 def test_a_code_ranking_of_one_candidate_is_refused(tmp_path, capsys):
     p670 = Path(__file__).parents[1] / "analysis" / "hardware" / "riscv_rvv.yaml"
     code, out = _cli(tmp_path, p670, "--code-ranked", "1")

@@ -48,6 +48,13 @@ load("//perf:defs.bzl", "perf_index", "riscv_perf", "shipped_perf", "sweep_repor
 load("//runtime:defs.bzl", "dispatch_reference", "hal_module")
 load("//tuning/strategies:recorded.bzl", "RECORDED_STRATEGIES")
 
+# The test tiers (README, which tests): "fast" is what `bazel test //...` runs (its budget: 15
+# min cold on 2 cores); "slow" tests are `manual` (left out of `//...`, run when named) and
+# tagged `slow`, which the slow tier selects:
+#   tools/bazel query 'attr(tags, "\bslow\b", tests(//...))' | xargs tools/bazel test
+# .ci/run runs both.
+TEST_TIERS = {"fast": [], "slow": ["manual", "slow"]}
+
 def _project(label):
     """A label of this project as a string that names it from any workspace: `//x:y` here,
     `@riscv_ml_toolchain//x:y` in a workspace that loads the project as a repository (a plain
@@ -263,6 +270,17 @@ def model_zoo(name):
             for r in native.existing_rules().values()
             if r["kind"] == "_code_strategy_choice" and r["record_name"] == r["name"]
         ],
+    )
+    native.filegroup(
+        # Their keys alone, computed from each candidate's target and analysis (no build compiled):
+        # what //tuning:strategy_keys_test checks the committed records against in the fast tier.
+        name = name + "_strategy_keys",
+        srcs = [
+            ":" + r["name"]
+            for r in native.existing_rules().values()
+            if r["kind"] == "_code_strategy_choice" and r["record_name"] == r["name"]
+        ],
+        output_group = "strategy_key",
     )
     native.filegroup(
         # Every analysis' ZigZag log (what it replayed from analysis/zigzag_results/, what it ran):
@@ -779,7 +797,7 @@ def _dispatch_test(model, name, suffix, riscv_target, host_target, strategy_targ
         deps = [_project("//runtime/hal_runner:check_dispatches_lib")],
     )
 
-def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted", float_reference = None, accelerator = None, gen_test = True, gen_dispatch_test = True):
+def model_pipeline(name, model_name, model, module, framework, split = "held_out", factory = "make_model", test_size = "medium", tags = [], perf_tags = ["manual"], strategies = {}, host_tiles = "predicted", float_reference = None, accelerator = None, gen_test = True, gen_dispatch_test = True, test_tier = "fast"):
     """Import, analyse, compile and package `model` for every pipeline target.
 
     Besides the tuned and the IREE-default builds, every model gets one compile per other
@@ -830,7 +848,12 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
       gen_test: make <name>_pipeline_test (as tf_library's gen_test).
       gen_dispatch_test: make <name>_<target>_dispatch_test for every measured pipeline target
         (riscv, riscv512: each riscv dispatch under qemu, the slowest tests of a model).
+      test_tier: "fast" (the default: the generated tests run with `bazel test //...`) or "slow"
+        (tagged `manual` and `slow`: run by name or with the slow tier, TEST_TIERS).
     """
+    if test_tier not in TEST_TIERS:
+        fail("model_pipeline(%s): test_tier = %r, not one of %s" % (name, test_tier, sorted(TEST_TIERS)))
+    tags = tags + TEST_TIERS[test_tier]
     shipped = _shipped_strategies(name, strategies, host_tiles, split)
     chain = _pipeline_targets(name, accelerator)
     model_ = model_names(name, model_name)

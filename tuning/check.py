@@ -40,7 +40,7 @@ from pydantic import BaseModel, ValidationError
 from common.analysis_schema import Analysis
 from common.errors import OneLineErrors, validation_error_where
 from common.perf_schema import PerfReport
-from common.tuning_schema import TuningRecord
+from common.tuning_schema import StrategyKey, TuningRecord
 from perf.rounds import Measured
 from choice.records import (RecordError, dump_record, dump_strategy_record, key_differences, load_record,
                           load_strategy_record, strategy_key_differences)
@@ -149,6 +149,11 @@ def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> lis
                             f"`{tree.refresh}` refreshes it")
     for name in sorted(set(records) - set(built_by_name)):
         problems.append(f"{records[name]}: no pipeline has this strategy record (an orphan): delete it")
+    return _recorded_bzl_problems(committed, records, bzl, problems)
+
+
+def _recorded_bzl_problems(committed: list[Path], records: dict[str, Path], bzl: Path, problems: list[str]) -> list[str]:
+    """`problems` and, after them, how recorded.bzl differs from what the committed records generate."""
     text = _read(bzl, "recorded.bzl")
     try:
         expected = recorded_bzl(committed)
@@ -264,6 +269,41 @@ def check_agree(committed: Path, replayed_files: list[Path], perf_json: Path) ->
     return problems, compared
 
 
+KEY_SUFFIX = ".strategy_key.json"  # <pipeline>_<target>.strategy_key.json: its output group strategy_key
+
+
+def check_strategy_keys(committed: list[Path], built: list[Path], bzl: Path) -> list[str]:
+    """`strategies` without the builds: every strategy choice's key (computed from its candidates'
+    targets and analyses, nothing compiled) is its committed record's, so no build of the tree
+    measures; the records are sealed, none is an orphan, and recorded.bzl is what they generate."""
+    problems = []
+    records = _record_files(committed, "strategy record")
+    keys = {p.name.removesuffix(KEY_SUFFIX): p for p in built if p.name.endswith(KEY_SUFFIX)}
+    if not keys:
+        raise RecordError(f"no <pipeline>_<target>{KEY_SUFFIX} among --built: nothing to check against")
+    for name, path in sorted(keys.items()):
+        tree = _load(path, StrategyKey, "a strategy key")
+        refresh = f"bazel run //tools:tune -- //models:{name}"
+        if name not in records:
+            problems.append(f"{name}: no strategy record committed (its build measures every candidate); "
+                            f"`{refresh}` writes it")
+            continue
+        try:
+            record = load_strategy_record(records[name])  # its choice checked against its choice_sha256
+        except RecordError as err:
+            problems.append(str(err))
+            continue
+        diffs = strategy_key_differences(record.key, tree)
+        if diffs:
+            problems.append(f"{records[name]}: stale, its key is not the tree's: {'; '.join(diffs)}; "
+                            f"`{record.refresh}` refreshes it")
+        elif records[name].read_text() != dump_strategy_record(record):
+            problems.append(f"{records[name]}: not as `{record.refresh}` writes it (edited by hand?)")
+    for name in sorted(set(records) - set(keys)):
+        problems.append(f"{records[name]}: no pipeline has this strategy record (an orphan): delete it")
+    return _recorded_bzl_problems(committed, records, bzl, problems)
+
+
 def _check(a: argparse.Namespace) -> tuple[list[str], str]:
     """(problems, the line that says all is well) of the subcommand `a.what`."""
     if a.what == "keys":
@@ -273,6 +313,10 @@ def _check(a: argparse.Namespace) -> tuple[list[str], str]:
         problems = check_strategies(a.committed, a.built, a.recorded_bzl)
         ok = (f"{len([b for b in a.built if b.name.endswith(STRATEGY_SUFFIX)])} strategy choices' records "
               "match the tree and recorded.bzl")
+    elif a.what == "strategy-keys":
+        problems = check_strategy_keys(a.committed, a.built, a.recorded_bzl)
+        ok = (f"{len([b for b in a.built if b.name.endswith(KEY_SUFFIX)])} strategy choices' keys are their "
+              "committed records' (no build measures) and recorded.bzl is what the records generate")
     elif a.what == "agree":
         reports = [f for f in a.perf if f.name.endswith(".perf.json")]
         if len(reports) != 1:
@@ -296,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--committed", nargs="*", type=Path, default=[])
     st.add_argument("--recorded-bzl", type=Path, required=True)
     st.add_argument("--built", nargs="+", type=Path, required=True)
+    sk = sub.add_parser("strategy-keys")
+    sk.add_argument("--committed", nargs="*", type=Path, default=[])
+    sk.add_argument("--recorded-bzl", type=Path, required=True)
+    sk.add_argument("--built", nargs="+", type=Path, required=True)
     r = sub.add_parser("reproduce")
     r.add_argument("--committed", type=Path, required=True)
     r.add_argument("--replayed", nargs=3, type=Path, required=True,

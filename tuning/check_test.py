@@ -172,6 +172,37 @@ def test_a_recorded_bzl_line_that_disagrees_with_its_record_is_named(tmp_path, c
     assert "chose 'datatiling'" in lines[0]
 
 
+def test_strategy_keys_test_names_a_stale_missing_or_orphan_record_and_its_refresh(tmp_path, capsys):
+    """The fast tier's check (issue 76): keys alone, as choice.choose --out-key writes them."""
+    import json
+
+    committed, bzl, _ = _strategy_tree(tmp_path)
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for path in sorted(committed.glob("*.json")):
+        key = json.loads(path.read_text())["key"]
+        (keys / f"{path.stem}{check.KEY_SUFFIX}").write_text(json.dumps(key))
+    argv = lambda: ["strategy-keys", "--recorded-bzl", str(bzl), "--committed",
+                    *map(str, sorted(committed.glob("*.json"))), "--built", *map(str, sorted(keys.glob("*.json")))]
+    assert check.main(argv()) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    # The tree's module moved (an import on another machine): stale, named with its refresh.
+    stale = keys / f"mlp_batch32_riscv{check.KEY_SUFFIX}"
+    key = json.loads(stale.read_text())
+    stale.write_text(json.dumps(dict(key, module_sha256="0" * 64)))
+    assert check.main(argv()) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "mlp_batch32_riscv.json: stale, its key is not the tree's: module_sha256" in lines[0], lines
+    assert "`bazel run //tools:tune -- //models:mlp_batch32_riscv` refreshes it" in lines[0]
+    # No record for a built key, and a record no pipeline keys (an orphan).
+    stale.rename(keys / f"new_model_riscv{check.KEY_SUFFIX}")
+    assert check.main(argv()) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("new_model_riscv: no strategy record committed")
+    assert "mlp_batch32_riscv.json: no pipeline has this strategy record (an orphan)" in lines[1]
+
+
 @pytest.mark.parametrize("bzl_text", [None, b"\x80\x81 not text"], ids=["missing", "binary"])
 def test_a_missing_or_junk_recorded_bzl_is_one_line(tmp_path, capsys, bzl_text):
     """Issue 62: a missing recorded.bzl, or one that is not text, was a FileNotFoundError or
