@@ -24,6 +24,7 @@ class PipelineInfo:
     framework: str
     split: str  # "calibration" | "held_out"
     float_reference: str | None = None  # a quantized model's float twin (its pipeline name)
+    factory: str = "make_model"  # the function in `module` returning (model, example inputs)
 
 
 def zoo(root: Path | None = None) -> list[PipelineInfo]:

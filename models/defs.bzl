@@ -154,6 +154,7 @@ def _pipeline_info_impl(ctx):
         name = ctx.attr.pipeline,
         model_name = ctx.attr.model_name,
         module = ctx.attr.module,
+        factory = ctx.attr.factory,
         framework = ctx.attr.framework,
         split = ctx.attr.split,
         float_reference = ctx.attr.float_reference or None,
@@ -168,6 +169,7 @@ _pipeline_info = rule(
         "model": attr.label(mandatory = True, providers = [PyInfo]),
         "model_name": attr.string(mandatory = True),
         "module": attr.string(mandatory = True),
+        "factory": attr.string(mandatory = True),
         "framework": attr.string(mandatory = True),
         "split": attr.string(mandatory = True, values = list(SPLITS)),
         # A quantized model's float twin (its pipeline name): results report the two side by side.
@@ -863,6 +865,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
         model = model,
         model_name = model_name,
         module = module,
+        factory = factory,
         framework = framework,
         split = split,
         float_reference = float_reference or "",
