@@ -192,11 +192,15 @@ def _decide(info: dsp.DispatchInfo, hw, zz: dict | None, zz_err: str | None,
         reason += f"; {zz_err}"
     applied = chosen.name != "iree-default"
     macs = prod(bounds)
+    if zz is not None:
+        # Beside ZigZag's own energy (its per-lane registers, no instruction or static term), the
+        # same prediction priced as a measurement is (perf/memory_model.py): what reports compare.
+        zz = {**zz, "energy_on_measured_terms_pj": zigzag_cost.energy_on_measured_terms(zz, hw, macs)}
     ideal = macs / hw.macs_per_cycle
     cost = Cost(latency_cycles=chosen.predicted_cycles, model=model,
                 mac_utilization=float(f"{min(1.0, ideal / chosen.predicted_cycles):.6g}")
                 if chosen.predicted_cycles > 0 else None,
-                energy_pj=zz["energy_pj"] if zz is not None and chosen.generator == "zigzag" else None)
+                energy_pj=zz["energy_on_measured_terms_pj"] if zz is not None and chosen.generator == "zigzag" else None)
     return dict(provenance=chosen.generator, reason=reason,
                 tiles=chosen.tiles if applied else None,
                 cost=cost, zigzag=zz, candidates=priced, chosen=chosen.name)

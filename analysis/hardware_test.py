@@ -44,6 +44,34 @@ def test_zigzag_energy_per_bit_is_the_descriptions(name):
         assert zz["r_cost"] / zz["ports"][0]["bandwidth_max"] == pytest.approx(reg.read_energy_pj / reg.access_bits)
 
 
+@pytest.mark.parametrize("name", ["riscv_rvv", "riscv_rvv512"])
+def test_zigzag_energy_on_measured_terms_counts_what_the_measurement_counts(name):
+    """Issue 77: ZigZag's prediction priced as perf/memory_model.py prices a measurement: MACs,
+    instructions (one FMA per f32 lanes' MACs, one vector load/store per VLEN bits the L1 moves),
+    cycles x static energy, and each cache and DRAM level's reads and writes per access of its
+    access_bits; ZigZag's per-lane register traffic and its own energy_pj priced nothing."""
+    from analysis.zigzag_cost import energy_on_measured_terms
+
+    hw = hardware.load_hardware(HERE / "hardware" / f"{name}.yaml")
+    l1, l2, dram = hw.level("l1"), hw.level("l2"), hw.level("dram")
+    flows = {"reg_I1": [10**6, 0], "reg_O": [10**5, 10**5], l1.name: [40960, 10240], l2.name: [8192, 2048],
+             dram.name: [4096, 1024]}
+    result = {"latency_cycles": 5000.0, "energy_pj": 1e12, "traffic_served_taken_bytes": flows}
+    macs = 65536
+    c = hw.compute
+    instructions = macs / (c.vector_bits // 32) + (40960 + 10240) / (c.vector_bits // 8)
+    expected = macs * c.mac_energy_pj + instructions * c.instruction_energy_pj + 5000 * c.static_energy_pj_per_cycle
+    for level, (read, written) in ((l1, flows[l1.name]), (l2, flows[l2.name]), (dram, flows[dram.name])):
+        expected += read / (level.access_bits / 8) * level.read_energy_pj
+        expected += written / (level.access_bits / 8) * level.write_energy_pj
+    assert energy_on_measured_terms(result, hw, macs) == pytest.approx(expected, rel=1e-8)
+    # The register levels' traffic is no term of it (the measurement has none).
+    more_registers = dict(result, traffic_served_taken_bytes=dict(flows, reg_I1=[10**9, 10**9]))
+    assert energy_on_measured_terms(more_registers, hw, macs) == energy_on_measured_terms(result, hw, macs)
+    # A result recorded before reads and writes were kept apart cannot be priced so.
+    assert energy_on_measured_terms({"latency_cycles": 1.0, "energy_pj": 1.0}, hw, macs) is None
+
+
 @pytest.mark.parametrize("defect,field,words", [
     ("missing_level", "memory", "missing level with role 'l2'"),
     ("zero_size", "memory.1.size_bytes", "greater than 0"),

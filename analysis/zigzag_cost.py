@@ -14,10 +14,14 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.dispatches import LoopNest
 from common.op_kinds import ZIGZAG_LAYERS
 from common.errors import first_line
+
+if TYPE_CHECKING:
+    from common.hardware import Hardware
 
 ZIGZAG_KINDS = ZIGZAG_LAYERS  # op kind -> ZigZag operator type (common/op_kinds.py)
 # LOMA's limit on loop prime factors (analysis.analyze --zigzag-lpf-limit) and which factors
@@ -41,7 +45,8 @@ PATCHED_SOURCES_SHA256 = {
 # What `run` returns for a given layer, accelerator, mapping and LOMA settings: bump it when that
 # changes (extract, the patch, the dump reading), and every recorded ZigZag result
 # (analysis/zigzag_results/) becomes stale and runs again. A refactor that keeps the results keeps it.
-RESULT_VERSION = 1
+# 2: traffic_served_taken_bytes (each level's reads and writes apart, for energy_on_measured_terms).
+RESULT_VERSION = 2
 
 # LOMA's lpf_limit merges prime factors only within a loop, so every loop larger than 1 keeps one
 # and the temporal orderings ZigZag evaluates are at least n!: 7! (a grouped 2-D conv, the most
@@ -238,6 +243,44 @@ def traffic_by_operand(cme) -> dict[str, dict[str, list[int]]]:
     return out
 
 
+def _served_taken_bytes(cme) -> dict[str, list[int]]:
+    """Level (by name) -> [bytes it serves to the level below, bytes it takes from there], summed
+    over the operands it holds: its reads and its writes, which the description prices apart."""
+    out: dict[str, list[int]] = {}
+    for levels in traffic_by_operand(cme).values():
+        for name, moved in levels.items():
+            out[name] = [a + b for a, b in zip(out.get(name, [0, 0]), moved)]
+    return dict(sorted(out.items()))
+
+
+def energy_on_measured_terms(result: dict, hw: "Hardware", macs: int) -> float | None:
+    """ZigZag's prediction priced with the terms perf/memory_model.py prices a measurement with
+    (issue 77: the two must count the same things): MACs x mac_energy_pj, instructions x
+    instruction_energy_pj, predicted cycles x static_energy_pj_per_cycle, and each cache and DRAM
+    level's bytes served (read) and taken (written) in accesses of its access_bits at its read
+    and write energy. The instructions are the vector core's for the mapping: one vector FMA per
+    f32 lanes' MACs and one vector load or store per VLEN bits the L1 serves or takes (loop
+    control and scalar code left out: a lower bound). ZigZag's own energy_pj charges its per-lane
+    register levels instead, a term the measurement does not have, and no instruction or static
+    energy. None for a result recorded before the reads and writes were kept apart."""
+    flows = result.get("traffic_served_taken_bytes")
+    if flows is None:
+        return None
+    by_name = {m.name: m for m in hw.memory}
+    vlen_bytes = hw.compute.vector_bits // 8
+    l1 = flows.get(hw.level("l1").name, [0, 0])
+    instructions = macs / hw.lanes_f32 + (l1[0] + l1[1]) / vlen_bytes
+    energy = (macs * hw.compute.mac_energy_pj + instructions * hw.compute.instruction_energy_pj
+              + result["latency_cycles"] * hw.compute.static_energy_pj_per_cycle)
+    for name, (served, taken) in flows.items():
+        level = by_name.get(name)
+        if level is None or level.role == "register":  # ZigZag's per-lane register levels
+            continue
+        per_access = level.access_bits / 8
+        energy += served / per_access * level.read_energy_pj + taken / per_access * level.write_energy_pj
+    return _num(energy)
+
+
 def _traffic_bytes(cme) -> dict[str, int]:
     """Bytes each memory level (by name) serves to the level below it and takes from it, summed
     over the operands it holds: ZigZag's prediction of what perf/'s cache simulation measures as
@@ -298,6 +341,7 @@ def extract(cme, nloops: int, energy: float, latency: float) -> dict:
     order += [k for k in range(nloops) if k not in order]
     return {
         "traffic_bytes": _traffic_bytes(cme),
+        "traffic_served_taken_bytes": _served_taken_bytes(cme),
         "energy_pj": _num(energy),
         "latency_cycles": _num(latency),
         "mac_utilization": _num(cme.mac_utilization2),

@@ -31,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from math import prod
 from pathlib import Path
 
 from common import hardware as hwmod
@@ -117,8 +118,8 @@ def _tiles_key(tiles: dict) -> tuple:
 class Pricer:
     """evaluate_tiles with an in-memory cache by (signature, mode, tiles, order, spatial)."""
 
-    def __init__(self, acc: Path, mapping: Path, dump_root: Path):
-        self.acc, self.mapping, self.dump_root = acc, mapping, dump_root
+    def __init__(self, acc: Path, mapping: Path, dump_root: Path, hw: "hwmod.Hardware"):
+        self.acc, self.mapping, self.dump_root, self.hw = acc, mapping, dump_root, hw
         self.cache: dict[tuple, dict | str] = {}
         self.evaluations = 0
         self.seconds = 0.0
@@ -200,6 +201,7 @@ def rank_analysis(path: Path, modes: list[str], pricer_for, log) -> list[dict]:
         for c in measured:
             entry = {"name": c["name"], "generator": c["generator"], "tiles": c["tiles"],
                      "measured_memory_aware_cycles": c["measured_memory_aware_cycles"],
+                     "measured_energy_pj": c.get("measured_energy_pj"),
                      "measured_traffic_bytes": c.get("measured_traffic_bytes"),
                      "predicted_cycles": c.get("predicted_cycles"),
                      "code_model_cycles": c.get("code_model_cycles")}
@@ -210,6 +212,9 @@ def rank_analysis(path: Path, modes: list[str], pricer_for, log) -> list[dict]:
                 else:
                     entry[f"zigzag_{mode}_latency"] = r["latency_cycles"]
                     entry[f"zigzag_{mode}_energy_pj"] = r["energy_pj"]
+                    # Priced as the measurement's energy is (issue 77): the figure to compare.
+                    entry[f"zigzag_{mode}_energy_measured_terms_pj"] = zigzag_cost.energy_on_measured_terms(
+                        r, pricer.hw, prod(b for _, b, _ in nest.loops))
                     entry[f"zigzag_{mode}_traffic_bytes"] = r["traffic_bytes"]
                     if c["name"] == "zigzag" and own:
                         check[f"zigzag_candidate_{mode}_over_own"] = round(
@@ -219,15 +224,17 @@ def rank_analysis(path: Path, modes: list[str], pricer_for, log) -> list[dict]:
         if check:
             row["self_check"] = check
 
-        def rho(field: str) -> float | None:
-            pts = [(e[field], e["measured_memory_aware_cycles"]) for e in cands
-                   if e.get(field) is not None]
+        def rho(field: str, measured: str = "measured_memory_aware_cycles") -> float | None:
+            pts = [(e[field], e[measured]) for e in cands
+                   if e.get(field) is not None and e.get(measured) is not None]
             if len(pts) < MIN_CANDIDATES:
                 return None
             r = spearman([x for x, _ in pts], [y for _, y in pts])
             return None if r is None else round(r, 4)
 
         row["spearman"] = {**{f"zigzag_{m}": rho(f"zigzag_{m}_latency") for m in modes},
+                           **{f"zigzag_{m}_energy": rho(f"zigzag_{m}_energy_measured_terms_pj", "measured_energy_pj")
+                              for m in modes},
                            "predicted_cycles": rho("predicted_cycles"),
                            "code_model_cycles": rho("code_model_cycles")}
         log(f"{model} {disp['name']}: " + ", ".join(f"{k} {v}" for k, v in row["spearman"].items()))
@@ -242,13 +249,26 @@ def summarise(rows: list[dict], modes: list[str]) -> dict:
         out[split] = {
             "models": sorted({r["model"] for r in sel}),
             **{field: _summary([r["spearman"][field] for r in sel])
-               for field in [f"zigzag_{m}" for m in modes] + ["predicted_cycles", "code_model_cycles"]},
+               for field in [f"zigzag_{m}" for m in modes] + [f"zigzag_{m}_energy" for m in modes]
+               + ["predicted_cycles", "code_model_cycles"]},
         }
         # the same dispatches for every field: only those ZigZag priced (a like-for-like baseline)
         for m in modes:
             both = [r for r in sel if r["spearman"][f"zigzag_{m}"] is not None]
             out[split][f"predicted_cycles_where_zigzag_{m}_defined"] = _summary(
                 [r["spearman"]["predicted_cycles"] for r in both])
+    # How far ZigZag's energy, priced on the measurement's terms, is from the measured energy of the
+    # same tiles: per split, the ratio over every priced candidate (1.0: the same figure).
+    for split in [k for k in out if k != "self_check"]:
+        for m in modes:
+            ratios = sorted(e[f"zigzag_{m}_energy_measured_terms_pj"] / e["measured_energy_pj"]
+                            for r in ranked if split in ("all", r["split"])
+                            for e in r.get("candidates_priced", [])
+                            if e.get(f"zigzag_{m}_energy_measured_terms_pj") and e.get("measured_energy_pj"))
+            out[split][f"zigzag_{m}_energy_over_measured"] = {
+                "candidates": len(ratios),
+                **({"p10": round(ratios[len(ratios) // 10], 4), "median": round(statistics.median(ratios), 4),
+                    "p90": round(ratios[len(ratios) * 9 // 10], 4)} if ratios else {})}
     checks: dict[str, list[float]] = {}
     for r in rows:
         for k, v in r.get("self_check", {}).items():
@@ -283,8 +303,9 @@ def main(argv: list[str] | None = None) -> int:
             def pricer_for(hw_path: Path) -> Pricer:
                 if hw_path not in pricers:
                     folder = Path(tmp) / hw_path.stem
-                    acc, mapping = hwmod.write_zigzag_inputs(hwmod.load_hardware(hw_path), folder)
-                    pricers[hw_path] = Pricer(acc, mapping, Path(tmp))
+                    hw = hwmod.load_hardware(hw_path)
+                    acc, mapping = hwmod.write_zigzag_inputs(hw, folder)
+                    pricers[hw_path] = Pricer(acc, mapping, Path(tmp), hw)
                 return pricers[hw_path]
 
             rows = []
@@ -303,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
             log(f"{split} ({', '.join(v['models'])}): " + "; ".join(
                 f"{f} median {v[f]['median']} mean {v[f]['mean']} ({v[f]['defined']}/{v[f]['dispatches']}, "
                 f">= {TARGET_RHO}: {v[f]['at_least_target']})"
-                for f in [*(f"zigzag_{m}" for m in modes), "predicted_cycles"]))
+                for f in [*(f"zigzag_{m}" for m in modes), *(f"zigzag_{m}_energy" for m in modes),
+                          "predicted_cycles"]))
         log(f"self-check: {json.dumps(s['self_check'])}")
         log(f"{evaluations} ZigZag evaluations, {seconds:.0f} s")
     return cli.exit_code

@@ -321,6 +321,24 @@ def ranking_lines(ranking: dict) -> list[str]:
                 continue
             lines.append(f"| {split} | {label} | {v['defined']} | {v['median']:.2f} | {v['mean']:.2f} | "
                          f"{v['at_least_target']} |")
+    energy = [(split, m) for split in SPLITS if split in s for m in ("forced", "allocated")
+              if s[split].get(f"zigzag_{m}_energy")]
+    if energy:
+        lines += ["", "ZigZag's energy of the same tiles priced on the measurement's terms (MACs, instructions, "
+                  "static energy per cycle, cache and DRAM reads and writes; "
+                  "analysis.zigzag_cost.energy_on_measured_terms) against the measured energy: Spearman over "
+                  "each dispatch's candidates, and the ratio ZigZag / measured over every candidate "
+                  "(10th percentile, median, 90th).", "",
+                  "| split | tiles | dispatches ranked | median rho | mean rho | >= 0.7 | candidates | ratio p10 | "
+                  "ratio median | ratio p90 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for split, m in energy:
+            v, r = s[split][f"zigzag_{m}_energy"], s[split].get(f"zigzag_{m}_energy_over_measured", {})
+            if not v["defined"]:
+                continue
+            ratio = (f"{r['p10']:.2f} | {r['median']:.2f} | {r['p90']:.2f}" if r.get("candidates")
+                     else "- | - | -")
+            lines.append(f"| {split} | {m} | {v['defined']} | {v['median']:.2f} | {v['mean']:.2f} | "
+                         f"{v['at_least_target']} | {r.get('candidates', 0)} | {ratio} |")
     return lines
 
 
