@@ -344,6 +344,17 @@ candidate's figure and the reason are in the manifest (`strategy_choice`).""",
 )
 
 
+def _code_cycles_args(ctx):
+    """(args, inputs) every choice.choose run of a code_strategy_choice starts with: priced by the
+    code model on the description's core, with its margin and LLVM 19's tools."""
+    args = ctx.actions.args()
+    args.add("--by", "code-cycles")
+    args.add("--margin", ctx.attr.margin)
+    args.add("--hardware", ctx.file.hardware)
+    llvm_bin, llvm_files = llvm_dir(ctx)
+    args.add("--llvm-bin", llvm_bin)
+    return args, [ctx.file.hardware] + llvm_files
+
 def _code_strategy_choice_impl(ctx):
     compiled_strategies = ctx.attr.compiled_strategies or ctx.attr.strategies
     if len(compiled_strategies) != len(ctx.attr.compiled):
@@ -361,13 +372,7 @@ def _code_strategy_choice_impl(ctx):
     if unbuilt and not ctx.file.record:
         fail("%s: candidates without a build (`unbuilt_targets`) need the `record` that chose another" % ctx.label)
     module = _one_module(ctx, ctx.attr.compiled)
-    args = ctx.actions.args()
-    args.add("--by", "code-cycles")
-    args.add("--margin", ctx.attr.margin)
-    args.add("--hardware", ctx.file.hardware)
-    llvm_bin, llvm_files = llvm_dir(ctx)
-    args.add("--llvm-bin", llvm_bin)
-    inputs = [ctx.file.hardware] + llvm_files
+    args, inputs = _code_cycles_args(ctx)
     candidates = []
     for strategy in ctx.attr.strategies:
         if strategy in unbuilt:
@@ -445,13 +450,8 @@ def _strategy_key(ctx, module, candidates):
     candidates' targets and analyses alone: the output group `strategy_key`, which
     //tuning:strategy_keys_test checks every committed record against without compiling a build."""
     key = ctx.actions.declare_file(ctx.label.name + ".strategy_key.json")
-    args = ctx.actions.args()
-    args.add("--by", "code-cycles")
-    args.add("--margin", ctx.attr.margin)
-    args.add("--hardware", ctx.file.hardware)
-    llvm_bin, llvm_files = llvm_dir(ctx)
-    args.add("--llvm-bin", llvm_bin)
-    inputs = [ctx.file.hardware, module.mlir] + llvm_files
+    args, inputs = _code_cycles_args(ctx)
+    inputs.append(module.mlir)
     for strategy, target_file, analysis in candidates:
         args.add_all("--candidate", [strategy, "none", "none", target_file, analysis or "none"])
         inputs += [target_file] + ([analysis] if analysis else [])

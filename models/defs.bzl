@@ -263,25 +263,23 @@ def model_zoo(name):
             for target in (n.analysis, n.predicted_analysis)
         ],
     )
+    # Every keyed strategy choice (its record is <name>.json), not //tools:tune's measuring twins.
+    recorded_strategy_choices = [
+        ":" + r["name"]
+        for r in native.existing_rules().values()
+        if r["kind"] == "_code_strategy_choice" and r["record_name"] == r["name"]
+    ]
     native.filegroup(
         # The strategy choices (replayed from strategy records where they match) with the record
         # each computed: what //tuning:strategy_records_test checks the committed records against.
         name = name + "_strategy_records",
-        srcs = [
-            ":" + r["name"]
-            for r in native.existing_rules().values()
-            if r["kind"] == "_code_strategy_choice" and r["record_name"] == r["name"]
-        ],
+        srcs = recorded_strategy_choices,
     )
     native.filegroup(
         # Their keys alone, computed from each candidate's target and analysis (no build compiled):
         # what //tuning:strategy_keys_test checks the committed records against in the fast tier.
         name = name + "_strategy_keys",
-        srcs = [
-            ":" + r["name"]
-            for r in native.existing_rules().values()
-            if r["kind"] == "_code_strategy_choice" and r["record_name"] == r["name"]
-        ],
+        srcs = recorded_strategy_choices,
         output_group = "strategy_key",
     )
     native.filegroup(

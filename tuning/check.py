@@ -120,6 +120,27 @@ def check_keys(committed: list[Path], built: list[Path]) -> list[str]:
 STRATEGY_SUFFIX = ".strategy_record.json"  # <pipeline>_<target>.strategy_record.json: choice:code_strategy_choice
 
 
+def _matching_record(name: str, records: dict[str, Path], tree: StrategyKey, refresh: str,
+                     problems: list[str]):
+    """The committed strategy record of `name` when there is one, it is sealed and its key is
+    `tree`; else None, with the problem appended (missing, refused, or stale, naming `refresh`)."""
+    if name not in records:
+        problems.append(f"{name}: no strategy record committed (its build measures every candidate); "
+                        f"`{refresh}` writes it")
+        return None
+    try:
+        record = load_strategy_record(records[name])  # its choice checked against its choice_sha256
+    except RecordError as err:
+        problems.append(str(err))
+        return None
+    diffs = strategy_key_differences(record.key, tree)
+    if diffs:
+        problems.append(f"{records[name]}: stale, its key is not the tree's: {'; '.join(diffs)}; "
+                        f"`{refresh}` refreshes it")
+        return None
+    return record
+
+
 def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> list[str]:
     """Problems with the strategy records, one line each (empty: they match the tree)."""
     problems = []
@@ -129,20 +150,10 @@ def check_strategies(committed: list[Path], built: list[Path], bzl: Path) -> lis
         raise RecordError(f"no <pipeline>_<target>{STRATEGY_SUFFIX} among --built: nothing to check against")
     for name, path in sorted(built_by_name.items()):
         tree = load_strategy_record(path)
-        if name not in records:
-            problems.append(f"{name}: no strategy record committed (its build measures every candidate); "
-                            f"`{tree.refresh}` writes it")
+        record = _matching_record(name, records, tree.key, tree.refresh, problems)
+        if record is None:
             continue
-        try:
-            record = load_strategy_record(records[name])  # its choice checked against its choice_sha256
-        except RecordError as err:
-            problems.append(str(err))
-            continue
-        diffs = strategy_key_differences(record.key, tree.key)
-        if diffs:
-            problems.append(f"{records[name]}: stale, its key is not the tree's: {'; '.join(diffs)}; "
-                            f"`{tree.refresh}` refreshes it")
-        elif records[name].read_text() != dump_strategy_record(record):
+        if records[name].read_text() != dump_strategy_record(record):
             problems.append(f"{records[name]}: not as `{tree.refresh}` writes it (edited by hand?)")
         elif path.read_text() != records[name].read_text():
             problems.append(f"{records[name]}: its key matches but the build did not replay it; "
@@ -283,21 +294,10 @@ def check_strategy_keys(committed: list[Path], built: list[Path], bzl: Path) -> 
         raise RecordError(f"no <pipeline>_<target>{KEY_SUFFIX} among --built: nothing to check against")
     for name, path in sorted(keys.items()):
         tree = _load(path, StrategyKey, "a strategy key")
-        refresh = f"bazel run //tools:tune -- //models:{name}"
-        if name not in records:
-            problems.append(f"{name}: no strategy record committed (its build measures every candidate); "
-                            f"`{refresh}` writes it")
+        record = _matching_record(name, records, tree, f"bazel run //tools:tune -- //models:{name}", problems)
+        if record is None:
             continue
-        try:
-            record = load_strategy_record(records[name])  # its choice checked against its choice_sha256
-        except RecordError as err:
-            problems.append(str(err))
-            continue
-        diffs = strategy_key_differences(record.key, tree)
-        if diffs:
-            problems.append(f"{records[name]}: stale, its key is not the tree's: {'; '.join(diffs)}; "
-                            f"`{record.refresh}` refreshes it")
-        elif records[name].read_text() != dump_strategy_record(record):
+        if records[name].read_text() != dump_strategy_record(record):
             problems.append(f"{records[name]}: not as `{record.refresh}` writes it (edited by hand?)")
     for name in sorted(set(records) - set(keys)):
         problems.append(f"{records[name]}: no pipeline has this strategy record (an orphan): delete it")
