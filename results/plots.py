@@ -31,7 +31,15 @@ def peers_figure(ops: dict, models: dict) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.rcParams.update({"svg.hashsalt": "riscv-ml-toolchain", "svg.fonttype": "path"})
+    # From matplotlib's defaults, whatever an earlier import set (ZigZag, imported by `--collect
+    # prediction`, changes rcParams): the same data give the same bytes.
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        matplotlib.rcParams.update({"svg.hashsalt": "riscv-ml-toolchain", "svg.fonttype": "path"})
+        return _peers_figure(ops, models)
+
+
+def _peers_figure(ops: dict, models: dict) -> str:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})

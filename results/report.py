@@ -7,11 +7,14 @@
     bazel run //tools:report -- --collect memory    # first refresh docs/data/ from bazel-bin:
     bazel run //tools:report -- --collect riscv_stock   #   (build what each needs first, see below)
     bazel run //tools:report -- --collect bounds
+    bazel run //tools:report -- --collect prediction   # ZigZag on what ships (after bounds)
 
 The data come from measurements committed beside them:
   memory       docs/data/measured_choices.json, *.sweep.json  <- bazel build //models:zoo_measured_choices
   riscv_stock  docs/data/stock_iree_riscv.json  <- bazel build //models:zoo_stock_perf
   bounds       docs/data/shipped_bounds.json    <- bazel build //models:zoo_shipped_perf
+  prediction   docs/data/shipped_prediction.json <- bazel build //models:zoo_measured_choices
+               //models:zoo_tuning_records (then bench.shipped_prediction runs ZigZag, ~20 s)
   host         docs/data/host_timings.json      <- bazel run //tools:host_timings
   peers        peers/data/*.json                <- bazel run //peers:measure, //peers:iree_gemm
   strategies   tuning/strategies/*.json         <- bazel run //tools:tune
@@ -28,9 +31,9 @@ import sys
 from pathlib import Path
 
 from common.files import read_json, write_together
-from results import bounds, memory, plots, strategies, summary
+from results import bounds, memory, plots, prediction, strategies, summary
 
-COLLECT = ("memory", "riscv_stock", "bounds")
+COLLECT = ("memory", "riscv_stock", "bounds", "prediction")
 
 
 class ReportError(RuntimeError):
@@ -52,6 +55,7 @@ def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     out |= memory.documents(root)
     out |= strategies.documents(root, splits)
     out |= bounds.documents(root, splits)
+    out |= prediction.documents(root, splits)
     out |= peers_documents(root)
     out[plots.PEERS_SVG] = plots.peers_figure(json.loads(out[summary.PEERS]), json.loads(out[summary.PEER_MODELS]))
     out |= summary.documents(root, splits, pending=dict(out))
@@ -64,6 +68,13 @@ def collected(what: str, root: Path, splits: dict[str, str], infos: list[Path]) 
         return memory.collected(bin_root)
     if what == "bounds":
         return bounds.collected(bin_root, splits, [read_json(i, "report data") for i in infos])
+    if what == "prediction":
+        from bench import shipped_prediction  # runs ZigZag: only the report binary carries it
+
+        try:
+            return {prediction.DATA: shipped_prediction.collected(root / bounds.DATA, bin_root / "models")}
+        except shipped_prediction.PredictionInputError as err:
+            raise ReportError(str(err)) from None
     return strategies.collected(bin_root, splits)
 
 
@@ -88,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             write_together({root / path: text for path, text in data.items()})
             print(f"report: collected {what} -> {', '.join(str(p) for p in data)}")
         docs = documents(root, splits)
-    except (ReportError, strategies.ResultsError, strategies.RecordError, bounds.BoundsError, OSError, ValueError,
+    except (ReportError, strategies.ResultsError, strategies.RecordError, bounds.BoundsError, prediction.PredictionError, OSError, ValueError,
             KeyError) as err:
         print(f"report: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
         return 1

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from common.files import read_json, sha256_file
-from results import memory, strategies
+from results import memory, prediction, strategies
 
 OUT = Path("docs/results.md")
 PEERS = Path("docs/data/peers_ops.json")  # peers.report's tables (bazel run //tools:report)
@@ -73,6 +73,23 @@ def stock_lines(root: Path, splits: dict[str, str]) -> list[str]:
     return lines + [""]
 
 
+def prediction_lines(root: Path, splits: dict[str, str]) -> list[str]:
+    """How far the analysis predicts what ships and chooses without measuring (riscv)."""
+    lines = ["## Predicting what ships (RISC-V, before measuring)", "",
+             "Whole-model memory-aware cycles of the shipped builds predicted per dispatch by the bound and by "
+             "ZigZag (factors fitted on calibration models only; geomean error factor, 1.00 exact); ZigZag's "
+             "own candidate within 5% of the measured best on GEMMs and convolutions; and the measured cost "
+             "of choosing tiles without measuring, by the analysis (IREE's default everywhere) and by the code "
+             "model, over the measured choice ([results_prediction.md](results_prediction.md)).", "",
+             "| split | models | bound fitted error | ZigZag error | ZigZag's candidate within 5% | "
+             "analysis' choice / measured | code model's choice / measured |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for split, h in prediction.headline(root, splits).items():
+        lines.append(f"| {split} | {h['models']} | {h['bound_fitted_error']:.2f} | {h['zigzag_error']:.2f} | "
+                     f"{h['zigzag_within_share']:.0%} | {_x(h['analysis_choice'])} | {_x(h['code_model_choice'])} |")
+    return lines + [""]
+
+
 def peer_lines(peers: dict) -> list[str]:
     """Per-op peers: where a library beats IREE on the same GEMM."""
     lines = ["## Peers per op (RISC-V GEMMs)", "",
@@ -129,6 +146,7 @@ def documents(root: Path, splits: dict[str, str], pending: dict[Path, str] | Non
              "in the linked documents and in [design.md](design.md).", ""]
     lines += tile_lines(read_json(root / memory.DATA, "report data"))
     lines += stock_lines(root, splits)
+    lines += prediction_lines(root, splits)
     for path, render in ((PEERS, peer_lines), (PEER_MODELS, peer_model_lines)):
         text = pending.get(path) or ((root / path).read_text() if (root / path).is_file() else None)
         if text is not None:  # this run's new text, else the committed file
