@@ -27,7 +27,8 @@ from common import hardware as hwmod
 from analysis import zigzag_cost
 from common.op_kinds import MAC_KINDS
 from bench.run_bench import out_path
-from bench.zigzag_ranking import HARDWARE_DIR, SCHEMA, RankingInputError, _split_of, nest_from_json
+from analysis.zigzag_pricer import nest_from_json
+from bench.zigzag_ranking import HARDWARE_DIR, SCHEMA, RankingInputError, _split_of
 from common.errors import OneLineErrors
 from common.files import atomic_write, check_outputs, sha256_file
 

@@ -1,6 +1,6 @@
 """docs/results_prediction.md: what the analysis predicts for the shipped builds, beside their measurement.
 
-    python -m bench.shipped_prediction ...   # docs/data/shipped_prediction.json (ZigZag on what ships)
+    python -m results.shipped_prediction ...   # docs/data/shipped_prediction.json (ZigZag on what ships)
     bazel run //tools:report                 # this document (and the rest), from committed data
 
 Issue 77 items 2-4. Per dispatch of every zoo pipeline's shipped riscv build (docs/data/shipped_bounds.json:
@@ -326,7 +326,7 @@ def _load(root: Path) -> tuple[dict, dict]:
     bounds = read_json(root / BOUNDS, "shipped bounds")
     data = read_json(root / DATA, "shipped prediction data")
     if not isinstance(data, dict) or "shipped" not in data:
-        raise PredictionError(f"{root / DATA}: not a shipped prediction file (bench.shipped_prediction)")
+        raise PredictionError(f"{root / DATA}: not a shipped prediction file (results.shipped_prediction)")
     return bounds, data
 
 

@@ -1,6 +1,6 @@
 """results.prediction on a small hand-made dataset: the factors are fitted on calibration models
 alone, the whole-model figures add each dispatch's calls, and stale data fail naming the file;
-bench.shipped_prediction's choice rows from a hand-made pair of analyses."""
+results.shipped_prediction's choice rows from a hand-made pair of analyses."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import shipped_prediction as sp
+from results import shipped_prediction as sp
 from results import prediction as pr
 
 

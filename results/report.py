@@ -14,7 +14,7 @@ The data come from measurements committed beside them:
   riscv_stock  docs/data/stock_iree_riscv.json  <- bazel build //models:zoo_stock_perf
   bounds       docs/data/shipped_bounds.json    <- bazel build //models:zoo_shipped_perf
   prediction   docs/data/shipped_prediction.json <- bazel build //models:zoo_measured_choices
-               //models:zoo_tuning_records (then bench.shipped_prediction runs ZigZag, ~20 s)
+               //models:zoo_tuning_records (then results.shipped_prediction runs ZigZag, ~20 s)
   host         docs/data/host_timings.json      <- bazel run //tools:host_timings
   peers        peers/data/*.json                <- bazel run //peers:measure, //peers:iree_gemm
   strategies   tuning/strategies/*.json         <- bazel run //tools:tune
@@ -69,7 +69,7 @@ def collected(what: str, root: Path, splits: dict[str, str], infos: list[Path]) 
     if what == "bounds":
         return bounds.collected(bin_root, splits, [read_json(i, "report data") for i in infos])
     if what == "prediction":
-        from bench import shipped_prediction  # runs ZigZag: only the report binary carries it
+        from results import shipped_prediction  # runs ZigZag
 
         try:
             return {prediction.DATA: shipped_prediction.collected(root / bounds.DATA, bin_root / "models")}

@@ -2,7 +2,7 @@
 
     tools/bazel build //models:zoo_measured_choices //models:zoo_tuning_records
     tools/bazel run //tools:report -- --collect prediction     (or, from the workspace root:)
-    python -m bench.shipped_prediction --bounds docs/data/shipped_bounds.json \\
+    python -m results.shipped_prediction --bounds docs/data/shipped_bounds.json \\
         --models bazel-bin/models --out-json docs/data/shipped_prediction.json
 
 Two collections, both from builds and analyses already measured (nothing runs under qemu here):
@@ -33,7 +33,7 @@ from math import prod
 from pathlib import Path
 
 from analysis import zigzag_cost
-from bench.zigzag_ranking import HARDWARE_DIR, Pricer, nest_from_json
+from analysis.zigzag_pricer import Pricer, nest_from_json
 from common import hardware as hwmod
 from common.errors import NamedError, OneLineErrors
 from common.files import atomic_write, check_outputs, read_json, sha256_file
@@ -41,6 +41,7 @@ from common.op_kinds import MAC_KINDS
 from common.targets import TILED_STRATEGIES, TUNED
 
 SCHEMA = 1
+HARDWARE_DIR = Path(__file__).resolve().parent.parent / "analysis" / "hardware"
 ANALYSIS_SCHEMA = 6
 MODE = "forced"  # the tiles' levels as compiled (zigzag_ranking's `allocated` re-cuts them)
 
@@ -233,7 +234,7 @@ def collected(bounds_path: Path, models: Path, log=lambda msg: None) -> str:
     pipelines = sorted(bounds["pipelines"])
     result = {
         "schema_version": SCHEMA, "mode": MODE,
-        "collected_by": "bazel run //tools:report -- --collect prediction (bench.shipped_prediction)",
+        "collected_by": "bazel run //tools:report -- --collect prediction (results.shipped_prediction)",
         "bounds_sha256": sha256_file(bounds_path),
         "shipped": shipped,
         "zigzag_candidate": zigzag_as_candidate(models, pipelines),

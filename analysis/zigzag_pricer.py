@@ -1,0 +1,93 @@
+"""ZigZag's cost model on given tiles of a dispatch read back from an analysis JSON.
+
+`nest_from_json` rebuilds the root op's loop nest (analysis.dispatches.LoopNest) from a Dispatch's
+JSON; `Pricer` runs analysis.zigzag_cost.evaluate_tiles on it, cached in memory by (signature,
+mode, tiles, order, spatial). bench.zigzag_ranking, bench.zigzag_traffic and
+results.shipped_prediction price measured and shipped tiles with them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from analysis import zigzag_cost
+from analysis.dispatches import LoopNest
+from common import hardware as hwmod
+
+
+def _split_top(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + ([cur] if cur.strip() else [])
+
+
+def _expr_terms(expr: str) -> tuple[tuple[int, int], ...]:
+    """'((d2 * 2) + d4)' -> ((2, 2), (4, 1)); constants dropped (as analysis.dispatches._terms)."""
+    terms = []
+    for term in expr.replace("(", " ").replace(")", " ").split("+"):
+        parts = [p.strip() for p in term.split("*") if p.strip()]
+        dims = [p for p in parts if p.startswith("d")]
+        if not dims:
+            continue
+        if len(dims) != 1:
+            raise ValueError(f"product of loop indices in {expr!r}")
+        coef = 1
+        for p in parts:
+            if not p.startswith("d"):
+                coef *= int(p)
+        terms.append((int(dims[0][1:]), coef))
+    return tuple(sorted(terms))
+
+
+def nest_from_json(disp: dict) -> LoopNest:
+    """The root op's loop nest as analysis.dispatches builds it, from a Dispatch's JSON."""
+    loops = tuple((lp["name"], lp["bound"], lp["kind"]) for lp in disp["loops"])
+    operands, terms = [], []
+    for o in disp["operands"]:
+        operands.append((o["role"], o["indexing_map"], o["element_type"], tuple(o["shape"])))
+        results = o["indexing_map"].split("->", 1)[1].strip()
+        if not (results.startswith("(") and results.endswith(")")):
+            raise ValueError(f"indexing map {o['indexing_map']!r}")
+        terms.append(tuple(_expr_terms(e) for e in _split_top(results[1:-1])))
+    return LoopNest(loops, tuple(operands), (), tuple(terms))
+
+
+def _tiles_key(tiles: dict) -> tuple:
+    return tuple(tuple(tiles[r]) for r in zigzag_cost.TILE_ROLES)
+
+
+class Pricer:
+    """evaluate_tiles with an in-memory cache by (signature, mode, tiles, order, spatial)."""
+
+    def __init__(self, acc: Path, mapping: Path, dump_root: Path, hw: "hwmod.Hardware"):
+        self.acc, self.mapping, self.dump_root, self.hw = acc, mapping, dump_root, hw
+        self.cache: dict[tuple, dict | str] = {}
+        self.evaluations = 0
+        self.seconds = 0.0
+
+    def price(self, sig: str, layer: dict, nloops: int, kinds: list[str], tiles: dict, mode: str,
+              order: list[int] | None = None, spatial: dict[int, int] | None = None) -> dict | str:
+        order = list(range(nloops)) if order is None else order
+        key = (sig, mode, _tiles_key(tiles), tuple(order),
+               tuple(sorted(spatial.items())) if spatial is not None else None)
+        if key not in self.cache:
+            t = time.monotonic()
+            try:
+                self.cache[key] = zigzag_cost.evaluate_tiles(
+                    layer, self.acc, self.mapping, tiles, order, nloops, kinds=kinds,
+                    spatial=spatial, mode=mode, dump_root=self.dump_root)
+            except zigzag_cost.ZigZagFailed as err:
+                self.cache[key] = f"ZigZag failed: {err}"
+            except ValueError as err:  # tiles the translation refuses (analysis.zigzag_cost.tile_loops)
+                self.cache[key] = f"tiles refused: {err}"
+            self.evaluations += 1
+            self.seconds += time.monotonic() - t
+        return self.cache[key]
