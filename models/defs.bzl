@@ -44,7 +44,7 @@ load("//codegen:defs.bzl", "iree_compile", "strategy_target")
 load("//common:registries.bzl", "CHOICE_CANDIDATES", "DEFAULT_STRATEGY", "PIPELINE_STRATEGIES", "STOCK_IREE_STRATEGY", "STRATEGIES", "TILED_STRATEGIES", "TUNED", REGISTERED_PIPELINE_TARGETS = "PIPELINE_TARGETS")
 load("//frontend:defs.bzl", "mlir_import")
 load("//choice:defs.bzl", "choice_inputs", "code_choice", "code_strategy_choice", "measured_choice", "strategy_choice")
-load("//perf:defs.bzl", "perf_index", "riscv_perf", "shipped_perf", "sweep_report")
+load("//perf:defs.bzl", "explore_index", "perf_index", "riscv_perf", "shipped_perf", "sweep_report")
 load("//runtime:defs.bzl", "dispatch_reference", "hal_module")
 load("//tuning/strategies:recorded.bzl", "RECORDED_STRATEGIES")
 
@@ -222,6 +222,12 @@ def model_zoo(name):
             for n in riscv
         ] + imports,
         # The strategy measurements are not part of `//...` (//tools:report_microkernels).
+        tags = ["manual"],
+    )
+    explore_index(
+        # Every riscv pipeline's tuned build with what measures it: //tools:explore's input.
+        name = name + "_explore_index",
+        builds = {":" + n.compiled[TUNED]: r["pipeline"] for n, r in zip(riscv, infos)},
         tags = ["manual"],
     )
     native.filegroup(

@@ -207,3 +207,46 @@ sweep_report = rule(
 (models/defs.bzl `hardware_sweep`): each variant's description, measured tile choice, compile
 report and measurement (PerfInfo).""",
 )
+
+def _explore_index_impl(ctx):
+    out = ctx.actions.declare_file(ctx.label.name + ".json")
+    builds = {}
+    files = []
+    for target, pipeline in ctx.attr.builds.items():
+        compiled = target[CompiledModuleInfo]
+        if compiled.analysis == None or compiled.layout == None or compiled.target.hardware == None:
+            fail("%s: %s is not a tuned build for an accelerator description (analysis, layout and hardware needed)" % (ctx.label, target.label))
+        if pipeline in builds:
+            fail("%s: pipeline %s given twice" % (ctx.label, pipeline))
+        module = compiled.analysis.module
+        entry = {
+            "analysis": compiled.analysis.analysis_json,
+            "hardware": compiled.target.hardware,
+            "layout": compiled.layout,
+            "module": module.mlir,
+            "report": compiled.report,
+            "target": compiled.target.file,
+            "vmfb": compiled.vmfb,
+        }
+        files += entry.values()
+        builds[pipeline] = dict({k: f.short_path for k, f in entry.items()}, model_name = module.model_name)
+    tools = {"plugin": ctx.file._plugin, "qemu": ctx.file._qemu, "runner": ctx.file._runner}
+    files += tools.values()
+    ctx.actions.write(out, json.encode_indent({
+        # Paths are relative to the runfiles' workspace directory, which holds this file at `index`.
+        "index": out.short_path,
+        "builds": builds,
+        "tools": {k: f.short_path for k, f in tools.items()},
+    }, indent = " ") + "\n")
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out] + files))]
+
+explore_index = rule(
+    implementation = _explore_index_impl,
+    doc = "<name>.json: per pipeline, the files of its tuned riscv build (vmfb, layout, report, analysis, module, target, accelerator description) and the tools that measure it, by their providers, with all of them in its runfiles (perf/explore.py, //tools:explore).",
+    attrs = {
+        "builds": attr.label_keyed_string_dict(mandatory = True, providers = [CompiledModuleInfo], doc = "tuned riscv build (iree_compile) -> pipeline name"),
+        "_runner": attr.label(default = "//runtime/hal_runner:hal_runner_riscv64", allow_single_file = True),
+        "_plugin": attr.label(default = "//perf:libinsn_classes.so", allow_single_file = True, cfg = "exec"),
+        "_qemu": attr.label(default = "//tools/qemu:qemu-riscv64", allow_single_file = True, cfg = "exec"),
+    },
+)

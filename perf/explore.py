@@ -1,0 +1,498 @@
+"""Explores accelerator variants for one model: ZigZag prices every variant, qemu measures the best few.
+
+    bazel run //tools:explore -- resnet space.yaml [--out DIR] [--jobs 2] [--measure-top 3]
+    python -m perf.explore --build mlp --index zoo_explore_index.json --space space.yaml --out DIR
+
+space.yaml names the axes: each is a `--set` key of analysis.hardware_variant and its values. A
+variant is one combination of them, applied to the accelerator the model's build was made for:
+
+    axes:
+      l1.size_bytes: [16384, 32768, 65536]
+      l2.size_bytes: [262144, 524288, 1048576]
+      dram.read_bytes_per_cycle: [2, 4, 8]
+    measure_top: 3        # optional (--measure-top overrides it)
+
+Each variant is priced on the model's tuned riscv build, the tiles its analysis chose as compiled.
+Each dispatch ZigZag can map is priced by ZigZag's cost model on those tiles: the loop order is kept,
+and ZigZag's allocator cuts the levels on the variant's capacities (analysis.zigzag_cost `allocated`
+mode). Its energy is priced on the measurement's terms. Every other dispatch (copies, im2col,
+reductions, or tiles ZigZag's allocator refuses) is priced by its bound on the variant
+(perf.memory_model.bound). For energy it gets its compulsory bytes through every level, its MACs and
+static energy over those cycles: a lower bound. A dispatch counts once per call. SRAM bytes are the
+variant's register file and caches. The report marks the Pareto front on (cycles, energy, SRAM bytes).
+
+The `measure_top` variants with the fewest predicted cycles whose VLEN is the build's are then measured.
+perf.measure runs the build's own vmfb under qemu, once per variant, with the variant's caches
+simulated. The report gives ZigZag's error on them and Spearman's rho.
+
+What it ignores: a variant's own tile choice (the build is the one the base accelerator's choice
+made; a hardware_sweep re-chooses tiles per variant), and VLEN changes in the measurement (a
+different VLEN needs another build: such variants are priced, never measured). Ray is not used:
+variants are priced by `--jobs` local processes.
+
+Writes <out>/explore.json (every variant), explore.md (Pareto front, top variants, measured) and
+explore.png; bad input is one line naming it, with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import concurrent.futures
+import itertools
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+
+import numpy as np
+import yaml
+from tqdm import tqdm
+
+from analysis import hardware_variant, zigzag_cost
+from analysis.zigzag_pricer import Pricer, nest_from_json
+from common import hardware as hwmod
+from common.dispatch_layout import load_layout
+from common.errors import NamedError, OneLineErrors
+from common.files import check_outputs, read_json, write_together
+from common.yaml_model import bounded_safe_load
+from perf import memory_model as mem
+
+SCHEMA = 1
+MODE = "allocated"
+DEFAULT_TOP = 3
+MAX_VARIANTS = 100_000
+
+
+class ExploreError(NamedError, ValueError):
+    """An input the explorer cannot use; the message names it."""
+
+
+@dataclass(frozen=True)
+class DispatchSpec:
+    """What pricing one dispatch on a variant needs (picklable for the worker processes)."""
+    name: str
+    kind: str
+    calls: int
+    macs: int
+    element_bits: int
+    read_bytes: int
+    write_bytes: int
+    zigzag: tuple | None  # (signature, layer, nloops, kinds, tiles, order) or None: priced by its bound
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def load_space(path: Path) -> tuple[dict[str, list], int | None]:
+    try:
+        data = bounded_safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ExploreError(f"{path}: space file not found") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ExploreError(f"{path}: not a space file: {str(err).splitlines()[0]}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("axes"), dict) or not data["axes"]:
+        raise ExploreError(f"{path}: expected a mapping with 'axes' (KEY: [values, ...])")
+    unknown = set(data) - {"axes", "measure_top"}
+    if unknown:
+        raise ExploreError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} (axes, measure_top)")
+    axes = {}
+    for key, values in data["axes"].items():
+        if not isinstance(values, list) or not values:
+            raise ExploreError(f"{path}: axis {key}: expected a non-empty list of values")
+        if len(set(map(str, values))) != len(values):
+            raise ExploreError(f"{path}: axis {key}: a value is given twice")
+        axes[str(key)] = values
+    top = data.get("measure_top")
+    if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 0):
+        raise ExploreError(f"{path}: measure_top: expected a whole number >= 0, not {top!r}")
+    count = prod(len(v) for v in axes.values())
+    if count > MAX_VARIANTS:
+        raise ExploreError(f"{path}: {count:,} variants; at most {MAX_VARIANTS:,}")
+    return axes, top
+
+
+def variants(base: dict, axes: dict[str, list], where: Path) -> list[tuple[str, list[str], hwmod.Hardware, dict]]:
+    """(name, settings, description, its YAML mapping) per combination, validated like any description."""
+    out = []
+    keys = list(axes)
+    with tempfile.TemporaryDirectory(prefix="explore_hw_") as tmp:
+        for i, values in enumerate(itertools.product(*(axes[k] for k in keys))):
+            name = f"v{i:05d}"
+            settings = [f"{k}={v}" for k, v in zip(keys, values)]
+            try:
+                data = hardware_variant.apply(base, name, settings)
+            except hardware_variant.VariantError as err:
+                raise ExploreError(f"{where}: {err}") from None
+            path = Path(tmp) / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(data, sort_keys=False))
+            try:
+                hw = hwmod.load_hardware(path)
+            except hwmod.HardwareError as err:
+                raise ExploreError(f"{where}: variant {', '.join(settings)}: "
+                                   f"{str(err).split(': ', 1)[-1]}") from None
+            out.append((name, settings, hw, data))
+    return out
+
+
+def dispatch_specs(analysis: dict, layout_path: Path) -> list[DispatchSpec]:
+    """Every dispatch one call of the model runs, with what ZigZag needs where it can map it."""
+    layout = load_layout(layout_path)
+    by_name = {d["name"]: d for d in analysis["dispatches"]}
+    specs = []
+    for name, d in sorted(layout.dispatches.items()):
+        if not d.calls:
+            continue
+        read = sum(s.nbytes for s in d.subspans if s.access in ("readonly", "readwrite"))
+        write = sum(s.nbytes for s in d.subspans if s.access in ("writeonly", "readwrite"))
+        zz = None
+        disp = by_name.get(name)
+        if disp is not None:
+            chosen = next((c for c in disp.get("candidates", []) if c["name"] == disp.get("chosen")), {})
+            tiles = disp.get("tiles") or chosen.get("tiles")
+            try:
+                nest = nest_from_json(disp)
+                layer = zigzag_cost.to_layer(disp["kind"], nest, max_searched_loops=None)
+            except (zigzag_cost.NotExpressible, ValueError):
+                layer = None
+            if layer is not None and tiles:
+                n = len(nest.loops)
+                zz = (disp["signature"], layer, n, [k for _, _, k in nest.loops], tiles, list(range(n)))
+        specs.append(DispatchSpec(name, d.kind or "unknown", d.calls, d.macs, d.mac_element_bits, read, write, zz))
+    return specs
+
+
+# ----------------------------------------------------------------------------- pricing
+
+def bound_energy(hw: hwmod.Hardware, spec: DispatchSpec, cycles: int) -> float:
+    """Compulsory bytes read and written once through every cache and DRAM, MACs, static energy."""
+    energy = spec.macs * hw.compute.mac_energy_pj + cycles * hw.compute.static_energy_pj_per_cycle
+    for level in hw.memory:
+        if level.role == "register":
+            continue
+        per_access = level.access_bits / 8
+        energy += spec.read_bytes / per_access * level.read_energy_pj
+        energy += spec.write_bytes / per_access * level.write_energy_pj
+    return energy
+
+
+# Fields that change no ZigZag result of a forced temporal mapping: energies (ZigZag's allocator
+# places tiles by capacity, its latency counts no energy; the energy is priced here from its
+# traffic, analysis.zigzag_cost.energy_on_measured_terms) and names. Variants that differ only in
+# them share ZigZag's runs, so energy axes cost nothing.
+_ENERGY_FIELDS = ("mac_energy_pj", "instruction_energy_pj", "static_energy_pj_per_cycle",
+                  "read_energy_pj", "write_energy_pj")
+# Per worker process: ZigZag inputs and results by the fields that decide them.
+_PRICERS: dict[str, Pricer] = {}
+_WORK: list[Path] = []
+
+
+def zigzag_key(hw: hwmod.Hardware) -> str:
+    """The description without what cannot change a ZigZag result (names, energies)."""
+    data = json.loads(hw.model_dump_json())
+    data.pop("name", None)
+    data.pop("description", None)
+    for field in _ENERGY_FIELDS:
+        data["compute"].pop(field, None)
+        for level in data["memory"]:
+            level.pop(field, None)
+    return json.dumps(data, sort_keys=True)
+
+
+def _pricer(hw: hwmod.Hardware) -> Pricer:
+    key = zigzag_key(hw)
+    if key not in _PRICERS:
+        if not _WORK:
+            work = Path(tempfile.mkdtemp(prefix="explore_zz_"))
+            atexit.register(shutil.rmtree, work, True)
+            _WORK.append(work)
+        folder = _WORK[0] / f"hw{len(_PRICERS)}"
+        acc, mapping = hwmod.write_zigzag_inputs(hw, folder)
+        _PRICERS[key] = Pricer(acc, mapping, _WORK[0], hw)
+    return _PRICERS[key]
+
+
+def price_variant(hw: hwmod.Hardware, specs: list[DispatchSpec]) -> dict:
+    """One variant: predicted cycles and energy of one call of the model, per dispatch how."""
+    pricer = _pricer(hw)
+    cycles = energy = 0.0
+    by_zigzag = refused = 0
+    for spec in specs:
+        result = None
+        if spec.zigzag is not None:
+            sig, layer, n, kinds, tiles, order = spec.zigzag
+            result = pricer.price(sig, layer, n, kinds, tiles, MODE, order)
+            if isinstance(result, str):  # the allocator cannot place these tiles on this variant
+                refused += 1
+                result = None
+        if result is not None:
+            c = result["latency_cycles"]
+            e = zigzag_cost.energy_on_measured_terms(result, hw, spec.macs) or 0.0
+            by_zigzag += 1
+        else:
+            c, _ = mem.bound(hw, spec.macs, spec.element_bits, spec.read_bytes, spec.write_bytes)
+            e = bound_energy(hw, spec, c)
+        cycles += spec.calls * c
+        energy += spec.calls * e
+    sram = sum(m.size_bytes // m.shared_by_cores for m in hw.memory if m.role != "dram")
+    return {"predicted_cycles": round(cycles), "predicted_energy_pj": round(energy), "sram_bytes": sram,
+            "dispatches_by_zigzag": by_zigzag, "dispatches_refused_by_zigzag": refused}
+
+
+def _price_job(args: tuple) -> tuple[str, dict]:
+    name, hw_json, specs = args
+    return name, price_variant(hwmod.Hardware.model_validate_json(hw_json), specs)
+
+
+def pareto(rows: list[dict], keys: tuple[str, ...] = ("predicted_cycles", "predicted_energy_pj", "sram_bytes")) -> set[str]:
+    """Names of the rows no other row beats or ties on every key while beating on one."""
+    front = set()
+    ordered = sorted(rows, key=lambda r: tuple(r[k] for k in keys))
+    kept: list[dict] = []
+    for r in ordered:
+        if not any(all(o[k] <= r[k] for k in keys) and any(o[k] < r[k] for k in keys) for o in kept):
+            kept.append(r)
+            front.add(r["variant"])
+    return front
+
+
+# ----------------------------------------------------------------------------- measuring the top
+
+def measure(build: dict, chosen: list[tuple[str, dict]], work: Path, jobs: int) -> dict[str, dict]:
+    """perf.measure on the build's own vmfb, once per chosen variant: memory-aware cycles and energy."""
+    from common.perf_schema import PerfReport
+    from perf import measure as perf_measure
+    from perf import mca
+
+    paths = []
+    for name, data in chosen:
+        path = work / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        paths.append(path)
+    argv = ["--module", build["module"], "--target", build["target"], "--runner", build["runner"],
+            "--plugin", build["plugin"], "--qemu", build["qemu"], "--model-name", build["model_name"],
+            "--compiled-report", build["report"], "--vmfb", build["vmfb"], "--layout", build["layout"],
+            "--analysis", build["analysis"], "--jobs", str(jobs),
+            "--out-json", str(work / "measured.perf.json"), "--out-md", str(work / "measured.perf.md")]
+    llvm = mca.runfiles_llvm_bin()
+    if llvm is not None:
+        argv += ["--llvm-bin", str(llvm)]
+    for path in paths:
+        argv += ["--hardware", str(path)]
+    if perf_measure.main(argv) != 0:
+        raise ExploreError(f"{build['vmfb']}: measuring the top variants failed (perf.measure above)")
+    report = PerfReport.model_validate_json((work / "measured.perf.json").read_text())
+    return {run.hardware: {"memory_aware_cycles": run.inference_memory_aware_cycles,
+                           "energy_pj": round(run.inference_energy_pj or 0.0)} for run in report.runs}
+
+
+# ----------------------------------------------------------------------------- the report
+
+def _ranks(xs: list[float]) -> list[float]:
+    """Ranks from 1, ties averaged."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    ranks = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def _spearman(xs: list[float], ys: list[float]) -> float | None:
+    """Spearman's rho (Pearson on tie-averaged ranks); None for fewer than 3 points or a constant."""
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    rx, ry = np.array(_ranks(xs)), np.array(_ranks(ys))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def render(result: dict) -> str:
+    rows = result["variants"]
+    keys = list(result["axes"])
+    lines = [f"# Accelerator exploration: {result['model']} on {result['base']}", "",
+             f"{len(rows):,} variants of {result['base']} (axes: {', '.join(keys)}), priced by ZigZag on the "
+             f"tuned build's tiles (`{MODE}` mode) and by the bound elsewhere, in {result['seconds']:.0f} s "
+             f"with {result['jobs']} processes ({result['distinct_zigzag_inputs']:,} distinct ZigZag accelerators: "
+             f"variants differing only in energies share ZigZag's runs). Predictions, not measurements, except the "
+             "last table.", "",
+             "## Pareto front (predicted cycles, energy, SRAM bytes)", "",
+             "| variant | " + " | ".join(keys) + " | predicted cycles | predicted energy (uJ) | SRAM (KiB) |",
+             "|---|" + "---|" * len(keys) + "---:|---:|---:|"]
+    front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["predicted_cycles"])
+    for r in front[:40]:
+        lines.append(f"| {r['variant']} | " + " | ".join(str(v) for v in r["values"]) +
+                     f" | {r['predicted_cycles']:,} | {r['predicted_energy_pj'] / 1e6:,.1f} | {r['sram_bytes'] / 1024:,.0f} |")
+    if len(front) > 40:
+        lines.append(f"\n({len(front) - 40} more on the front: explore.json)")
+    measured = [r for r in rows if r.get("measured")]
+    lines += ["", "## Measured (qemu, the build's own vmfb, each variant's caches simulated)", ""]
+    if measured:
+        lines += ["| variant | " + " | ".join(keys) + " | predicted cycles | measured memory-aware cycles | "
+                  "predicted / measured | predicted energy / measured |", "|---|" + "---|" * len(keys) + "---:|---:|---:|---:|"]
+        for r in sorted(measured, key=lambda r: r["predicted_cycles"]):
+            m = r["measured"]
+            lines.append(f"| {r['variant']} | " + " | ".join(str(v) for v in r["values"]) +
+                         f" | {r['predicted_cycles']:,} | {m['memory_aware_cycles']:,} | "
+                         f"{r['predicted_cycles'] / m['memory_aware_cycles']:.2f} | "
+                         f"{r['predicted_energy_pj'] / m['energy_pj']:.2f} |")
+        rho = result.get("measured_spearman")
+        lines += ["", f"Spearman's rho of predicted against measured cycles over these variants: "
+                      f"{'undefined (fewer than 3, or constant)' if rho is None else f'{rho:.2f}'}."]
+    else:
+        lines.append(result.get("not_measured", "none"))
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict) -> bytes:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        matplotlib.rcParams.update({"svg.hashsalt": "riscv-ml-toolchain"})
+        import matplotlib.pyplot as plt
+
+        rows = result["variants"]
+        fig, ax = plt.subplots(figsize=(7, 5))
+        sc = ax.scatter([r["predicted_cycles"] for r in rows], [r["predicted_energy_pj"] / 1e6 for r in rows],
+                        c=[r["sram_bytes"] / 1024 for r in rows], s=8, cmap="viridis")
+        front = [r for r in rows if r["pareto"]]
+        ax.scatter([r["predicted_cycles"] for r in front], [r["predicted_energy_pj"] / 1e6 for r in front],
+                   facecolors="none", edgecolors="red", s=40, label="Pareto front")
+        meas = [r for r in rows if r.get("measured")]
+        if meas:
+            ax.scatter([r["measured"]["memory_aware_cycles"] for r in meas],
+                       [r["measured"]["energy_pj"] / 1e6 for r in meas], marker="x", color="black",
+                       label="measured (qemu)")
+        fig.colorbar(sc, label="SRAM (KiB)")
+        ax.set_xlabel("cycles, one call of the model")
+        ax.set_ylabel("energy (uJ)")
+        ax.set_title(f"{result['model']}: {len(rows):,} variants of {result['base']}", fontsize=10)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+        plt.close(fig)
+        return buf.getvalue()
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def explore(build: dict, space: Path, top: int | None, jobs: int, log) -> dict:
+    import time
+
+    axes, space_top = load_space(space)
+    top = space_top if top is None else top
+    top = DEFAULT_TOP if top is None else top
+    analysis = read_json(build["analysis"], "analysis")
+    base_path = Path(build["hardware"])
+    base = bounded_safe_load(base_path.read_text())
+    base_hw = hwmod.load_hardware(base_path)
+    specs = dispatch_specs(analysis, Path(build["layout"]))
+    found = variants(base, axes, space)
+    log(f"explore: {len(found):,} variants of {base_hw.name}, {len(specs)} dispatches "
+        f"({sum(s.zigzag is not None for s in specs)} ZigZag layers)")
+    start = time.monotonic()
+    priced: dict[str, dict] = {}
+    # Consecutive jobs sharing ZigZag's inputs go to one worker in one chunk (its runs are reused).
+    found_sorted = sorted(found, key=lambda f: (zigzag_key(f[2]), f[0]))
+    jobs_args = [(name, hw.model_dump_json(), specs) for name, _, hw, _ in found_sorted]
+    distinct = len({zigzag_key(hw) for _, _, hw, _ in found})
+    if jobs <= 1:
+        for job in tqdm(jobs_args, desc="pricing", unit="variant", disable=None):
+            name, row = _price_job(job)
+            priced[name] = row
+    else:
+        chunk = max(1, math.ceil(len(jobs_args) / (jobs * 8)))
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+            for name, row in tqdm(pool.map(_price_job, jobs_args, chunksize=chunk), total=len(jobs_args),
+                                  desc="pricing", unit="variant", disable=None):
+                priced[name] = row
+    seconds = time.monotonic() - start
+    rows = [{"variant": name, "settings": settings, "values": [s.split("=", 1)[1] for s in settings],
+             **priced[name]} for name, settings, _, _ in found]
+    front = pareto(rows)
+    for r in rows:
+        r["pareto"] = r["variant"] in front
+    result = {"schema_version": SCHEMA, "model": build["model_name"], "base": base_hw.name, "axes": axes,
+              "mode": MODE, "jobs": jobs, "seconds": round(seconds, 1), "variants": rows,
+              "distinct_zigzag_inputs": distinct}
+    # The best `top` of the build's VLEN, one per ZigZag accelerator: variants that differ only in
+    # energies run the same and would measure the same cycles (the least energy of them stands in).
+    same_vlen = sorted(((name, data, zigzag_key(hw)) for name, _, hw, data in found
+                        if hw.compute.vector_bits == base_hw.compute.vector_bits),
+                       key=lambda x: (priced[x[0]]["predicted_cycles"], priced[x[0]]["predicted_energy_pj"], x[0]))
+    seen: set[str] = set()
+    chosen = []
+    for name, data, key in same_vlen:
+        if key not in seen and len(chosen) < top:
+            seen.add(key)
+            chosen.append((name, data))
+    if top and chosen:
+        log(f"explore: measuring {len(chosen)} variants under qemu ({', '.join(n for n, _ in chosen)})")
+        with tempfile.TemporaryDirectory(prefix="explore_measure_") as work:
+            measured = measure(build, chosen, Path(work), jobs)
+        by_name = {r["variant"]: r for r in rows}
+        for name, _ in chosen:
+            if name not in measured:
+                raise ExploreError(f"{build['vmfb']}: perf.measure reported no run on {name}")
+            by_name[name]["measured"] = measured[name]
+        pts = [(by_name[n]["predicted_cycles"], by_name[n]["measured"]["memory_aware_cycles"]) for n, _ in chosen]
+        result["measured_spearman"] = _spearman([p for p, _ in pts], [m for _, m in pts])
+    else:
+        result["not_measured"] = ("none: measure_top is 0" if not top else
+                                  f"none: no variant has the build's VLEN ({base_hw.compute.vector_bits})")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bazel run //tools:explore --", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("build", help="a zoo pipeline (resnet, mlp, ...): its tuned riscv build is explored")
+    p.add_argument("space", type=Path, help="the space file (axes: KEY: [values])")
+    p.add_argument("--index", type=Path, required=True, help="the zoo's explore index (//models:zoo_explore_index)")
+    p.add_argument("--out", type=Path, default=None, help="report directory (default: explore_<build>)")
+    p.add_argument("--measure-top", type=int, default=None, help=f"variants to measure (default: the space's, else {DEFAULT_TOP})")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="pricing processes")
+    a = p.parse_args(argv)
+    root = Path(os.environ.get("BUILD_WORKING_DIRECTORY", "."))
+    space = a.space if a.space.is_absolute() else root / a.space
+    out = a.out or Path(f"explore_{a.build}")
+    out = out if out.is_absolute() else root / out
+    with OneLineErrors("explore", out, (ExploreError, hwmod.HardwareError)) as cli:
+        if a.measure_top is not None and a.measure_top < 0:
+            raise ExploreError(f"--measure-top {a.measure_top}: expected a whole number >= 0")
+        if a.jobs < 1:
+            raise ExploreError(f"--jobs {a.jobs}: expected at least 1")
+        index = read_json(a.index, "explore index")
+        if a.build not in index.get("builds", {}):
+            raise ExploreError(f"{a.build}: not a pipeline of the zoo (one of {', '.join(sorted(index.get('builds', {})))})")
+        # The index holds paths relative to the runfiles' workspace directory, where it is `index`.
+        base_dir = a.index.absolute().parents[len(Path(index["index"]).parts) - 1]
+        build = {k: (str(base_dir / v) if k != "model_name" else v) for k, v in index["builds"][a.build].items()}
+        build.update({k: str(base_dir / v) for k, v in index["tools"].items()})
+        check_outputs({"--out": [out / "explore.json", out / "explore.md", out / "explore.png"]})
+        result = explore(build, space, a.measure_top, a.jobs,
+                         lambda msg: print(msg, file=sys.stderr, flush=True))
+        out.mkdir(parents=True, exist_ok=True)
+        write_together({out / "explore.json": json.dumps(result, indent=1, sort_keys=True) + "\n",
+                        out / "explore.md": render(result), out / "explore.png": plot(result)})
+        front = sum(r["pareto"] for r in result["variants"])
+        print(f"explore: {len(result['variants']):,} variants in {result['seconds']:.0f} s, {front} on the "
+              f"Pareto front -> {out}/explore.md")
+    return cli.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""perf.explore on mlp's tuned riscv build: a small space priced by ZigZag and the bound, its best
+two variants measured under qemu, the report written; a bad space or option is one line naming it,
+and nothing is written.
+
+argv: <mlp's explore index (perf/defs.bzl explore_index)>
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from perf import explore
+
+INDEX = Path(sys.argv[1]).absolute() if len(sys.argv) > 1 else None
+
+
+def _space(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "space.yaml"
+    path.write_text(text)
+    return path
+
+
+def _run(tmp_path: Path, space: Path, *extra: str) -> tuple[int, Path]:
+    out = tmp_path / "out"
+    return explore.main(["mlp", str(space), "--index", str(INDEX), "--out", str(out), *extra]), out
+
+
+def test_a_small_space_is_priced_its_best_measured_and_reported(tmp_path: Path):
+    space = _space(tmp_path, "axes:\n  l1.size_bytes: [8192, 65536]\n  dram.read_bytes_per_cycle: [1, 8]\n"
+                             "  compute.vector_bits: [128, 256]\nmeasure_top: 2\n")
+    code, out = _run(tmp_path, space, "--jobs", "2")
+    assert code == 0
+    result = json.loads((out / "explore.json").read_text())
+    rows = result["variants"]
+    assert len(rows) == 8
+    assert all(r["predicted_cycles"] > 0 and r["predicted_energy_pj"] > 0 for r in rows)
+    assert all(r["dispatches_by_zigzag"] + r["dispatches_refused_by_zigzag"] >= 1 for r in rows)
+    by = {tuple(r["values"]): r for r in rows}
+    # A slower DRAM never makes the model faster; more L1 is more SRAM.
+    for l1 in ("8192", "65536"):
+        for vlen in ("128", "256"):
+            assert by[(l1, "1", vlen)]["predicted_cycles"] >= by[(l1, "8", vlen)]["predicted_cycles"]
+    assert by[("65536", "8", "128")]["sram_bytes"] > by[("8192", "8", "128")]["sram_bytes"]
+    front = [r for r in rows if r["pareto"]]
+    assert front
+    for r in front:  # no variant beats a front member on every figure
+        assert not any(o["predicted_cycles"] < r["predicted_cycles"] and o["predicted_energy_pj"] < r["predicted_energy_pj"]
+                       and o["sram_bytes"] < r["sram_bytes"] for o in rows)
+    measured = [r for r in rows if r.get("measured")]
+    assert len(measured) == 2
+    assert {r["values"][2] for r in measured} == {"128"}  # only the build's VLEN runs its vmfb
+    assert all(r["measured"]["memory_aware_cycles"] > 0 for r in measured)
+    text = (out / "explore.md").read_text()
+    assert "## Pareto front" in text and "## Measured" in text
+    assert (out / "explore.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_energy_axes_reprice_without_changing_cycles_and_are_measured_once(tmp_path: Path):
+    space = _space(tmp_path, "axes:\n  l1.size_bytes: [8192, 65536]\n  dram.read_energy_pj: [320, 1280]\n"
+                             "measure_top: 2\n")
+    code, out = _run(tmp_path, space, "--jobs", "1")
+    assert code == 0
+    result = json.loads((out / "explore.json").read_text())
+    by = {tuple(r["values"]): r for r in result["variants"]}
+    assert result["distinct_zigzag_inputs"] == 2
+    for l1 in ("8192", "65536"):
+        assert by[(l1, "320")]["predicted_cycles"] == by[(l1, "1280")]["predicted_cycles"]
+        assert by[(l1, "320")]["predicted_energy_pj"] < by[(l1, "1280")]["predicted_energy_pj"]
+    measured = [r for r in result["variants"] if r.get("measured")]
+    assert sorted(r["values"] for r in measured) == [["65536", "320"], ["8192", "320"]]  # one per accelerator
+
+
+@pytest.mark.parametrize("text, message", [
+    ("axes: {}\n", "expected a mapping with 'axes'"),
+    ("axes:\n  l1.size_bytes: 4096\n", "axis l1.size_bytes: expected a non-empty list"),
+    ("axes:\n  l1.size_bytes: [4096, 4096]\n", "a value is given twice"),
+    ("axes:\n  l9.size_bytes: [4096]\n", "l9.size_bytes"),
+    ("axes:\n  l1.size_bytes: [-5]\n", "variant l1.size_bytes=-5"),
+    ("axes:\n  l1.size_bytes: [4096]\nmeasure_top: -1\n", "measure_top"),
+    ("axes:\n  l1.size_bytes: [4096]\ncolour: red\n", "unknown field(s) colour"),
+    ("axes: [\n", "not a space file"),
+])
+def test_a_bad_space_is_one_line_and_writes_nothing(tmp_path: Path, capsys, text: str, message: str):
+    code, out = _run(tmp_path, _space(tmp_path, text))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0
+    assert len(err) == 1 and err[0].startswith("explore: ") and message in err[0], err
+    assert not out.exists()
+
+
+def test_an_unknown_model_and_bad_options_are_named(tmp_path: Path, capsys):
+    space = _space(tmp_path, "axes:\n  l1.size_bytes: [4096]\n")
+    out = tmp_path / "out"
+    assert explore.main(["nosuch", str(space), "--index", str(INDEX), "--out", str(out)]) != 0
+    assert "nosuch: not a pipeline of the zoo (one of mlp)" in capsys.readouterr().err
+    assert explore.main(["mlp", str(space), "--index", str(INDEX), "--out", str(out), "--jobs", "0"]) != 0
+    assert "--jobs 0" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_pareto_keeps_exactly_the_undominated():
+    rows = [{"variant": n, "predicted_cycles": c, "predicted_energy_pj": e, "sram_bytes": s}
+            for n, c, e, s in [("a", 1, 5, 5), ("b", 5, 1, 5), ("c", 5, 5, 1), ("d", 5, 5, 5), ("e", 1, 5, 5)]]
+    assert explore.pareto(rows) == {"a", "b", "c", "e"}
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
