@@ -108,8 +108,10 @@ def load_space(path: Path) -> tuple[dict[str, list], int | None]:
             raise ExploreError(f"{path}: axis {key}: a value is given twice")
         axes[str(key)] = values
     top = data.get("measure_top")
-    if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 0):
-        raise ExploreError(f"{path}: measure_top: expected a whole number >= 0, not {top!r}")
+    if top == "all":
+        top = MAX_VARIANTS
+    elif top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 0):
+        raise ExploreError(f"{path}: measure_top: expected a whole number >= 0 or 'all', not {top!r}")
     count = prod(len(v) for v in axes.values())
     if count > MAX_VARIANTS:
         raise ExploreError(f"{path}: {count:,} variants; at most {MAX_VARIANTS:,}")
@@ -315,6 +317,84 @@ def _spearman(xs: list[float], ys: list[float]) -> float | None:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
+# A measured difference smaller than this share is not a difference (the placement spread of a
+# whole model is below 0.5%: docs/data/placement_spread.md).
+MEASURED_DIFFERENCE = 0.01
+BOOTSTRAP = 1000
+
+
+def naive_key(hw: dict) -> tuple[float, ...]:
+    """"Bigger is better" (issue 77): more L2, then more L1, then more DRAM bandwidth ranks first."""
+    levels = {m["role"]: m for m in hw["memory"]}
+    return (-levels["l2"]["size_bytes"], -levels["l1"]["size_bytes"], -levels["dram"]["read_bytes_per_cycle"])
+
+
+def _axes_of(hw: dict) -> tuple[float, float, float]:
+    levels = {m["role"]: m for m in hw["memory"]}
+    return (levels["l1"]["size_bytes"], levels["l2"]["size_bytes"], levels["dram"]["read_bytes_per_cycle"])
+
+
+def pairwise(items: list[dict], field: str, measured: str) -> dict:
+    """Pairwise accuracy of `field` (lower: better) and of the naive order against `measured`, over
+    the pairs whose measured figures differ by more than MEASURED_DIFFERENCE, all of them and the
+    trade-offs alone (neither variant has at least the other's L1, L2 and DRAM bandwidth); 95%
+    intervals by resampling the variants (seeded)."""
+    def pairs_of(sel: list[dict]) -> list[tuple[dict, dict]]:
+        out = []
+        for i, a in enumerate(sel):
+            for b in sel[i + 1:]:
+                ma, mb = a[measured], b[measured]
+                if abs(ma - mb) > MEASURED_DIFFERENCE * min(ma, mb):
+                    out.append((a, b))
+        return out
+
+    def accuracy(pairs: list[tuple[dict, dict]], score) -> float | None:
+        if not pairs:
+            return None
+        right = 0.0
+        for a, b in pairs:
+            sa, sb = score(a), score(b)
+            if sa == sb:
+                right += 0.5  # a tie is a coin toss
+            else:
+                right += (sa < sb) == (a[measured] < b[measured])
+        return right / len(pairs)
+
+    def trade_off(a: dict, b: dict) -> bool:
+        xa, xb = _axes_of(a["hw"]), _axes_of(b["hw"])
+        return not (all(u >= v for u, v in zip(xa, xb)) or all(u <= v for u, v in zip(xa, xb)))
+
+    scores = {"zigzag": lambda r: r[field], "naive": lambda r: naive_key(r["hw"])}
+    rng = np.random.default_rng(77)
+    out = {"variants": len(items)}
+    for subset in ("all", "trade_offs"):
+        pick = (lambda ps: ps) if subset == "all" else (lambda ps: [p for p in ps if trade_off(*p)])
+        pairs = pick(pairs_of(items))
+        entry = {"pairs": len(pairs)}
+        for name, score in scores.items():
+            acc = accuracy(pairs, score)
+            samples = []
+            if acc is not None and len(items) >= 3:
+                for _ in range(BOOTSTRAP):
+                    sample = [items[i] for i in rng.integers(0, len(items), len(items))]
+                    a = accuracy([p for p in pick(pairs_of(sample)) if p[0] is not p[1]], score)
+                    if a is not None:
+                        samples.append(a)
+            entry[name] = {"accuracy": acc,
+                           "ci95": [float(np.percentile(samples, 2.5)), float(np.percentile(samples, 97.5))]
+                           if samples else None}
+        out[subset] = entry
+    out["spearman"] = _spearman([r[field] for r in items], [r[measured] for r in items])
+    keys = [naive_key(r["hw"]) for r in items]
+    order = sorted(set(keys))
+    out["naive_spearman"] = _spearman([order.index(k) for k in keys], [r[measured] for r in items])
+    return out
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
 def render(result: dict) -> str:
     rows = result["variants"]
     keys = list(result["axes"])
@@ -347,6 +427,25 @@ def render(result: dict) -> str:
         rho = result.get("measured_spearman")
         lines += ["", f"Spearman's rho of predicted against measured cycles over these variants: "
                       f"{'undefined (fewer than 3, or constant)' if rho is None else f'{rho:.2f}'}."]
+        if result.get("validation"):
+            lines += ["", "## ZigZag as the oracle, beside \"bigger is better\"", "",
+                      f"Over the measured variants: which of two is faster (spends less energy)? Pairs whose measured "
+                      f"figures differ by more than {MEASURED_DIFFERENCE:.0%}; trade-offs are the pairs where neither "
+                      "has at least the other's L1, L2 and DRAM bandwidth. \"Bigger is better\" orders by L2, then "
+                      "L1, then DRAM bandwidth. 95% intervals: the variants resampled "
+                      f"{BOOTSTRAP} times.", "",
+                      "| figure | pairs | ZigZag pairwise accuracy | naive | trade-off pairs | ZigZag on trade-offs "
+                      "| naive on trade-offs | Spearman ZigZag | Spearman naive |",
+                      "|---|---:|---|---|---:|---|---|---:|---:|"]
+            def acc(e: dict) -> str:
+                if e["accuracy"] is None:
+                    return "-"
+                ci = e["ci95"]
+                return f"{e['accuracy']:.2f}" + (f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else "")
+            for fig, v in result["validation"].items():
+                a, t = v["all"], v["trade_offs"]
+                lines.append(f"| {fig} | {a['pairs']} | {acc(a['zigzag'])} | {acc(a['naive'])} | {t['pairs']} | "
+                             f"{acc(t['zigzag'])} | {acc(t['naive'])} | {_f(v['spearman'])} | {_f(v['naive_spearman'])} |")
     else:
         lines.append(result.get("not_measured", "none"))
     return "\n".join(lines) + "\n"
@@ -450,6 +549,11 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log) -> dict:
             by_name[name]["measured"] = measured[name]
         pts = [(by_name[n]["predicted_cycles"], by_name[n]["measured"]["memory_aware_cycles"]) for n, _ in chosen]
         result["measured_spearman"] = _spearman([p for p, _ in pts], [m for _, m in pts])
+        if len(chosen) >= 3:  # ZigZag as the co-design oracle, beside "bigger is better" (issue 77 item 5)
+            items = [{**by_name[n], "hw": data, "measured_cycles": by_name[n]["measured"]["memory_aware_cycles"],
+                      "measured_energy": by_name[n]["measured"]["energy_pj"]} for n, data in chosen]
+            result["validation"] = {"cycles": pairwise(items, "predicted_cycles", "measured_cycles"),
+                                    "energy": pairwise(items, "predicted_energy_pj", "measured_energy")}
     else:
         result["not_measured"] = ("none: measure_top is 0" if not top else
                                   f"none: no variant has the build's VLEN ({base_hw.compute.vector_bits})")

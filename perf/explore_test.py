@@ -74,6 +74,35 @@ def test_energy_axes_reprice_without_changing_cycles_and_are_measured_once(tmp_p
     assert sorted(r["values"] for r in measured) == [["65536", "320"], ["8192", "320"]]  # one per accelerator
 
 
+def test_measuring_all_checks_the_oracle_against_bigger_is_better(tmp_path: Path):
+    space = _space(tmp_path, "axes:\n  l1.size_bytes: [8192, 65536]\n  dram.read_bytes_per_cycle: [1, 8]\n"
+                             "measure_top: all\n")
+    code, out = _run(tmp_path, space)
+    assert code == 0
+    result = json.loads((out / "explore.json").read_text())
+    assert sum(bool(r.get("measured")) for r in result["variants"]) == 4
+    cycles = result["validation"]["cycles"]
+    # DRAM 1 vs 8 B/cycle differ by far more than 1%: those pairs count; the L1-only pairs may not.
+    assert cycles["all"]["pairs"] >= 4
+    for name in ("zigzag", "naive"):
+        entry = cycles["all"][name]
+        assert 0.0 <= entry["accuracy"] <= 1.0 and entry["ci95"][0] <= entry["accuracy"] <= entry["ci95"][1]
+    assert "## ZigZag as the oracle" in (out / "explore.md").read_text()
+
+
+def test_pairwise_counts_ties_as_half_and_ignores_small_differences():
+    def item(l1, l2, bw, pred, meas):
+        hw = {"memory": [{"role": "l1", "size_bytes": l1}, {"role": "l2", "size_bytes": l2},
+                         {"role": "dram", "read_bytes_per_cycle": bw}]}
+        return {"hw": hw, "p": pred, "m": meas}
+    items = [item(1, 4, 1, 10, 100), item(2, 4, 1, 10, 90), item(1, 8, 2, 5, 50), item(1, 8, 2, 6, 50.2)]
+    out = explore.pairwise(items, "p", "m")
+    assert out["all"]["pairs"] == 5  # the last two differ by 0.4%
+    # ZigZag: a tie (first pair) is half, the other four right
+    assert out["all"]["zigzag"]["accuracy"] == pytest.approx(4.5 / 5)
+    assert out["all"]["naive"]["accuracy"] == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize("text, message", [
     ("axes: {}\n", "expected a mapping with 'axes'"),
     ("axes:\n  l1.size_bytes: 4096\n", "axis l1.size_bytes: expected a non-empty list"),
