@@ -2,8 +2,9 @@
 
 `nest_from_json` rebuilds the root op's loop nest (analysis.dispatches.LoopNest) from a Dispatch's
 JSON; `Pricer` runs analysis.zigzag_cost.evaluate_tiles on it, cached in memory by (signature,
-mode, tiles, order, spatial). bench.zigzag_ranking, bench.zigzag_traffic and
-results.shipped_prediction price measured and shipped tiles with them.
+mode, tiles, order, spatial); `latency_on_measured_terms` prices a result's traffic as
+perf.memory_model prices a measurement (a project-side extension of ZigZag's latency, issue 77).
+bench.zigzag_ranking, bench.zigzag_traffic, results.shipped_prediction and perf.explore use them.
 """
 
 from __future__ import annotations
@@ -91,3 +92,23 @@ class Pricer:
             self.evaluations += 1
             self.seconds += time.monotonic() - t
         return self.cache[key]
+
+
+def latency_on_measured_terms(result: dict, hw: "hwmod.Hardware", macs: int) -> float:
+    """ZigZag's traffic priced as perf.memory_model prices a measurement's: the larger of the core's
+    cycles plus the miss stalls and the busiest level's bytes over its bandwidth. The core's cycles
+    are the MACs at the FMA peak (ZigZag knows no instructions beside its MACs); the misses of a
+    cache are the bytes the level below serves it, in lines; each stalls the level below's latency
+    over the cache's outstanding misses. ZigZag's own `latency_cycles` is its cost model's (its
+    data loading, stall and offloading terms); this is the same traffic on the measurement's terms."""
+    flows = result["traffic_served_taken_bytes"]
+    served = [*hw.caches, hw.level("dram")]
+    transfer = []
+    for level in served:
+        read, written = flows.get(level.name, [0, 0])
+        transfer.append(read / level.read_bytes_per_cycle + written / level.write_bytes_per_cycle)
+    stall = 0.0
+    for cache, below in zip(served, served[1:]):
+        misses = flows.get(below.name, [0, 0])[0] / cache.line_bytes
+        stall += misses * below.latency_cycles / cache.outstanding_misses
+    return max(macs / hw.macs_per_cycle + stall, max(transfer))

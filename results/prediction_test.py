@@ -30,8 +30,8 @@ def _bounds() -> dict:
 
 def _data() -> dict:
     def zz(latency):
-        return {"zigzag_latency_cycles": latency, "zigzag_energy_measured_terms_pj": 10,
-                "choice_measured_energy_pj": 20}
+        return {"zigzag_latency_cycles": latency, "zigzag_measured_terms_cycles": latency // 2,
+                "zigzag_energy_measured_terms_pj": 10, "choice_measured_energy_pj": 20}
     return {"shipped": {
         "cal_a": {"ships": "tuned", "split": "calibration", "dispatches": {"a0": zz(100), "a1": {"not_priced": "x"}}},
         "cal_b": {"ships": "tuned", "split": "calibration", "dispatches": {"b0": zz(200), "b1": {"not_priced": "x"}}},
@@ -119,3 +119,17 @@ def test_a_packed_strategy_has_no_analysis_of_its_tiles(tmp_path: Path):
     assert sp.shipped_analysis(tmp_path, "m", "tuned").name == "m_riscv_analysis.analysis.json"
     assert sp.shipped_analysis(tmp_path, "m", "directconv").name == "m_riscv_directconv_analysis.analysis.json"
     assert sp.shipped_analysis(tmp_path, "m", "ukernels") is None
+
+
+def test_the_oracle_table_reads_every_explorer_report(tmp_path: Path):
+    entry = {"accuracy": 0.75, "ci95": [0.5, 1.0]}
+    half = {"pairs": 4, "zigzag": entry, "naive": {"accuracy": 1.0, "ci95": [1.0, 1.0]}}
+    report = {"validation": {"cycles": {"variants": 24, "all": half, "trade_offs": half, "spearman": 0.5,
+                                        "naive_spearman": 0.9}}}
+    (tmp_path / pr.EXPLORE / "resnet").mkdir(parents=True)
+    (tmp_path / pr.EXPLORE / "resnet" / "explore.json").write_text(json.dumps(report))
+    text = "\n".join(pr.oracle_lines(tmp_path, {"resnet": "calibration"}))
+    assert "| calibration | resnet | cycles | 24 | 4 | 0.75 (0.50-1.00) | 1.00 (1.00-1.00) | 4 |" in text
+    (tmp_path / pr.EXPLORE / "resnet" / "explore.json").write_text(json.dumps({"variants": []}))
+    with pytest.raises(pr.PredictionError, match="resnet/explore.json: no validation"):
+        pr.oracle_lines(tmp_path, {"resnet": "calibration"})

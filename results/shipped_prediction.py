@@ -33,7 +33,7 @@ from math import prod
 from pathlib import Path
 
 from analysis import zigzag_cost
-from analysis.zigzag_pricer import Pricer, nest_from_json
+from analysis.zigzag_pricer import Pricer, latency_on_measured_terms, nest_from_json
 from common import hardware as hwmod
 from common.errors import NamedError, OneLineErrors
 from common.files import atomic_write, check_outputs, read_json, sha256_file
@@ -122,6 +122,7 @@ def price_shipped(bounds: dict, models: Path, pricer_for, log) -> dict[str, dict
             priced[d["name"]] = {
                 "chosen": disp["chosen"], "tiles": tiles, "macs": macs,
                 "zigzag_latency_cycles": round(r["latency_cycles"]),
+                "zigzag_measured_terms_cycles": round(latency_on_measured_terms(r, pricer.hw, macs)),
                 "zigzag_energy_measured_terms_pj": round(zigzag_cost.energy_on_measured_terms(r, pricer.hw, macs)),
                 "zigzag_own_optimum_latency_cycles": round(disp["zigzag"]["latency_cycles"]) if disp.get("zigzag") else None,
                 # The energy the choice measured for these tiles (its own build of the dispatch, not
@@ -166,6 +167,9 @@ def zigzag_as_candidate(models: Path, pipelines: list[str]) -> list[dict]:
                         "dispatch": disp["name"], "kind": disp["kind"],
                         "zigzag_candidate": zz["name"] if zz else None,
                         "zigzag_measured": _measured(zz) if zz else None,
+                        # ZigZag's mapping with a register-tile or alignment change (`zigzag+...`)
+                        "zigzag_family_measured": min((v for k, v in measured.items() if k.startswith("zigzag")),
+                                                      default=None),
                         "best": best, "best_measured": measured[best],
                         "default_measured": measured.get("iree-default"),
                         "chosen": disp["chosen"], "chosen_measured": measured.get(disp["chosen"]),

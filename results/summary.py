@@ -125,7 +125,8 @@ def peer_model_lines(models: dict) -> list[str]:
 
 def sources(root: Path) -> list[Path]:
     """The committed files this page and the documents it links are generated from."""
-    data = sorted((root / "docs" / "data").glob("*.json")) + sorted((root / "peers" / "data").glob("*.json"))
+    data = (sorted((root / "docs" / "data").glob("*.json")) + sorted((root / "docs" / "data" / "explore").glob("*/explore.json"))
+            + sorted((root / "peers" / "data").glob("*.json")))
     return [p.relative_to(root) for p in data]
 
 
