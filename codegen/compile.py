@@ -463,13 +463,66 @@ def dispatch_infos(module: str, module_sha256: str, flags: tuple[str, ...]) -> d
         return {i.name: i for i in dsp.read_dispatches(configs)}
 
 
+# A data-tiled build's operands are packed: read_compiled reads their layout from the executable sources.
+DATA_TILING_FLAG = "--iree-opt-data-tiling"
+
+
+def compile_build(module: Path, target: IreeTarget, analysis: Path | None, workdir: Path):
+    """Compiles |module| for |target| as codegen.compile does, through its one compile path
+    (IREE's defaults when |analysis| is None, else its tiles written in), and returns
+    (CompiledTarget, codegen.compile.TunedSources). The libraries are the executables the vmfb
+    embeds (IREE's embedded ELF, which the hal_runner dlopens), from the same invocation, and
+    their sha256 are what codegen's report records for the same build.
+
+    Raises codegen.compile.CompileError, its message starting with the target's name, when
+    codegen rejects the analysis or a config does not land.
+    """
+    from iree.compiler import ir
+
+    wd = workdir / f"{target.name}_{'tuned' if analysis is not None else 'default'}"
+    try:
+        tuned = tuned_sources(module, analysis, target, wd)
+        # Two halves of codegen's step 3 whose first holds the host program with the
+        # materialized workgroup counts; the libraries are the bytes one call emits.
+        dump = run_codegen(tuned, targets_ir=True)
+        ctx = ir.Context()  # one context, as compile_module: configs.mlir == its --out-configs
+        check_landed(tuned.entries, dump, ctx)
+        shipped = executables(wd)
+    except CompileError as err:
+        raise CompileError(f"{target.name}: {err}", err.diagnostics) from None
+    (wd / "configs.mlir").write_text(dumped_configs_text(dump, ctx))
+    try:
+        compiled = read_compiled(module, target, tuned, shipped)
+    except CompileError as err:
+        raise CompileError(f"{target.name}: {err}", err.diagnostics) from None
+    return compiled, tuned
+
+
+def read_compiled(module: Path, target: IreeTarget, tuned, shipped: dict[str, bytes]) -> "CompiledTarget":
+    """The dispatches of the compile `run_codegen(tuned, targets_ir=True)` made in `tuned`'s work
+    directory, read from its own IR: the executable-targets IR's host program, the subspans of
+    tuned.mlir, and for a data-tiled build each operand's encoding from the executable sources
+    (one more iree-compile, to executable sources only: tuned.mlir is bufferized, its subspans
+    hold the packed storage, not the layout). `shipped`: the executables it dumped."""
+    from codegen.layout import CompiledTarget
+
+    wd = tuned.path.parent
+    compiled = CompiledTarget(target, (wd / TARGETS_IR).read_text(), [wd / "bin" / n for n in shipped],
+                              [tuned.path], executables_sha256(shipped))
+    if DATA_TILING_FLAG in tuned.flags:
+        run_iree([str(target.compile_input(module)), *tuned.flags, "--compile-to=executable-sources", "-o",
+                  str(wd / "sources.mlir")], "executable sources")
+        compiled.read_encodings(wd / "sources.mlir")
+    return compiled
+
+
 def _layout_text(module: Path, target: IreeTarget, tuned: TunedSources, tmp: Path, shipped: dict[str, bytes]) -> str:
     """The dispatch layout of the compile in `tmp` (its executable-targets IR and tuned IR)."""
     from analysis.dispatches import AnalysisInputError
     from codegen import layout as lay
     from common.dispatch_layout import dump_layout
 
-    compiled = lay.read_compiled(module, target, tuned, shipped)
+    compiled = read_compiled(module, target, tuned, shipped)
     compiled_module = target.compile_input(module)  # rewritten for its strategy, as compiled above
     try:
         infos = dispatch_infos(str(compiled_module), sha256_file(compiled_module), tuple(target.compile_flags()))

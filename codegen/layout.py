@@ -9,8 +9,8 @@ bindings), for the layout a compile writes beside its vmfb (common/dispatch_layo
   (offset, access, tensor type);
 - for a data-tiled build, the executable sources: each encoded operand's packed layout.
 
-`compile_build` is the dispatch tests' compile (runtime/hal_runner/check_dispatches.py): the same
-one compile path as codegen.compile, with the layout read from the same invocation.
+It imports nothing of codegen.compile: codegen.compile.read_compiled gathers a compile's files into
+a CompiledTarget and `module_layout` reads it (issue 78: no module circle).
 """
 
 from __future__ import annotations
@@ -22,71 +22,6 @@ import numpy as np
 
 from common.dispatch_layout import DTYPES, Dispatch, DriveError, ModuleLayout, Subspan, packed_tiling
 from common.targets import IreeTarget
-
-DATA_TILING_FLAG = "--iree-opt-data-tiling"
-
-
-def compile_build(module: Path, target: IreeTarget, analysis: Path | None, workdir: Path):
-    """Compiles |module| for |target| as codegen.compile does, through its one compile path
-    (IREE's defaults when |analysis| is None, else its tiles written in), and returns
-    (CompiledTarget, codegen.compile.TunedSources). The libraries are the executables the vmfb
-    embeds (IREE's embedded ELF, which the hal_runner dlopens), from the same invocation, and
-    their sha256 are what codegen's report records for the same build.
-
-    Raises codegen.compile.CompileError, its message starting with the target's name, when
-    codegen rejects the analysis or a config does not land.
-    """
-    from iree.compiler import ir
-
-    from codegen import compile as cg
-
-    wd = workdir / f"{target.name}_{'tuned' if analysis is not None else 'default'}"
-    try:
-        tuned = cg.tuned_sources(module, analysis, target, wd)
-        # Two halves of codegen's step 3 whose first holds the host program with the
-        # materialized workgroup counts; the libraries are the bytes one call emits.
-        dump = cg.run_codegen(tuned, targets_ir=True)
-        ctx = ir.Context()  # one context, as compile_module: configs.mlir == its --out-configs
-        cg.check_landed(tuned.entries, dump, ctx)
-        shipped = cg.executables(wd)
-    except cg.CompileError as err:
-        raise cg.CompileError(f"{target.name}: {err}", err.diagnostics) from None
-    (wd / "configs.mlir").write_text(cg.dumped_configs_text(dump, ctx))
-    try:
-        compiled = read_compiled(module, target, tuned, shipped)
-    except cg.CompileError as err:
-        raise cg.CompileError(f"{target.name}: {err}", err.diagnostics) from None
-    return compiled, tuned
-
-
-def read_compiled(module: Path, target: IreeTarget, tuned, shipped: dict[str, bytes]) -> "CompiledTarget":
-    """The dispatches of the compile `run_codegen(tuned, targets_ir=True)` made in `tuned`'s work
-    directory, read from its own IR: the executable-targets IR's host program, the subspans of
-    tuned.mlir, and for a data-tiled build each operand's encoding from the executable sources
-    (one more iree-compile, to executable sources only: tuned.mlir is bufferized, its subspans
-    hold the packed storage, not the layout). `shipped`: the executables it dumped."""
-    from codegen import compile as cg
-
-    wd = tuned.path.parent
-    compiled = CompiledTarget(target, (wd / cg.TARGETS_IR).read_text(), [wd / "bin" / n for n in shipped],
-                              [tuned.path], cg.executables_sha256(shipped))
-    if DATA_TILING_FLAG in tuned.flags:
-        cg.run_iree([str(target.compile_input(module)), *tuned.flags, "--compile-to=executable-sources", "-o",
-                     str(wd / "sources.mlir")], "executable sources")
-        compiled.read_encodings(wd / "sources.mlir")
-    return compiled
-
-
-def compile_target(module: Path, target: IreeTarget, workdir: Path) -> "CompiledTarget":
-    """IREE's default build of |module| (compile_build without an analysis)."""
-    return compile_build(module, target, None, workdir)[0]
-
-
-def compile_tuned(module: Path, target: IreeTarget, analysis: Path, workdir: Path):
-    """The build with |analysis|' tiles: (CompiledTarget, TunedSources) (compile_build)."""
-    return compile_build(module, target, analysis, workdir)
-
-
 
 def _walk(op, visit):
     visit(op)

@@ -66,8 +66,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codegen.compile import CompileError
-from codegen.layout import compile_build
+from codegen.compile import CompileError, compile_build
 from common.targets import IreeTarget, TargetError, load_target, named_target
 from common.scratch import scratch_directory
 from runtime.hal_runner.dispatch import (QEMU_REPOSITORY, SEED, BuildError, Dispatch, DriveError, RunnerError, Subspan,
