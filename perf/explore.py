@@ -60,6 +60,7 @@ from common import hardware as hwmod
 from common.dispatch_layout import load_layout
 from common.errors import NamedError, OneLineErrors
 from common.files import check_outputs, read_json, write_together
+from common.stats import spearman
 from common.yaml_model import bounded_safe_load
 from perf import memory_model as mem
 
@@ -305,29 +306,6 @@ def measure(build: dict, chosen: list[tuple[str, dict]], work: Path, jobs: int) 
 
 # ----------------------------------------------------------------------------- the report
 
-def _ranks(xs: list[float]) -> list[float]:
-    """Ranks from 1, ties averaged."""
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    ranks = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def _spearman(xs: list[float], ys: list[float]) -> float | None:
-    """Spearman's rho (Pearson on tie-averaged ranks); None for fewer than 3 points or a constant."""
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None
-    rx, ry = np.array(_ranks(xs)), np.array(_ranks(ys))
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
 # A measured difference smaller than this share is not a difference (the placement spread of a
 # whole model is below 0.5%: docs/data/placement_spread.md).
 MEASURED_DIFFERENCE = 0.01
@@ -395,11 +373,19 @@ def pairwise(items: list[dict], field: str, measured: str) -> dict:
                            "ci95": [float(np.percentile(samples, 2.5)), float(np.percentile(samples, 97.5))]
                            if samples else None}
         out[subset] = entry
-    out["spearman"] = _spearman([r[field] for r in items], [r[measured] for r in items])
+    out["spearman"] = spearman([r[field] for r in items], [r[measured] for r in items])
     keys = [naive_key(r["hw"]) for r in items]
     order = sorted(set(keys))
-    out["naive_spearman"] = _spearman([order.index(k) for k in keys], [r[measured] for r in items])
+    out["naive_spearman"] = spearman([order.index(k) for k in keys], [r[measured] for r in items])
     return out
+
+
+def format_accuracy(entry: dict) -> str:
+    """A pairwise accuracy of `pairwise` with its 95% interval, as the reports print it."""
+    if entry["accuracy"] is None:
+        return "-"
+    ci = entry["ci95"]
+    return f"{entry['accuracy']:.2f}" + (f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else "")
 
 
 def _f(x: float | None) -> str:
@@ -449,15 +435,10 @@ def render(result: dict) -> str:
                       "| figure | pairs | ZigZag pairwise accuracy | naive | trade-off pairs | ZigZag on trade-offs "
                       "| naive on trade-offs | Spearman ZigZag | Spearman naive |",
                       "|---|---:|---|---|---:|---|---|---:|---:|"]
-            def acc(e: dict) -> str:
-                if e["accuracy"] is None:
-                    return "-"
-                ci = e["ci95"]
-                return f"{e['accuracy']:.2f}" + (f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else "")
             for fig, v in result["validation"].items():
                 a, t = v["all"], v["trade_offs"]
-                lines.append(f"| {fig} | {a['pairs']} | {acc(a['zigzag'])} | {acc(a['naive'])} | {t['pairs']} | "
-                             f"{acc(t['zigzag'])} | {acc(t['naive'])} | {_f(v['spearman'])} | {_f(v['naive_spearman'])} |")
+                lines.append(f"| {fig} | {a['pairs']} | {format_accuracy(a['zigzag'])} | {format_accuracy(a['naive'])} | {t['pairs']} | "
+                             f"{format_accuracy(t['zigzag'])} | {format_accuracy(t['naive'])} | {_f(v['spearman'])} | {_f(v['naive_spearman'])} |")
     else:
         lines.append(result.get("not_measured", "none"))
     return "\n".join(lines) + "\n"
@@ -562,7 +543,7 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
                 raise ExploreError(f"{build['vmfb']}: perf.measure reported no run on {name}")
             by_name[name]["measured"] = measured[name]
         pts = [(by_name[n]["predicted_cycles"], by_name[n]["measured"]["memory_aware_cycles"]) for n, _ in chosen]
-        result["measured_spearman"] = _spearman([p for p, _ in pts], [m for _, m in pts])
+        result["measured_spearman"] = spearman([p for p, _ in pts], [m for _, m in pts])
         if len(chosen) >= 3:  # ZigZag as the co-design oracle, beside "bigger is better" (issue 77 item 5)
             items = [{**by_name[n], "hw": data, "measured_cycles": by_name[n]["measured"]["memory_aware_cycles"],
                       "measured_energy": by_name[n]["measured"]["energy_pj"]} for n, data in chosen]

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from bench.stats import spearman
 from common.files import read_json
+from perf.explore import format_accuracy
 
 OUT = Path("docs/results_prediction.md")
 DATA = Path("docs/data/shipped_prediction.json")
@@ -306,12 +307,6 @@ def oracle_lines(root: Path, splits: dict[str, str]) -> list[str]:
               "| naive on trade-offs | rho ZigZag | rho naive |",
               "|---|---|---|---:|---:|---|---|---:|---|---|---:|---:|"]
 
-    def acc(e: dict) -> str:
-        if e["accuracy"] is None:
-            return "-"
-        ci = e["ci95"]
-        return f"{e['accuracy']:.2f}" + (f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else "")
-
     rows = []
     for path in reports:
         data = read_json(path, "explorer report")
@@ -323,8 +318,8 @@ def oracle_lines(root: Path, splits: dict[str, str]) -> list[str]:
     for split, pipeline, data in ordered:
         for fig, v in data["validation"].items():
             a, t = v["all"], v["trade_offs"]
-            lines.append(f"| {split} | {pipeline} | {fig} | {v['variants']} | {a['pairs']} | {acc(a['zigzag'])} | "
-                         f"{acc(a['naive'])} | {t['pairs']} | {acc(t['zigzag'])} | {acc(t['naive'])} | "
+            lines.append(f"| {split} | {pipeline} | {fig} | {v['variants']} | {a['pairs']} | {format_accuracy(a['zigzag'])} | "
+                         f"{format_accuracy(a['naive'])} | {t['pairs']} | {format_accuracy(t['zigzag'])} | {format_accuracy(t['naive'])} | "
                          f"{_f(v['spearman'])} | {_f(v['naive_spearman'])} |")
     lines += ["", "Where the ranking goes wrong: per axis, the cycles at its largest value over those at its smallest "
               "(geomean over the other axes' combinations), measured and predicted (the explorer's ranking figure). "
