@@ -182,14 +182,22 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
             excluded[strategy] = f"{len(costed.errors)} dispatch(es) not costable, e.g. {name}: {why}"
         else:
             figures[strategy] = round(costed.model_cycles())
-    by = f"one call of the model, code-model cycles on {core.name} ({hw.name})"
-    baseline = candidates[0][0]
+    return decide_by_code(figures, excluded, [s for s, _, _ in candidates], core.name, hw.name, margin)
+
+
+def decide_by_code(figures: dict[str, float], excluded: dict[str, str], order: list[str], core: str,
+                   hardware_name: str, margin: float) -> tuple[str, dict]:
+    """(chosen strategy, record) from the code-model cycles of one call of each build (`figures`)
+    and the builds left out (`excluded`: strategy -> why), candidates in `order`, the first the
+    baseline: the one decision choose_by_code makes from what it priced, and what a record's
+    audit re-derives from the figures the record claims (tuning/audit.py)."""
+    by = f"one call of the model, code-model cycles on {core} ({hardware_name})"
+    baseline = order[0]
     if baseline in excluded:
         return baseline, {"by": by, "candidates": figures, "chosen": baseline, "excluded": excluded,
                           "reason": f"{baseline} kept: its code cannot be costed ({excluded[baseline]}), "
                                     "so no candidate is known to beat it"}
-    chosen, record = _pick(figures, [s for s, _, _ in candidates], by, f"code-model cycles on {core.name}",
-                           excluded)
+    chosen, record = _pick(figures, order, by, f"code-model cycles on {core}", excluded)
     record["margin"] = margin
     ratio = figures[chosen] / figures[baseline] if figures[baseline] else 1.0
     if chosen != baseline and not clears_margin(figures[chosen], figures[baseline], margin):

@@ -10,6 +10,11 @@ A record's figures are sealed by the tool that writes it: `figures_sha256` (a ti
 `load_record` / `load_strategy_record` refuse a record whose figures do not match, or that has no
 hash, with one line naming it and its refresh command. A figure edited by hand is never replayed.
 
+The seal is no defence against a forger: it is an unkeyed hash of data in the same file, and
+`dump_record` re-seals anything. What ships is therefore checked against what decides and what
+measures, not against the seal: tuning/audit.py (`//tools:audit`, run by CI) re-derives every
+strategy record's choice from its figures and measures a rotating sample of figures again.
+
 The `refresh` field is outside the seal and is printed as the command to run, so a record whose
 refresh is not exactly the command the tools write (`bazel run //tools:tune -- //<package>:<its
 pipeline>`) is refused: an edited one could be `curl ... | sh`. A record is read only from a
