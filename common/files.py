@@ -76,7 +76,8 @@ def check_input(path: str | Path, what: str) -> Path:
         raise InputError(f"{path}: cannot read the {what}: {err.strerror or err}") from None
     kind = _kind(mode)
     if kind == "a directory":
-        raise InputError(f"{path}: is a directory, not a {what}")
+        article = "an" if what[:1].lower() in "aeiou" else "a"
+        raise InputError(f"{path}: is a directory, not {article} {what}")
     if kind is not None:
         raise InputError(f"{path}: is {kind}, not a regular file")
     return path
@@ -308,6 +309,16 @@ def read_json_text(path: str | Path, what: str, bad: str | None = None) -> str:
     return text
 
 
-def read_json(path: str | Path, what: str, bad: str | None = None) -> object:
-    """The JSON value in `path`, read strictly (`read_json_text`, `parse_json`)."""
-    return parse_json(read_json_text(path, what, bad), path, what, bad)
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "true or false", int: "a number",
+               float: "a number", type(None): "null"}
+
+
+def read_json(path: str | Path, what: str, bad: str | None = None, kind: type | None = None) -> object:
+    """The JSON value in `path`, read strictly (`read_json_text`, `parse_json`); with `kind`
+    (dict, list), InputError "<path>: not a <what>: an array, not an object" unless the value is
+    one (a reader indexing it otherwise failed with a traceback: issue 80)."""
+    value = parse_json(read_json_text(path, what, bad), path, what, bad)
+    if kind is not None and not isinstance(value, kind):
+        raise InputError(f"{path}: {bad or f'not a {what}'}: {_JSON_TYPES.get(type(value), type(value).__name__)}, "
+                         f"not {_JSON_TYPES.get(kind, kind.__name__)}")
+    return value

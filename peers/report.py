@@ -46,7 +46,7 @@ import sys
 from pathlib import Path
 
 from common.errors import OneLineErrors
-from common.files import sha256_file, write_together
+from common.files import InputError, read_json, sha256_file, write_together
 from common.targets import DEFAULT_STRATEGY, PACKED_STRATEGIES
 from peers.iree_gemm import STRATEGIES
 from peers.conv_shapes import CONV_SHAPES
@@ -92,12 +92,12 @@ class ReportError(RuntimeError):
 
 
 def _load(path: Path) -> dict:
+    # Strictly, as results/ reads its data (common.files.read_json): NaN, a key given twice, a
+    # file not UTF-8 or not an object (a list was a traceback: issue 80) named in one line.
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReportError(f"{path}: not found") from None
-    except json.JSONDecodeError as err:
-        raise ReportError(f"{path}: not JSON ({err})") from None
+        return read_json(path, "peers data", kind=dict)
+    except InputError as err:
+        raise ReportError(str(err)) from None
 
 
 def _chosen_by_record(results: dict) -> str:

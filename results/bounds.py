@@ -121,7 +121,7 @@ def collect(bin_models: Path, pipelines: list[str]) -> dict:
         if not manifest_path.is_file() or not index.is_file():
             missing = manifest_path if not manifest_path.is_file() else index
             raise BoundsError(f"{missing}: not built (tools/bazel build //models:zoo_shipped_perf)")
-        ships = shipped_build(read_json(manifest_path, "report data"))
+        ships = shipped_build(read_json(manifest_path, "report data", kind=dict))
         try:
             perf_path = load_perf_index(index, bin_models.parent).get(ships)
         except PerfIndexError as err:
@@ -372,7 +372,7 @@ def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     """docs/results_bounds.md from docs/data/shipped_bounds.json (nothing until it is collected)."""
     if not (root / DATA).is_file():
         return {}
-    return {OUT: render(read_json(root / DATA, "report data"), splits)}
+    return {OUT: render(read_json(root / DATA, "report data", kind=dict), splits)}
 
 
 def collected(bin_root: Path, splits: dict[str, str], infos: list[dict]) -> dict[Path, str]:
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check-kinds":
             splits = {}
             for path in args.infos:
-                info = read_json(path, "pipeline info")
+                info = read_json(path, "pipeline info", kind=dict)
                 if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("name", "split")):
                     raise BoundsError(f"{path}: not a pipeline info: no 'name' or 'split'")
                 splits[info["name"]] = info["split"]
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             manifests = {}
             for path in args.manifests:
                 if path.name.endswith("_riscv.manifest.json"):
-                    manifests[path.name[:-len("_riscv.manifest.json")]] = read_json(path, "manifest")
+                    manifests[path.name[:-len("_riscv.manifest.json")]] = read_json(path, "manifest", kind=dict)
             if not manifests:
                 print("check-floor: no <pipeline>_riscv.manifest.json among the files given", file=sys.stderr)
                 return 2
@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _shipped_bounds(path: Path) -> dict:
     """docs/data/shipped_bounds.json read strictly, or BoundsError naming it."""
-    data = read_json(path, "shipped bounds file")
+    data = read_json(path, "shipped bounds file", kind=dict)
     if not isinstance(data, dict) or not isinstance(data.get("pipelines"), dict):
         raise BoundsError(f"{path}: not a shipped bounds file (docs/data/shipped_bounds.json): no mapping of pipelines")
     return data

@@ -196,3 +196,29 @@ def test_nan_in_committed_data_is_refused_naming_the_file(tmp_path):
     with pytest.raises(InputError, match="NaN is not a JSON number") as err:
         bounds.documents(tmp_path, {})
     assert str(data) in str(err.value)
+
+
+def test_data_of_the_wrong_type_is_refused_naming_the_file(tmp_path):
+    """Issue 80: a list where an object is expected was a 19-line traceback."""
+    from common.files import InputError
+
+    data = tmp_path / bounds.DATA
+    data.parent.mkdir(parents=True)
+    data.write_text("[1, 2]")
+    with pytest.raises(InputError, match="an array, not an object") as err:
+        bounds.documents(tmp_path, {})
+    assert str(err.value).startswith(f"{data}: ")
+    # A value inside of the wrong type is named by the data its document is rendered from.
+    from results import report
+
+    data.write_text(json.dumps({"pipelines": {"mlp": [1]}}))
+    with pytest.raises(report.ReportError, match="data of an unexpected shape") as err:
+        report._rendered(str(data), lambda: bounds.documents(tmp_path, {"mlp": "calibration"}))
+    assert str(err.value).startswith(f"{data}: ")
+    # peers' data likewise (its own reader named no type either)
+    from peers import report as peers_report
+
+    gemm = tmp_path / "gemm.json"
+    gemm.write_text("[1, 2]")
+    with pytest.raises(peers_report.ReportError, match=f"^{gemm}: .*an array, not an object"):
+        peers_report._load(gemm)

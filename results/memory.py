@@ -110,7 +110,7 @@ def collect_sweeps(root: Path) -> dict[str, dict]:
         for base in (root, root / "bazel-bin"):
             path = base / f"models/{name}.sweep.json"
             if path.is_file():
-                out[name] = read_json(path, "report data")
+                out[name] = read_json(path, "report data", kind=dict)
                 break
     return out
 
@@ -454,7 +454,7 @@ def render(data: dict, ranking: dict | None = None, sweeps: dict[str, dict] | No
 
 def committed_sweeps(workspace: Path) -> dict[str, dict]:
     paths = [workspace / DATA.parent / f"{name}.sweep.json" for name in SWEEPS]
-    return {p.name.removesuffix(".sweep.json"): read_json(p, "report data") for p in paths if p.is_file()}
+    return {p.name.removesuffix(".sweep.json"): read_json(p, "report data", kind=dict) for p in paths if p.is_file()}
 
 
 RECORDS = Path("tuning/records")
@@ -489,12 +489,12 @@ def record_differences(data: dict, root: Path) -> list[str]:
 def documents(root: Path) -> dict[Path, str]:
     """docs/results_memory.md from the committed data under the workspace `root`, which must be
     what the committed tuning records say."""
-    data = read_json(root / DATA, "report data")
+    data = read_json(root / DATA, "report data", kind=dict)
     drift = record_differences(data, root)
     if drift:
         raise ValueError(f"{DATA}: {len(drift)} figures differ from {RECORDS}/ (first: {drift[0]}): {REFRESH}")
-    ranking = read_json(root / RANKING, "report data") if (root / RANKING).is_file() else None
-    traffic = read_json(root / TRAFFIC, "report data") if (root / TRAFFIC).is_file() else None
+    ranking = read_json(root / RANKING, "report data", kind=dict) if (root / RANKING).is_file() else None
+    traffic = read_json(root / TRAFFIC, "report data", kind=dict) if (root / TRAFFIC).is_file() else None
     return {OUT: render(data, ranking, committed_sweeps(root), traffic)}
 
 

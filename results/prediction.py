@@ -309,7 +309,7 @@ def oracle_lines(root: Path, splits: dict[str, str]) -> list[str]:
 
     rows = []
     for path in reports:
-        data = read_json(path, "explorer report")
+        data = read_json(path, "explorer report", kind=dict)
         pipeline = path.parent.name
         if not isinstance(data, dict) or "validation" not in data:
             raise PredictionError(f"{path}: no validation (an explorer report with measure_top: all)")
@@ -412,8 +412,8 @@ def headline(root: Path, splits: dict[str, str]) -> dict[str, dict[str, float]]:
 
 
 def _load(root: Path) -> tuple[dict, dict]:
-    bounds = read_json(root / BOUNDS, "shipped bounds")
-    data = read_json(root / DATA, "shipped prediction data")
+    bounds = read_json(root / BOUNDS, "shipped bounds", kind=dict)
+    data = read_json(root / DATA, "shipped prediction data", kind=dict)
     if not isinstance(data, dict) or "shipped" not in data:
         raise PredictionError(f"{root / DATA}: not a shipped prediction file (results.shipped_prediction)")
     return bounds, data

@@ -30,6 +30,7 @@ import os
 import sys
 from pathlib import Path
 
+from common.errors import first_line
 from common.files import read_json, write_together
 from results import bounds, memory, plots, prediction, strategies, summary
 
@@ -49,16 +50,31 @@ def peers_documents(root: Path) -> dict[Path, str]:
         raise ReportError(f"peers: {err}") from None
 
 
+def _rendered(data: str, render):
+    """`render()`, or ReportError naming the data it reads when a value there is not of the type
+    the renderer indexes it as (a list where an object is: a 19-line traceback, issue 80). A file
+    whose top level is of the wrong type is named alone by common.files.read_json."""
+    try:
+        return render()
+    except (TypeError, AttributeError, IndexError, KeyError) as err:
+        raise ReportError(f"{data}: data of an unexpected shape ({type(err).__name__}: {first_line(err)}): "
+                          "restore the committed file or collect it again") from None
+
+
 def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     """Every results document (workspace-relative path -> text) from the data under `root`."""
     out: dict[Path, str] = {}
-    out |= memory.documents(root)
-    out |= strategies.documents(root, splits)
-    out |= bounds.documents(root, splits)
-    out |= prediction.documents(root, splits)
-    out |= peers_documents(root)
+    out |= _rendered(f"{root / memory.DATA}, {root / memory.RANKING}, {root / memory.TRAFFIC} or "
+                     f"{root / 'docs/data'}/*.sweep.json", lambda: memory.documents(root))
+    out |= _rendered(f"{root / strategies.RECORDS}/*.json, {root / strategies.MEASURED} or {root / strategies.HOST_TIMED}",
+                     lambda: strategies.documents(root, splits))
+    out |= _rendered(str(root / bounds.DATA), lambda: bounds.documents(root, splits))
+    out |= _rendered(f"{root / prediction.DATA}, {root / prediction.BOUNDS} or {root / prediction.EXPLORE}/*/explore.json",
+                     lambda: prediction.documents(root, splits))
+    out |= _rendered(f"{root / 'peers/data'}/*.json, {root / memory.DATA} or {root / bounds.DATA}",
+                     lambda: peers_documents(root))
     out[plots.PEERS_SVG] = plots.peers_figure(json.loads(out[summary.PEERS]), json.loads(out[summary.PEER_MODELS]))
-    out |= summary.documents(root, splits, pending=dict(out))
+    out |= _rendered(f"the data under {root / 'docs/data'}", lambda: summary.documents(root, splits, pending=dict(out)))
     return out
 
 
@@ -67,7 +83,7 @@ def collected(what: str, root: Path, splits: dict[str, str], infos: list[Path]) 
     if what == "memory":
         return memory.collected(bin_root)
     if what == "bounds":
-        return bounds.collected(bin_root, splits, [read_json(i, "report data") for i in infos])
+        return bounds.collected(bin_root, splits, [read_json(i, "report data", kind=dict) for i in infos])
     if what == "prediction":
         from results import shipped_prediction  # runs ZigZag
 

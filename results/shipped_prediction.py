@@ -51,7 +51,7 @@ class PredictionInputError(NamedError, ValueError):
 
 
 def _analysis(path: Path) -> dict:
-    data = read_json(path, "analysis")
+    data = read_json(path, "analysis", kind=dict)
     if not isinstance(data, dict) or data.get("schema_version") != ANALYSIS_SCHEMA:
         raise PredictionInputError(f"{path}: not an analysis of schema {ANALYSIS_SCHEMA}")
     return data
@@ -61,7 +61,7 @@ def _split(models: Path, pipeline: str) -> str:
     info = models / f"{pipeline}_pipeline_info.json"
     if not info.is_file():
         raise PredictionInputError(f"{info}: not built (tools/bazel build //models:zoo)")
-    return read_json(info, "pipeline info")["split"]
+    return read_json(info, "pipeline info", kind=dict)["split"]
 
 
 def shipped_analysis(models: Path, pipeline: str, strategy: str) -> Path | None:
@@ -219,7 +219,7 @@ def analysis_own_choice(models: Path, pipelines: list[str]) -> list[dict]:
 
 def collected(bounds_path: Path, models: Path, log=lambda msg: None) -> str:
     """docs/data/shipped_prediction.json's text, from the shipped bounds and the analyses in `models`."""
-    bounds = read_json(bounds_path, "shipped bounds")
+    bounds = read_json(bounds_path, "shipped bounds", kind=dict)
     if not isinstance(bounds, dict) or not isinstance(bounds.get("pipelines"), dict):
         raise PredictionInputError(f"{bounds_path}: not a shipped bounds file (docs/data/shipped_bounds.json)")
     with tempfile.TemporaryDirectory(prefix="zzship_") as tmp:

@@ -94,7 +94,7 @@ def _geomean(xs: list[float]) -> float | None:
 
 
 def _inference_cycles(perf_json: Path) -> tuple[int, str]:
-    report = read_json(perf_json, "report data")
+    report = read_json(perf_json, "report data", kind=dict)
     run = report["runs"][0]
     if run.get("inference_memory_aware_cycles") is None:
         raise ResultsError(f"{perf_json}: no memory-aware cycles (no core model)")
@@ -293,8 +293,8 @@ def render(rows: list[dict], splits: dict[str, str], measured: dict | None = Non
 
 def documents(root: Path, splits: dict[str, str]) -> dict[Path, str]:
     """docs/results_strategies.md from the committed records and data under the workspace `root`."""
-    measured = read_json(root / MEASURED, "report data") if (root / MEASURED).is_file() else None
-    host = read_json(root / HOST_TIMED, "report data") if (root / HOST_TIMED).is_file() else None
+    measured = read_json(root / MEASURED, "report data", kind=dict) if (root / MEASURED).is_file() else None
+    host = read_json(root / HOST_TIMED, "report data", kind=dict) if (root / HOST_TIMED).is_file() else None
     return {OUT: render(load(root / RECORDS, splits), splits, measured, host)}
 
 

@@ -58,13 +58,13 @@ def stock_lines(root: Path, splits: dict[str, str]) -> list[str]:
              "| target, figure | split | models | ships / stock IREE | ships slower |",
              "|---|---|---:|---:|---|"]
     riscv_path, host_path = root / strategies.MEASURED, root / strategies.HOST_TIMED
-    riscv = read_json(riscv_path, "report data") if riscv_path.is_file() else {"pipelines": {}}
+    riscv = read_json(riscv_path, "report data", kind=dict) if riscv_path.is_file() else {"pipelines": {}}
     if riscv_path.is_file():
         for split, g in strategies.riscv_by_split(riscv, splits).items():
             lines.append(f"| riscv, memory-aware cycles | {split} | {g['models']} | {_x(g['ships'])} | "
                          f"{_names(g['slower'])} |")
     if host_path.is_file():
-        for split, g in strategies.host_by_split(read_json(host_path, "report data"), splits).items():
+        for split, g in strategies.host_by_split(read_json(host_path, "report data", kind=dict), splits).items():
             lines.append(f"| host, seconds (95% interval above 1) | {split} | {g['models']} | {_x(g['ships'])} | "
                          f"{_names(g['slower'])} |")
     not_covered = sorted(p for p in splits if "not_measured" in riscv["pipelines"].get(p, {"not_measured": None}))
@@ -145,7 +145,7 @@ def documents(root: Path, splits: dict[str, str], pending: dict[Path, str] | Non
              "cycles (plus the simulated caches and DRAM of the hardware description): neither is time. "
              "Host figures are seconds on the machine that timed them. What each figure ignores is said "
              "in the linked documents and in [design.md](design.md).", ""]
-    lines += tile_lines(read_json(root / memory.DATA, "report data"))
+    lines += tile_lines(read_json(root / memory.DATA, "report data", kind=dict))
     lines += stock_lines(root, splits)
     lines += prediction_lines(root, splits)
     for path, render in ((PEERS, peer_lines), (PEER_MODELS, peer_model_lines)):
