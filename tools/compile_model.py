@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from common.errors import OneLineErrors
+from common.errors import OneLineErrors, first_line
 from common.files import atomic_write, check_input, same_file
 from common.hardware import HardwareError, load_hardware
 from common.targets import PIPELINE_STRATEGIES
@@ -54,6 +54,10 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 MARKER = ".riscv_ml_compile_workspace"
 LOCK = MARKER + ".lock"
 WRITTEN_BY = "//tools:compile (tools/compile_model.py)"
+# Where the shipped files are staged: inside --out, so --out keeps its inode and mode and a killed
+# run leaves nothing beside it (a 0700 directory replaced it, a staging directory was left in
+# its parent: issue 80); a run holds its lock while copying.
+STAGING = ".riscv_ml_compile_staging"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _RC_SPECIAL = re.compile(r"""([\s'"\\#])""")
 
@@ -100,9 +104,10 @@ def _rc_word(value: str, what: str) -> str:
 
 
 def workspace_files(project: Path, name: str, model: Path, framework: str,
-                    accelerator: Path | None, strategy: str) -> dict[str, str]:
+                    accelerator: Path | None, strategy: str) -> dict[str, str | bytes]:
     """The files of the generated workspace, by path relative to it (the model and the
-    description are copied in, under names of the generated package's own)."""
+    description are copied in, under names of the generated package's own; the model byte for
+    byte: a latin-1 model Python imports was a raw UnicodeDecodeError, issue 80)."""
     if not _NAME.match(name):
         raise CompileModelError(f"--name {name!r}: lower-case letters, digits and _, starting with a letter")
     _check_strategy(strategy)
@@ -157,7 +162,7 @@ riscv_ml_toolchain_dependencies(path = {project_path})
         "BUILD.bazel": build,
         ".bazelrc": "\n".join(rc) + "\n",
         ".bazelversion": (project / ".bazelversion").read_text(),
-        f"{module}.py": model.read_text(),
+        f"{module}.py": model.read_bytes(),
     }
     if accelerator is not None:
         files[f"{name}_accelerator.yaml"] = accelerator.read_text()
@@ -244,7 +249,7 @@ def _check_out(out: Path, root: Path) -> None:
         if os.path.lexists(out):
             if not out.is_dir():
                 raise CompileModelError(f"--out {out}: exists and is not a directory (nothing is overwritten)")
-            if any(out.iterdir()):
+            if any(entry.name != STAGING for entry in out.iterdir()):  # a killed run's staging is its own
                 raise CompileModelError(f"--out {out}: exists and is not an empty directory (nothing is overwritten)")
     except OSError as err:
         raise CompileModelError(f"--out {out}: cannot read it: {err.strerror or err}") from None
@@ -290,8 +295,9 @@ def _write_workspace(root: Path, project: Path, files: dict[str, str], marker: s
     atomic_write(root / MARKER, marker)  # first: a run stopped midway leaves a directory it may reuse
     for rel, text in files.items():
         path = root / rel
-        if not path.is_file() or path.read_text() != text:  # unchanged files keep their mtime
-            path.write_text(text)
+        data = text.encode() if isinstance(text, str) else text
+        if not path.is_file() or path.read_bytes() != data:  # unchanged files keep their mtime
+            path.write_bytes(data)
     launcher = root / "tools" / "bazel"
     launcher.parent.mkdir(exist_ok=True)
     if launcher.is_symlink() or launcher.exists():
@@ -319,23 +325,63 @@ def shipped_files(name: str) -> list[str]:
 
 
 def _copy_out(root: Path, name: str, out: Path) -> list[str]:
+    """Copies what ships into `out` (created, or the empty directory as it is: its inode and
+    mode kept), staged in out/STAGING and renamed into place once every file is copied; on a
+    failure nothing is left of this run (a directory it created is removed)."""
     files = shipped_files(name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    created = not os.path.lexists(out)
     try:
-        for f in files:
-            shutil.copyfile(root / "bazel-bin" / f, staging / f)
+        out.mkdir(parents=True, exist_ok=True)
+        staging = out / STAGING
+        staging.mkdir(exist_ok=True)
+        fd = os.open(staging, os.O_RDONLY)
+    except OSError as err:
+        raise CompileModelError(f"--out {out}: cannot write it: {err.strerror or err}") from None
+    moved: list[Path] = []
+    try:
         try:
-            os.rename(staging, out)  # replaces an empty directory, never a filled one
-        except OSError as err:
-            if err.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CompileModelError(f"--out {out}: another compile is filling it: nothing copied") from None
+        try:
+            for stale in staging.iterdir():  # a killed run's partial copies
+                stale.unlink()
+            if any(entry.name != STAGING for entry in out.iterdir()):
                 raise CompileModelError(f"--out {out}: is no longer new or empty (filled during the build): "
-                                        "nothing copied") from None
+                                        "nothing copied")
+            try:
+                for f in files:
+                    shutil.copyfile(root / "bazel-bin" / f, staging / f)
+                for f in files:
+                    os.rename(staging / f, out / f)
+                    moved.append(out / f)
+                os.rmdir(staging)
+            except OSError as err:  # a full disk was blamed on the model
+                # copyfile names its source on a full disk too: a write error is --out's
+                if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG) and err.filename \
+                        and root in Path(err.filename).parents:
+                    raise CompileModelError(f"{err.filename}: cannot read what the build wrote: "
+                                            f"{err.strerror or err}: nothing copied") from None
+                raise CompileModelError(f"--out {out}: cannot write it: {err.strerror or err}: nothing copied") from None
+        except BaseException:
+            for path in moved:
+                path.unlink(missing_ok=True)
+            shutil.rmtree(staging, ignore_errors=True)
+            if created:
+                with contextlib.suppress(OSError):
+                    out.rmdir()
             raise
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    finally:
+        os.close(fd)
     return files
+
+
+def _resolved(cwd: Path, path: Path, what: str) -> Path:
+    """`cwd / path` resolved; a symlink loop was "RuntimeError: Symlink loop from ..." (issue 80)."""
+    try:
+        return (cwd / path).resolve()
+    except (RuntimeError, OSError) as err:
+        raise CompileModelError(f"{what} {path}: cannot resolve it: {first_line(err)}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,13 +411,13 @@ def main(argv: list[str] | None = None) -> int:
         if not ws:
             raise CompileModelError("BUILD_WORKSPACE_DIRECTORY is not set: run me with `tools/bazel run //tools:compile -- ...`")
         project = Path(ws).resolve()
-        model = (cwd / a.model).resolve()
-        accelerator = (cwd / a.accelerator).resolve() if a.accelerator else None
-        out = (cwd / a.out).resolve()
+        model = _resolved(cwd, a.model, "model file")
+        accelerator = _resolved(cwd, a.accelerator, "--accelerator") if a.accelerator else None
+        out = _resolved(cwd, a.out, "--out")
         name = a.name or model.stem.lower()
         _check_inputs(model, accelerator, name, a.name is not None, a.strategy)
         if a.workspace:
-            root, flag = (cwd / a.workspace).resolve(), "--workspace"
+            root, flag = _resolved(cwd, a.workspace, "--workspace"), "--workspace"
         else:
             # One per model, strategy and accelerator: two compiles of one model with different
             # strategies at once do not wait for each other (issue 80: they shared one and

@@ -111,7 +111,7 @@ def test_the_workspace_loads_the_project_and_declares_the_accelerator(tmp_path):
     build = files["BUILD.bazel"]
     assert 'accelerator(\n    name = "tiny_accelerator",\n    hardware = "tiny_accelerator.yaml"' in build
     assert 'accelerator = ":tiny_accelerator"' in build and 'module = "tiny_model"' in build
-    assert files["tiny_model.py"] == MODEL and files["tiny_accelerator.yaml"] == accel.read_text()
+    assert files["tiny_model.py"] == MODEL.encode() and files["tiny_accelerator.yaml"] == accel.read_text()
     assert "--incompatible_enable_cc_toolchain_resolution" in files[".bazelrc"]
     assert "remote_cache" not in files[".bazelrc"]
     # without --accelerator: the registered riscv target, no accelerator declared
@@ -172,6 +172,7 @@ def test_a_strategy_is_one_the_pipeline_knows(tmp_path, strategy):
     ("file_out", "exists and is not a directory"),
     ("out_under_file", "is not a directory"),
     ("read_only_out", "cannot write in"),
+    ("model_loop", "loop.py: cannot resolve it: Symlink loop"),  # "RuntimeError: Symlink loop" (issue 80)
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys, bazel, case, message):
     model = tmp_path / "net.py"
@@ -185,6 +186,9 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys,
     elif case == "not_python":
         (tmp_path / "net.txt").write_text(MODEL)
         args[0] = str(tmp_path / "net.txt")
+    elif case == "model_loop":
+        (tmp_path / "loop.py").symlink_to("loop.py")
+        args[0] = str(tmp_path / "loop.py")
     elif case == "no_factory":
         model.write_text("x = 1\n")
     elif case == "bad_accel":
@@ -362,6 +366,74 @@ def test_a_run_waits_for_the_workspace_lock(tmp_path, monkeypatch, capsys, bazel
         assert t.is_alive() and not bazel.calls and not (ws / "BUILD.bazel").exists()
     t.join(30)
     assert bazel.commands() == ["build", "shutdown"]
+
+
+def test_a_latin1_model_python_imports_is_copied_byte_for_byte(tmp_path, monkeypatch):
+    # issue 80: a model file that is not UTF-8 (Python imports it: a coding line, or bytes in a
+    # comment) was refused with a raw UnicodeDecodeError blamed on nothing in particular
+    monkeypatch.setenv("BUILD_WORKSPACE_DIRECTORY", str(fake_project(tmp_path / "project")))
+    monkeypatch.setattr(cm.subprocess, "run", bazel := FakeBazel(ships=True))
+    source = b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + MODEL.encode()
+    model = tmp_path / "net.py"
+    model.write_bytes(source)
+    assert cm.main([str(model), "--workspace", str(tmp_path / "ws"), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "ws" / "net_model.py").read_bytes() == source and bazel.commands() == ["build", "shutdown"]
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["empty_out", "new_out"])
+def test_out_keeps_its_inode_and_mode_and_nothing_is_staged_beside_it(tmp_path, monkeypatch, capsys, existing):
+    # issue 80: --out was replaced by a new 0700 directory (inode and mode lost), staged in its
+    # parent, where a SIGKILL left the staging directory
+    monkeypatch.setenv("BUILD_WORKSPACE_DIRECTORY", str(fake_project(tmp_path / "project")))
+    monkeypatch.setattr(cm.subprocess, "run", FakeBazel(ships=True))
+    model = tmp_path / "net.py"
+    model.write_text(MODEL)
+    parent = tmp_path / "mine"
+    parent.mkdir()
+    out = parent / "out"
+    if existing:
+        out.mkdir()
+        out.chmod(0o750)
+        inode = out.stat().st_ino
+    beside: list[list[str]] = []
+    real_copy = cm.shutil.copyfile
+
+    def copy(src, dst):  # what a SIGKILL now would leave: nothing in the user's folder but --out
+        beside.append(sorted(os.listdir(parent)))
+        return real_copy(src, dst)
+    monkeypatch.setattr(cm.shutil, "copyfile", copy)
+    assert cm.main([str(model), "--workspace", str(tmp_path / "ws"), "--out", str(out)]) == 0
+    assert beside and all(listing == ["out"] for listing in beside), beside
+    assert sorted(os.listdir(out)) == sorted(cm.shipped_files("net"))
+    if existing:
+        assert out.stat().st_ino == inode and (out.stat().st_mode & 0o777) == 0o750
+    else:
+        mask = os.umask(0)
+        os.umask(mask)
+        assert (out.stat().st_mode & 0o777) == 0o777 & ~mask
+
+
+def test_a_killed_runs_staging_is_reused_and_a_full_disk_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("BUILD_WORKSPACE_DIRECTORY", str(fake_project(tmp_path / "project")))
+    monkeypatch.setattr(cm.subprocess, "run", FakeBazel(ships=True))
+    model = tmp_path / "net.py"
+    model.write_text(MODEL)
+    out = tmp_path / "out"
+    (out / cm.STAGING).mkdir(parents=True)  # what a run killed while copying leaves
+    (out / cm.STAGING / "net_riscv.vmfb").write_text("half")
+    assert cm.main([str(model), "--workspace", str(tmp_path / "ws"), "--out", str(out)]) == 0
+    assert sorted(os.listdir(out)) == sorted(cm.shipped_files("net"))
+    capsys.readouterr()
+
+    def full(src, dst):
+        Path(dst).write_text("part")
+        raise OSError(28, "No space left on device", str(src))  # as copyfile names it: the source
+    monkeypatch.setattr(cm.shutil, "copyfile", full)
+    again = tmp_path / "again"
+    assert cm.main([str(model), "--workspace", str(tmp_path / "ws"), "--out", str(again)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()  # the "building" line, then the one error line
+    assert err[-1] == f"compile: --out {again}: cannot write it: No space left on device: nothing copied", err
+    assert not again.exists()  # created by the run, removed with what it held
 
 
 if __name__ == "__main__":
