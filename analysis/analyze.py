@@ -39,7 +39,7 @@ from common.analysis_schema import (LEVEL_ROLES, Analysis, AnalysisOptions, Cand
 from common.calibration_schema import Calibration
 from common.core_models import core_model
 from common.errors import OneLineErrors, validation_error_where
-from common.files import check_outputs, sha256_file, write_together
+from common.files import InputError, check_input, check_outputs, sha256_file, write_together
 from common.targets import TargetError, load_target
 from common.scratch import scratch_directory
 
@@ -382,8 +382,10 @@ def main(argv: list[str] | None = None) -> int:
                                                  zigzag_results.ZigZagResultsError)) as cli:
         check_outputs({"--out": args.out}, {"--module": args.module, "--target": args.target,
                                             "--hardware": args.hardware, "--calibration": args.calibration})
-        if not args.module.is_file():
-            raise dsp.AnalysisInputError(f"{args.module}: module file not found")
+        try:  # a directory or a device was "not found" (issue 80)
+            check_input(args.module, "module file")
+        except InputError as err:
+            raise dsp.AnalysisInputError(str(err)) from None
         # Both ran on as if valid (issue 62 probe): --jobs 0 or -2, and an empty name recorded as the model's.
         if args.jobs < 1:
             raise dsp.AnalysisInputError(f"--jobs {args.jobs}: a number of ZigZag processes is at least 1")

@@ -87,6 +87,17 @@ def test_module_without_dispatches_is_an_error_and_writes_nothing(tmp_path):
     assert not (tmp_path / "a.json").exists()
 
 
+@pytest.mark.parametrize("module, why", [("dir", "is a directory, not a module file"),
+                                         ("/dev/zero", "is a character device, not a regular file")])
+def test_a_module_that_is_no_file_is_named_as_what_it_is(tmp_path, module, why):
+    # issue 80: a directory or a device was "module file not found"
+    module = tmp_path if module == "dir" else Path(module)
+    p = _cli(module, tmp_path / "a.json")
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and lines == [f"analysis: {module}: {why}"], p.stderr
+    assert not (tmp_path / "a.json").exists()
+
+
 def test_unknown_cpu_feature_is_one_line_naming_the_target(tmp_path):
     target = tmp_path / "badfeat.yaml"
     target.write_text(TARGET.read_text().replace('"+v"]', '"+v", "+notafeature"]'))

@@ -106,6 +106,7 @@ class Measurer:
                   "--out-report", f"{out}.report.json", "--out-layout", f"{out}.layout.json"],
                  f"{info.name} {tag}: codegen.compile")
             _run([sys.executable, "-m", "perf.measure", "--vmfb", f"{out}.vmfb", "--layout", f"{out}.layout.json",
+                  "--compiled-report", f"{out}.report.json",
                   "--module", str(mlirbc), "--target",
                   str(self.target), "--analysis", str(analysis), "--hardware", str(self.hardware),
                   "--runner", str(self.runner), "--plugin", str(self.plugin), "--qemu", str(self.qemu),

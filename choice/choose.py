@@ -278,11 +278,13 @@ class Measure:
     def __call__(self, build: Build) -> Measured:
         """Memory-aware cycles and energy of one call of `build` on the description's core model and
         caches, of exactly the executables its compile report records."""
-        from common.codegen_report import ReportError, load_codegen_report
+        from common.codegen_report import ReportError, check_layout, load_codegen_report
         from perf.measure import MEASURE_ERRORS, measure
 
         try:
-            shipped = load_codegen_report(build.report).executables_sha256
+            compiled = load_codegen_report(build.report)
+            check_layout(compiled, build.report, build.layout)
+            shipped = compiled.executables_sha256
             report = measure(self.module, build.target, build.analysis, [self.hardware], self.runner, self.plugin,
                              self.model_name, shipped=shipped, qemu=self.qemu, vmfb=build.vmfb, layout=build.layout)
         except ReportError as err:

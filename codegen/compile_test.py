@@ -182,6 +182,9 @@ def test_bad_inputs(tmp_path):
     a.write_text("{not json")
     t = TARGET["host"]
     bad(tmp_path, "--module", tmp_path / "in" / "missing.mlirbc", "--target", t, match="module file not found")
+    # a directory (or a device) was "module file not found" (issue 80)
+    bad(tmp_path, "--module", tmp_path / "in", "--target", t, match=f"{tmp_path / 'in'}: is a directory, not a module file")
+    bad(tmp_path, "--module", "/dev/zero", "--target", t, match="/dev/zero: is a character device, not a regular file")
     bad(tmp_path, "--module", MODULE, "--target", t, "--analysis", a, match="malformed analysis")
     bad(tmp_path, "--module", MODULE, "--target", t, "--analysis", DATA / "analysis_riscv64_rvv.json",
         match="made for target 'riscv64_rvv'")

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from common.errors import first_line, validation_error_where
-from common.files import InputError, parse_json
+from common.files import InputError, parse_json, sha256_file
 
 
 class ReportError(ValueError):
@@ -86,6 +86,9 @@ class CodegenReport(_Strict):
     # dumped by the same iree-compile invocation that wrote the vmfb and checked to be inside it.
     # perf/ and the dispatch tests run exactly these bytes (they check their own against these).
     executables_sha256: dict[str, str] = {}
+    # sha256 of the dispatch layout the same compile wrote (--out-layout), when it wrote one: perf
+    # runs the executables as the layout says, so a layout of another build is refused.
+    layout_sha256: str | None = None
 
 
 def load_codegen_report(path: Path) -> CodegenReport:
@@ -103,3 +106,11 @@ def load_codegen_report(path: Path) -> CodegenReport:
         raise ReportError(f"{path}: not a codegen report: {where}: {why}") from None
     except ValueError as err:
         raise ReportError(f"{path}: not a codegen report: {first_line(err)}") from None
+
+
+def check_layout(report: CodegenReport, report_path: Path, layout: Path) -> None:
+    """ReportError unless `layout` is the dispatch layout `report`'s compile wrote (when it
+    recorded one)."""
+    if report.layout_sha256 is not None and sha256_file(layout) != report.layout_sha256:
+        raise ReportError(f"{layout}: not the dispatch layout {report_path} records (sha256 differs): "
+                          "the layout of another build, or edited")

@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from common.errors import validation_error_where
 
 LAYOUT_SCHEMA_VERSION = 1
 
@@ -138,10 +141,15 @@ class _SubspanModel(_Strict):
     logical_shape: list[int] | None = None
 
 
+# The runner takes each workgroup count as a uint32: -1 ran 4,294,967,295 workgroups under qemu
+# (issue 80), so a count outside it is no layout; a binding's length is a byte count.
+_WorkgroupCount = Annotated[int, Field(ge=0, le=0xFFFFFFFF)]
+
+
 class _DispatchModel(_Strict):
-    workgroup_count: tuple[int, int, int] | None = None
+    workgroup_count: tuple[_WorkgroupCount, _WorkgroupCount, _WorkgroupCount] | None = None
     constants: list[int] = []
-    binding_lengths: list[int] = []
+    binding_lengths: list[Annotated[int, Field(ge=0)]] = []
     subspans: list[_SubspanModel] = []
     error: str | None = None
     calls: int = Field(ge=0)
@@ -187,7 +195,10 @@ def load_layout(path: Path) -> ModuleLayout:
         model = _LayoutModel.model_validate_json(Path(path).read_text())
     except OSError as err:
         raise LayoutError(f"{path}: cannot read the layout ({err.strerror or err})") from None
-    except (ValidationError, UnicodeDecodeError) as err:
+    except ValidationError as err:  # its first line was "1 validation error for _LayoutModel": no field
+        where, why = validation_error_where(err)
+        raise LayoutError(f"{path}: not a dispatch layout (codegen.compile --out-layout): {where}: {why}") from None
+    except UnicodeDecodeError as err:
         raise LayoutError(f"{path}: not a dispatch layout (codegen.compile --out-layout): "
                           f"{str(err).splitlines()[0]}") from None
     if model.schema_version != LAYOUT_SCHEMA_VERSION:

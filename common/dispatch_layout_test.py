@@ -29,5 +29,25 @@ def test_a_plain_name_loads(tmp_path):
     assert layout.executables_sha256 == {"module_main_dispatch_0.so": SHA}
 
 
+
+@pytest.mark.parametrize("field, value", [("workgroup_count", (-1, 1, 1)), ("workgroup_count", (1, 2**32, 1)),
+                                          ("binding_lengths", [64, -8])])
+def test_a_workgroup_count_or_length_the_runner_cannot_take_is_refused(tmp_path, field, value):
+    # issue 80: a workgroup count of -1 reached the runner as 4,294,967,295 workgroups (qemu ran
+    # for hours); a negative binding length is no buffer
+    from common.dispatch_layout import Dispatch
+
+    d = Dispatch("e", workgroup_count=(1, 1, 1), binding_lengths=[64, 32], calls=1)
+    setattr(d, field, value)
+    path = tmp_path / "m.layout.json"
+    path.write_text(dump_layout(ModuleLayout("riscv64_rvv_zvl128", {"e.so": SHA}, {"e": d})))
+    with pytest.raises(LayoutError, match=f"not a dispatch layout .*{field}") as err:
+        load_layout(path)
+    assert str(err.value).startswith(f"{path}: ")
+    setattr(d, field, (2**32 - 1, 1, 1) if field == "workgroup_count" else [64, 0])  # the bounds themselves load
+    path.write_text(dump_layout(ModuleLayout("riscv64_rvv_zvl128", {"e.so": SHA}, {"e": d})))
+    assert getattr(load_layout(path).dispatches["e"], field) == getattr(d, field)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

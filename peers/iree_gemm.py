@@ -112,6 +112,7 @@ def _measure_on(hardware: Path, hw, runner: Path, plugin: Path, qemu: Path, llvm
                 raise RuntimeError(f"codegen.compile ({s.key}, {strategy}) failed: "
                                    f"{(proc.stderr.strip().splitlines() or ['?'])[-1]}")
             cmd = [python, "-m", "perf.measure", "--vmfb", f"{build}.vmfb", "--layout", f"{build}.layout.json",
+                   "--compiled-report", f"{build}.report.json",
                    "--module", str(module), "--target", str(target),
                    "--hardware", str(hardware), "--runner", str(runner), "--plugin", str(plugin),
                    "--qemu", str(qemu), "--llvm-bin", str(llvm_bin), "--model-name", function_name(s),

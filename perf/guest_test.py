@@ -32,7 +32,8 @@ HW = ROOT / "analysis" / "hardware" / "riscv_rvv.yaml"
 def _measure_command(target: Path, out: Path) -> list[str]:
     build = target.parent / "build"  # compiled once (test_the_guest_sees_none_of_the_host)
     return [sys.executable, "-m", "perf.measure", "--vmfb", str(build / "build.vmfb"),
-            "--layout", str(build / "build.layout.json"), "--module", str(MODULE), "--target", str(target),
+            "--layout", str(build / "build.layout.json"), "--compiled-report", str(build / "build.report.json"),
+            "--module", str(MODULE), "--target", str(target),
             "--hardware", str(HW), "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(QEMU),
             "--llvm-bin", str(LLVM_BIN), "--model-name", "mlp_batch32",
             "--out-json", str(out / "perf.json"), "--out-md", str(out / "perf.md")]

@@ -1,6 +1,6 @@
 """RISC-V performance of a build's dispatches: instruction counts and model cycles.
 
-    python -m perf.measure --vmfb M.vmfb --layout M.layout.json --module M.mlirbc \\
+    python -m perf.measure --vmfb M.vmfb --layout M.layout.json --compiled-report M.report.json --module M.mlirbc \\
         --target riscv64_rvv_zvl128.target.yaml [--analysis M_riscv.analysis.json] \\
         --hardware riscv_rvv.yaml [--hardware ...] --runner hal_runner_riscv64 \\
         --plugin libinsn_classes.so --qemu qemu-riscv64 --model-name resnet18 \\
@@ -42,9 +42,9 @@ from tqdm import tqdm
 
 from common.hardware import Hardware, HardwareError, load_hardware
 from common import processes
-from common.codegen_report import ReportError, load_codegen_report
+from common.codegen_report import ReportError, check_layout, load_codegen_report
 from common.errors import OneLineErrors, first_line, last_line
-from common.files import check_new_directory, check_outputs, sha256_file, write_together
+from common.files import InputError, check_input, check_new_directory, check_outputs, sha256_file, write_together
 from common.perf_schema import CoreRun, DispatchPerf, PerfReport
 from common.provenance import check_build_inputs
 from common.core_models import MODEL_IGNORES, RISCV, core_model
@@ -141,7 +141,10 @@ def _run_dispatch(qemu_cmd: list[str], plugin: Path, plugin_args: list[str], run
             (here / local[-1]).symlink_to(Path(path).absolute())
         plugin_spec = ",".join([str(Path(plugin).absolute()), f"out={out}", *plugin_args])
         runner_cmd = [str(Path(qemu_cmd[0]).absolute()), "-plugin", plugin_spec, *qemu_cmd[1:], "./hal_runner"]
-        cmd = drive.dispatch_command(runner_cmd, "./dispatch.so", index, d, local)  # type: ignore[arg-type]: dlopen needs the ./
+        try:
+            cmd = drive.dispatch_command(runner_cmd, "./dispatch.so", index, d, local, cwd=here)  # type: ignore[arg-type]: dlopen needs the ./
+        except drive.DriveError as err:  # an undersized binding file (a truncated reused input)
+            raise PerfError(f"{d.export}: {err}", d.export) from None
         if placement:
             cmd += ["--binding-offsets", ",".join(map(str, placement_offsets(placement, len(inputs))))]
         proc = processes.run(cmd, capture_output=True, text=True, cwd=here, env=guest.environment())
@@ -251,6 +254,9 @@ def _draw_inputs(compiled: ModuleLayout, names: list[str], directory: Path) -> d
             inputs[name] = drive.fill(d, rng, folder)
         except drive.DriveError as err:
             raise PerfError(f"{name}: {err}", name) from None
+        except OSError as err:  # a full TMPDIR was "<module>: OSError: 68608 requested and 53248 written"
+            raise PerfError(f"{folder}: cannot write {name}'s inputs: {err.strerror or first_line(err)} "
+                            "(a full disk? TMPDIR, or the inputs directory, holds them)") from None
     stamp.write_text(spec)  # last: files of an interrupted draw are never reused
     return inputs
 
@@ -301,8 +307,10 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     for tool_path, what in ((runner, "riscv64 hal_runner"), (plugin, "insn_classes plugin"), (module, "module"),
                             (vmfb, "vmfb"), (layout, "dispatch layout"),
                             (qemu, "qemu-riscv64 (--qemu: //tools/qemu:qemu-riscv64)")):
-        if not tool_path.is_file():
-            raise PerfError(f"{tool_path}: {what} not found")
+        try:  # a directory or a device was "not found" (issue 80)
+            check_input(tool_path, what)
+        except InputError as err:
+            raise PerfError(str(err)) from None
     if not os.access(runner, os.X_OK):  # qemu would only say "vector version is not specified"
         raise PerfError(f"{runner}: riscv64 hal_runner is not executable")
     plugin = plugin.absolute()  # qemu dlopen()s it: a bare file name would be searched for elsewhere
@@ -484,10 +492,14 @@ def _compiled_build(args):
     """The codegen report `--compiled-report` names, once it is known to be of this module, target
     and analysis: whether IREE refused the build, else the executables it shipped."""
     for path in (args.module, args.target, args.analysis):
-        if path is not None and not path.is_file():
-            raise PerfError(f"{path}: file not found")
+        if path is not None:
+            try:  # a directory or a device was "not found" (issue 80)
+                check_input(path, "file")
+            except InputError as err:
+                raise PerfError(str(err)) from None
     report = load_codegen_report(args.compiled_report)
     check_build_inputs(report, args.compiled_report, args.module, args.target, args.analysis)
+    check_layout(report, args.compiled_report, args.layout)
     return report
 
 
@@ -517,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="codegen's report of the build measured: the executables measured must be the "
                         "ones it recorded (the shipped bytes); a build IREE refused (recorded with "
                         "--record-failure) gets a report saying so instead of a measurement")
+    p.add_argument("--no-compiled-report", action="store_true",
+                   help="measure a build without its codegen report: nothing then vouches for its executables "
+                        "or its layout, which are taken as given (experiments; every build of the tree has one)")
     p.add_argument("--vmfb", required=True, type=Path, help="the build's vmfb: its own executables are run")
     p.add_argument("--layout", required=True, type=Path,
                    help="the build's dispatch layout, read by its own compile (codegen.compile --out-layout)")
@@ -524,6 +539,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     mca.use_llvm_bin(args.llvm_bin)
     with OneLineErrors("perf", args.module, MEASURE_ERRORS + (ReportError,)) as cli:
+        # --jobs 0 ran as 1 and exited 0; --placements 0 was "placements ()" (issue 80)
+        if args.jobs < 1:
+            raise PerfError(f"--jobs {args.jobs}: at least 1 qemu process")
+        if args.placements < 1:
+            raise PerfError(f"--placements {args.placements}: at least 1 (placement 0 gives the report's figures)")
         check_outputs({"--out-json": args.out_json, "--out-md": args.out_md, "--keep-temps": args.keep_temps},
                       {"--module": args.module, "--target": args.target, "--analysis": args.analysis,
                        "--hardware": args.hardware, "--runner": args.runner, "--plugin": args.plugin,
@@ -531,6 +551,14 @@ def main(argv: list[str] | None = None) -> int:
                        "--layout": args.layout})
         if args.keep_temps is not None:
             check_new_directory(args.keep_temps, "--keep-temps")
+        # The layout says how to run the vmfb: one edited to match shrunk bindings was measured with
+        # garbage figures and exit 0 (issue 80 probe). The report vouches for both, so measuring
+        # without it is asked for by name.
+        if args.compiled_report is None and not args.no_compiled_report:
+            raise PerfError("--compiled-report: the build's codegen report vouches for its executables and its "
+                            "layout; --no-compiled-report measures the build as given")
+        if args.compiled_report is not None and args.no_compiled_report:
+            raise PerfError("--compiled-report with --no-compiled-report: one or the other")
         compiled = _compiled_build(args) if args.compiled_report else None
         if compiled is not None and compiled.failed is not None:
             report = refused_report(args.module, args.target, args.analysis, args.model_name, compiled.failed)

@@ -8,10 +8,12 @@ argv: <libinsn_classes.so> <known_kernel (riscv64)> <hal_runner_riscv64> <qemu-r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -93,15 +95,24 @@ def _build(tmp_path: Path, target: Path, out: str) -> tuple[Path, Path]:
 def _measure(tmp_path: Path, target: Path, hardware: list[Path], out: str, *extra: str,
              qemu: Path = QEMU, llvm_bin: Path = LLVM_BIN,
              build: tuple[Path, Path] | None = None) -> subprocess.CompletedProcess:
+    args = _measure_args(tmp_path, target, hardware, out, *extra, qemu=qemu, llvm_bin=llvm_bin, build=build)
+    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+
+
+def _measure_args(tmp_path: Path, target: Path, hardware: list[Path], out: str, *extra: str,
+                  qemu: Path = QEMU, llvm_bin: Path = LLVM_BIN,
+                  build: tuple[Path, Path] | None = None) -> list[str]:
     vmfb, layout = build or _build(tmp_path, target, out)
     args = [sys.executable, "-m", "perf.measure", "--vmfb", str(vmfb), "--layout", str(layout),
             "--module", str(MATMUL), "--target", str(target),
             "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(qemu), "--llvm-bin", str(llvm_bin),
             "--model-name", "matmul",
             "--out-json", str(tmp_path / f"{out}.json"), "--out-md", str(tmp_path / f"{out}.md"), *extra]
+    if "--compiled-report" not in extra:
+        args.append("--no-compiled-report")  # these tests hand perf.measure builds as they are
     for hw in hardware:
         args += ["--hardware", str(hw)]
-    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    return args
 
 
 def _vector_instructions(path: Path) -> int:
@@ -169,6 +180,21 @@ def test_the_measured_executables_are_the_builds(tmp_path):
                     build=build)
     assert proc.returncode == 1 and "its compile report is of another build" in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and not (tmp_path / "bad.json").exists()
+    # A layout edited to match itself (a binding shrunk with its subspans) was measured with garbage
+    # figures and exit 0 (issue 80 probe): the report vouches for the layout its compile wrote.
+    assert report["layout_sha256"] == hashlib.sha256((tmp_path / "m.layout.json").read_bytes()).hexdigest()
+    edited = tmp_path / "edited.layout.json"
+    edited.write_text((tmp_path / "m.layout.json").read_text() + "\n")
+    proc = _measure(tmp_path, target, [HW[128]], "edited", "--compiled-report", str(tmp_path / "m.report.json"),
+                    build=(tmp_path / "m.vmfb", edited))
+    assert proc.returncode == 1 and "not the dispatch layout" in proc.stderr and "m.report.json" in proc.stderr, \
+        proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "edited.json").exists()
+    # Without a report, nothing vouches for the layout: asked for by name, else refused.
+    args = [a for a in _measure_args(tmp_path, target, [HW[128]], "unvouched", build=build) if a != "--no-compiled-report"]
+    proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 1 and "--compiled-report: the build's codegen report vouches" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "unvouched.json").exists()
 
 
 def test_a_layout_of_another_build_is_refused(tmp_path):
@@ -194,7 +220,8 @@ def test_measuring_compiles_nothing(tmp_path):
     layout that compile read, and never calls iree-compile (or imports the compile stage)."""
     target = _target(tmp_path, 128)
     vmfb, layout = _build(tmp_path, target, "m")
-    args = ["--vmfb", str(vmfb), "--layout", str(layout), "--module", str(MATMUL), "--target", str(target),
+    args = ["--vmfb", str(vmfb), "--layout", str(layout), "--compiled-report", str(vmfb.with_suffix(".report.json")),
+            "--module", str(MATMUL), "--target", str(target),
             "--hardware", str(HW[128]), "--runner", str(RUNNER), "--plugin", str(PLUGIN), "--qemu", str(QEMU),
             "--llvm-bin", str(LLVM_BIN), "--model-name", "matmul",
             "--out-json", str(tmp_path / "m.json"), "--out-md", str(tmp_path / "m.md")]
@@ -350,7 +377,7 @@ def test_the_guest_sees_nothing_of_where_the_build_lives(tmp_path, monkeypatch, 
         return subprocess.CompletedProcess(cmd, 1, "", "stop here")
 
     monkeypatch.setattr(measure.processes, "run", fake_run)
-    d = chk.Dispatch("main_dispatch_0_matmul", workgroup_count=(1, 1, 1))
+    d = chk.Dispatch("main_dispatch_0_matmul", workgroup_count=(1, 1, 1), binding_lengths=[16, 16])
     with pytest.raises(measure.PerfError):
         measure._run_dispatch(["/bin/false"], build / "plugin.so", [], build / "runner", build / "lib.so",
                               0, d, inputs, build / "counts.txt")
@@ -384,6 +411,36 @@ def test_inputs_are_drawn_once_per_directory_and_match_a_fresh_draw(tmp_path, mo
     compiled.dispatches["a"] = dispatch(3)  # one stream: b's inputs change with a's bindings
     again = measure._draw_inputs(compiled, ["a", "b"], tmp_path / "kept")
     assert len(again["a"][0].read_bytes()) == 192 and again["b"][0].read_bytes() != b_before
+
+
+def test_a_truncated_kept_input_is_refused_before_qemu_runs(tmp_path, monkeypatch):
+    """issue 80: a binding file shorter than its binding (a kept input truncated, a full disk)
+    had the runner write past its buffer under qemu; it is named before anything runs."""
+    import numpy as np
+
+    f32 = np.dtype(np.float32)
+    d = chk.Dispatch("e0", workgroup_count=(1, 1, 1), binding_lengths=[64, 32],
+                     subspans=[chk.Subspan(0, 0, "readonly", (16,), f32), chk.Subspan(1, 0, "writeonly", (8,), f32)])
+    inputs = measure._draw_inputs(SimpleNamespace(dispatches={"e0": d}), ["e0"], tmp_path / "kept")["e0"]
+    inputs[0].write_bytes(inputs[0].read_bytes()[:16])
+    for tool in ("runner", "lib.so"):
+        (tmp_path / tool).write_bytes(b"")
+    monkeypatch.setattr(measure.processes, "run", lambda *a, **k: pytest.fail("the runner ran"))
+    with pytest.raises(measure.PerfError, match=r"^e0: binding 0: .* holds 16 bytes, the layout declares 64"):
+        measure._run_dispatch(["qemu"], tmp_path / "plugin.so", [], tmp_path / "runner", tmp_path / "lib.so", 0, d,
+                              inputs, tmp_path / "counts")
+
+
+
+def test_a_full_disk_while_drawing_inputs_names_the_directory(tmp_path, monkeypatch):
+    # issue 80's probe: a full TMPDIR was "perf: <module>: OSError: 68608 requested and 53248 written"
+    d = chk.Dispatch("e0", workgroup_count=(1, 1, 1), binding_lengths=[64], subspans=[])
+
+    def fill(*args):
+        raise OSError("68608 requested and 53248 written")
+    monkeypatch.setattr(measure.drive, "fill", fill)
+    with pytest.raises(measure.PerfError, match=r"d000: cannot write e0's inputs: 68608 requested .*a full disk"):
+        measure._draw_inputs(SimpleNamespace(dispatches={"e0": d}), ["e0"], tmp_path / "kept")
 
 
 if __name__ == "__main__":

@@ -116,7 +116,7 @@ def measure(*extra, module="m.mlir", target="riscv64_rvv.yaml", out_json="o.perf
             "--target", target,
             "--hardware", "riscv_rvv.yaml",
             "--runner", runner, "--plugin", plugin, "--qemu", "qemu", "--llvm-bin", LLVM_BIN, "--model-name", "m",
-            *extra,
+            *extra, *([] if "--compiled-report" in extra else ["--no-compiled-report"]),
             "--out-json", out_json,
             "--out-md", out_md)
 
@@ -127,6 +127,14 @@ def _measure_json_is_module(p):
 
 def _measure_json_is_md(p):
     return measure(out_json="o.out", out_md="o.out"), "--out-md o.out", "the same file as --out-json o.out"
+
+
+def _measure_jobs_zero(p):  # issue 80: ran as one job and exited 0
+    return measure("--jobs", "0"), "--jobs 0", "at least 1"
+
+
+def _measure_placements_zero(p):  # issue 80: "placements ()", the flag unnamed
+    return measure("--placements", "0"), "--placements 0", "at least 1"
 
 
 def _measure_md_is_compiled_report(p):
@@ -336,7 +344,7 @@ def _choose_code_tuned_build_given_as_untuned(p):
         "a build tuned by an analysis, given as an untuned one"
 
 
-CASES = [_measure_json_is_module, _measure_json_is_md, _measure_md_is_compiled_report, _measure_layout_not_a_layout,
+CASES = [_measure_jobs_zero, _measure_placements_zero, _measure_json_is_module, _measure_json_is_md, _measure_md_is_compiled_report, _measure_layout_not_a_layout,
          _measure_keep_temps_not_empty,
          _measure_report_of_another_module, _measure_report_of_another_target,
          _measure_report_of_a_tuned_build_measured_untuned, _measure_report_not_a_report, _measure_json_under_a_file,

@@ -16,7 +16,7 @@ from pathlib import Path
 from common import vmfb_executables
 from common.codegen_report import CodegenReport, ReportError, load_codegen_report
 from common.errors import OneLineErrors, first_line
-from common.files import check_outputs, sha256_file, write_together
+from common.files import InputError, check_input, check_outputs, sha256_file, write_together
 from common.targets import DEFAULT_STRATEGY, TUNED, TargetError, load_target
 
 _DTYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "i64": "int64",
@@ -102,8 +102,11 @@ def build(vmfb: Path, report: Path, module: Path, target_path: Path, analysis: P
     memory-aware choice packages a tuned build without them (its candidates carry perf reports,
     not analyses), so it is not required there."""
     for p in (vmfb, report, module, analysis, hardware):
-        if p is not None and not p.is_file():
-            raise ManifestError(f"{p}: file not found")
+        if p is not None:
+            try:  # a directory or a device was "not found" (issue 80)
+                check_input(p, "file")
+            except InputError as err:
+                raise ManifestError(str(err)) from None
     try:
         target = load_target(target_path)
     except TargetError as err:

@@ -155,6 +155,19 @@ def test_manifest_refuses_a_build_iree_could_not_compile(tmp_path):
     assert "failed to build pass pipeline" in lines[0] and not list(out.iterdir())
 
 
+def test_manifest_names_an_input_that_is_a_directory(modules, tmp_path):
+    # issue 80: a directory was "file not found"
+    vmfb, report = _compiled(modules, "small_host")
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "module.mlirbc").mkdir()
+    p = _manifest_cli(vmfb, report, tmp_path / "module.mlirbc", out)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1, p.stderr
+    assert lines[0].endswith(f"{tmp_path / 'module.mlirbc'}: is a directory, not a file"), lines[0]
+    assert not list(out.iterdir())
+
+
 def run(*args):
     return subprocess.run([sys.executable, "-m", "runtime.run", *map(str, args)], capture_output=True, text=True,
                           cwd=ROOT)

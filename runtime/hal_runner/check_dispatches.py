@@ -67,6 +67,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from codegen.compile import CompileError, compile_build
+from common.files import InputError, OutputClash, check_input, check_new_directory
+from common.hardware import QEMU_VLEN_RANGE
 from common.targets import IreeTarget, TargetError, load_target, named_target
 from common.scratch import scratch_directory
 from runtime.hal_runner.dispatch import (QEMU_REPOSITORY, SEED, BuildError, Dispatch, DriveError, RunnerError, Subspan,
@@ -124,8 +126,11 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     host_runner = host_runner or find_runner("hal_runner")
     riscv_runner = riscv_runner or find_runner("hal_runner_riscv64")
     for path, what in ((analysis, "analysis"), (reference_analysis, "reference analysis")):
-        if path is not None and not path.is_file():
-            raise SystemExit(f"check_dispatches: {path}: {what} file not found")
+        if path is not None:
+            try:  # a directory or a device was "not found" (issue 80)
+                check_input(path, f"{what} file")
+            except InputError as err:
+                raise SystemExit(f"check_dispatches: {err}") from None
     for tool in (host_runner, riscv_runner):
         if not tool.exists():
             raise SystemExit(f"check_dispatches: runner {tool} not found")
@@ -446,8 +451,28 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for path, what in ((args.module, "input module"), (args.activations, "golden activations file"),
                        (args.target_module, "target module")):
-        if path is not None and not path.is_file():
-            print(f"check_dispatches: {path}: {what} not found", file=sys.stderr)
+        if path is not None:
+            try:  # a directory was "not found" (issue 80)
+                check_input(path, what)
+            except InputError as err:
+                print(f"check_dispatches: {err}", file=sys.stderr)
+                return 2
+    for flag, value in (("--target", args.target), ("--reference", args.reference)):
+        if not value.isprintable():  # an escape sequence reached the terminal raw in "target file not found"
+            print(f"check_dispatches: {flag} {value!r}: not a target name", file=sys.stderr)
+            return 2
+    # --vlen 0 ran at the target's VLEN and exited 0; 100 failed in qemu, blamed on the first
+    # dispatch (issue 80): qemu emulates a power of two in QEMU_VLEN_RANGE.
+    low, high = QEMU_VLEN_RANGE
+    if args.vlen is not None and not (low <= args.vlen <= high and args.vlen & (args.vlen - 1) == 0):
+        print(f"check_dispatches: --vlen {args.vlen}: qemu emulates a power of two from {low} to {high}",
+              file=sys.stderr)
+        return 2
+    if args.keep is not None:
+        try:  # a file was a FileExistsError traceback; a full directory was written into (issue 80)
+            check_new_directory(args.keep, "--keep")
+        except OutputClash as err:
+            print(f"check_dispatches: {err}", file=sys.stderr)
             return 2
     if args.build is not None and (args.analysis is not None or args.target_module is not None):
         print("check_dispatches: --build is the riscv side as compiled: no --analysis or --target-module for it",

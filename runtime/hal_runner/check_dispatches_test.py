@@ -213,6 +213,36 @@ def test_missing_analysis_is_an_error(tmp_path):
     out = driver(MODEL, "--analysis", tmp_path / "none.json")
     assert out.returncode == 2
     assert "none.json: analysis file not found" in out.stderr
+    # a directory was "not found" too (issue 80)
+    out = driver(MODEL, "--analysis", tmp_path)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert f"{tmp_path}: is a directory, not an analysis file" in out.stderr
+
+
+@pytest.mark.parametrize("case, why", [
+    ("vlen_zero", "--vlen 0: qemu emulates a power of two from 128 to 1024"),  # ran, exit 0
+    ("vlen_odd", "--vlen 100: qemu emulates a power of two"),  # blamed on the first dispatch
+    ("keep_file", "exists and is not a directory"),  # a FileExistsError traceback
+    ("keep_full", "directory exists and is not empty"),  # written into, exit 0
+    ("activations_dir", "is a directory, not a golden activations file"),  # "not found"
+    ("target_escape", "--target '\\x1b[31mriscv': not a target name"),  # printed raw
+])
+def test_bad_options_are_one_line_before_anything_runs(tmp_path, case, why):
+    """issue 80's probe: each was a traceback, a misattributed line or a run on bad input."""
+    keep = tmp_path / "keep"
+    args = {"vlen_zero": ["--vlen", "0"], "vlen_odd": ["--vlen", "100"], "keep_file": ["--keep", keep],
+            "keep_full": ["--keep", keep], "activations_dir": ["--activations", tmp_path],
+            "target_escape": ["--target", "\x1b[31mriscv"]}[case]
+    if case == "keep_file":
+        keep.write_text("mine")
+    elif case == "keep_full":
+        keep.mkdir()
+        (keep / "mine").write_text("mine")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    out = driver(MODEL, *args)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and why in lines[0], out.stderr
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
 
 
 def test_runners_found_from_another_cwd(tmp_path):
@@ -253,6 +283,24 @@ def test_offsets_through_util_assume_int():
     func = next(o for o in ops if o.name == "func.func")
     x, y = func.regions[0].blocks[0].arguments
     assert Evaluator({x: 128, y: 32})(ret.operands[0]) == 36
+
+
+def test_an_undersized_binding_file_is_refused_before_the_runner_runs(tmp_path):
+    """issue 80: the runner allocates each buffer at its file's size, so a binding file shorter
+    than the layout declares (a truncated kept input) had the dispatch write past it: heap
+    corruption, reported as whatever crashed next."""
+    from runtime.hal_runner.dispatch import Dispatch, DriveError, dispatch_command
+
+    d = Dispatch("e", workgroup_count=(1, 1, 1), binding_lengths=[64, 32])
+    (tmp_path / "a.bin").write_bytes(bytes(64))
+    (tmp_path / "b.bin").write_bytes(bytes(8))
+    with pytest.raises(DriveError, match=r"^binding 1: .*b\.bin holds 8 bytes, the layout declares 32"):
+        dispatch_command(["runner"], tmp_path / "lib.so", 0, d, [tmp_path / "a.bin", tmp_path / "b.bin"])
+    with pytest.raises(DriveError, match="1 binding files for the 2 bindings"):
+        dispatch_command(["runner"], tmp_path / "lib.so", 0, d, [tmp_path / "a.bin"])
+    (tmp_path / "b.bin").write_bytes(bytes(32))  # relative paths are under cwd (perf.measure's guest directory)
+    cmd = dispatch_command(["runner"], Path("lib.so"), 0, d, [Path("a.bin"), Path("b.bin")], cwd=tmp_path)
+    assert cmd[-4:] == ["--binding", "a.bin", "--binding", "b.bin"]
 
 
 def test_index_operands_are_drawn_in_range_and_signed_ones_both_signs(tmp_path):

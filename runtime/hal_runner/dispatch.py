@@ -266,10 +266,30 @@ def compare_outputs(out_dir: Path, expected: list[tuple[Subspan, np.ndarray]], e
     return None, worst
 
 
+def check_binding_files(d: Dispatch, inputs: list[Path], cwd: Path | None = None) -> None:
+    """DriveError unless there is one binding file per binding of `d` and each holds at least the
+    bytes its layout declares (`cwd`: where relative paths are): the runner allocates each buffer
+    at its file's size, and a dispatch writing past an undersized one corrupted the runner's heap
+    (issue 80)."""
+    if len(inputs) != len(d.binding_lengths):
+        raise DriveError(f"{len(inputs)} binding files for the {len(d.binding_lengths)} bindings the layout declares")
+    for b, (path, length) in enumerate(zip(inputs, d.binding_lengths)):
+        where = Path(cwd or ".") / path
+        try:
+            size = where.stat().st_size
+        except OSError as err:
+            raise DriveError(f"binding {b}: {path}: {err.strerror or err}") from None
+        if size < length:
+            raise DriveError(f"binding {b}: {path} holds {size} bytes, the layout declares {length}: the runner "
+                             "would write past its buffer")
+
+
 def dispatch_command(runner: list[str], library: Path, export_index: int, d: Dispatch,
-                     inputs: list[Path]) -> list[str]:
+                     inputs: list[Path], cwd: Path | None = None) -> list[str]:
     """`runner` (a hal_runner, possibly under qemu) running export `export_index` of `library`
-    over `d`'s whole workgroup grid with `d`'s push constants and the binding files `inputs`."""
+    over `d`'s whole workgroup grid with `d`'s push constants and the binding files `inputs`
+    (relative ones under `cwd`), each checked to hold its binding's declared bytes."""
+    check_binding_files(d, inputs, cwd)
     cmd = runner + [str(library), "--export", str(export_index), "--workgroup-count",
                     ",".join(str(c) for c in d.workgroup_count)]
     if d.constants:
