@@ -720,6 +720,15 @@ def main(argv: list[str] | None = None) -> int:
                                           or a.refresh_target is None):
             raise TuneError("--record-name: records are of measured choices (--by memory-aware-cycles) "
                             "and need --record-out and --refresh-target")
+        # Each ran to exit 0 (issue 80 probe): --jobs 0, a margin a measured choice never reads (nan,
+        # -1, inf), and a --run-cache that is a file failed deep in the run, blamed on the module.
+        if a.jobs < 1:
+            raise TuneError(f"--jobs {a.jobs}: at least 1 qemu process")
+        if a.by != "code-model" and a.margin != 0.0:
+            raise TuneError(f"--margin {a.margin}: prices a --by code-model choice; a measured choice keeps the "
+                            "fewest memory-aware cycles")
+        if a.run_cache is not None and a.run_cache.exists() and not a.run_cache.is_dir():
+            raise TuneError(f"--run-cache {a.run_cache}: not a directory")
         if a.code_ranked == 1 or a.code_ranked < 0:
             raise TuneError(f"--code-ranked {a.code_ranked}: 0 (off) or at least 2 (IREE's default and one more)")
         if a.by == "code-model":

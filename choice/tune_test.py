@@ -599,5 +599,19 @@ def test_code_model_choice_needs_its_candidates_and_a_sane_margin(tmp_path, caps
         assert err.count("\n") == 1 and words in err, err
 
 
+
+def test_knobs_a_measured_choice_cannot_use_are_refused_before_any_work(tmp_path, capsys):
+    """Issue 80 probe: each ran to exit 0 (the margin is never read by a measured choice; --jobs 0)
+    or failed deep in the run blamed on the module (a --run-cache that is a file)."""
+    rvv = Path(__file__).parents[1] / "analysis" / "hardware" / "riscv_rvv.yaml"
+    (tmp_path / "cache_file").write_text("")
+    for extra, words in ((["--margin", "nan"], "--margin nan"), (["--margin", "-1"], "--margin -1.0"),
+                         (["--margin", "inf"], "--margin inf"), (["--jobs", "0"], "--jobs 0"),
+                         (["--run-cache", str(tmp_path / "cache_file")], "not a directory")):
+        code, out = _cli(tmp_path, rvv, "--runner", "r", "--plugin", "p", "--qemu", "q", "--candidates", "3", *extra)
+        err = capsys.readouterr().err
+        assert code == 1 and not out.exists(), err
+        assert err.count("\n") == 1 and words in err, err
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

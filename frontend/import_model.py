@@ -135,6 +135,7 @@ def _load_factory(module_name, factory_name):
 def _to_numpy(value, index):
     import numpy as np
 
+    given = value
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch.Tensor
         # numpy has no bfloat16 (torch's .numpy() raised a bare TypeError): the dtype is checked
         # first, in torch's name for it, which is numpy's for every supported one.
@@ -149,6 +150,13 @@ def _to_numpy(value, index):
         array = np.asarray(value)
     except Exception as e:  # noqa: BLE001
         raise ImportFailure(f"example input {index} is not an array: {first_line(e)}") from e
+    if array.dtype.name not in SUPPORTED_DTYPES and not isinstance(given, (np.ndarray, np.generic)) \
+            and not hasattr(given, "numpy"):
+        # A Python float, str, list or None is no tensor: numpy's dtype for it ("float64",
+        # "object") named the wrong thing (issue 80).
+        what = "None" if given is None else f"a Python {type(given).__name__}"
+        raise ImportFailure(f"example input {index} is {what}, not a tensor: give a numpy array or a framework "
+                            f"tensor (supported dtypes: {', '.join(SUPPORTED_DTYPES)})")
     if array.dtype.name not in SUPPORTED_DTYPES:
         raise ImportFailure(
             f"example input {index} has unsupported dtype {array.dtype.name} "
@@ -314,7 +322,10 @@ def main(argv=None):
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
     outputs = {"--out-mlir": args.out_mlir, "--out-golden": args.out_golden}
-    with OneLineErrors("import_model", args.name) as cli:
+    # A name with an escape sequence or a newline is quoted: printed raw it could recolour or
+    # hide the line that says why (issue 80).
+    name = args.name if args.name.isprintable() else repr(args.name)
+    with OneLineErrors("import_model", name) as cli:
         try:
             # The model's own source is an input: an output never overwrites it (checked before
             # the import where the module can be found without running it, and after it anyway).
@@ -327,11 +338,11 @@ def main(argv=None):
             check_outputs(outputs, {"--model-module": getattr(sys.modules.get(args.model_module), "__file__", None)})
             write_outputs(args.out_mlir, mlir_bytes, args.out_golden, golden)
         except (ImportFailure, NamedError) as e:
-            raise NamedError(f"{args.name}: {first_line(e)}") from None
+            raise NamedError(f"{name}: {first_line(e)}") from None
         except SystemExit as e:  # the model's own code exiting: never a silent success
-            raise NamedError(f"{args.name}: the model called sys.exit({e.code!r}) during the import") from None
+            raise NamedError(f"{name}: the model called sys.exit({e.code!r}) during the import") from None
         except Exception as e:  # noqa: BLE001 - anything from a user's model: one line, no traceback
-            raise NamedError(f"{args.name}: {type(e).__name__}: {first_line(e)}") from None
+            raise NamedError(f"{name}: {type(e).__name__}: {first_line(e)}") from None
     return cli.exit_code
 
 

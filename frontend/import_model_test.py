@@ -44,6 +44,14 @@ def test_missing_factory(tmp_path):
     assert_clean_failure(proc, tmp_path, "bad", "has no factory 'no_such_factory'")
 
 
+def test_a_name_with_escapes_is_printed_quoted(tmp_path):
+    # issue 80: an ANSI escape in --name was printed raw (a red "ALL CHECKS PASSED" before the reason)
+    name = "\x1b[31mALL CHECKS PASSED\x1b[0m"
+    proc, _, _ = run_import(tmp_path, BAD, "no_such_factory", name=name)
+    assert_clean_failure(proc, tmp_path, repr(name), "has no factory 'no_such_factory'")
+    assert "\x1b" not in proc.stderr
+
+
 def test_factory_not_callable(tmp_path):
     proc, _, _ = run_import(tmp_path, BAD, "NOT_CALLABLE")
     assert_clean_failure(proc, tmp_path, "bad", "is not callable")
@@ -63,6 +71,21 @@ def test_data_dependent_control_flow_cannot_be_exported(tmp_path):
 def test_unsupported_dtype_names_the_supported_ones(tmp_path, factory, dtype):
     proc, _, _ = run_import(tmp_path, BAD, factory)
     assert_clean_failure(proc, tmp_path, "bad", f"unsupported dtype {dtype}", "supported dtypes: float32")
+
+
+@pytest.mark.parametrize("value, what", [(1.5, "a Python float"), ("abc", "a Python str"), (None, "None"),
+                                         ([1.0, 2.0], "a Python list"), ({"x": 1}, "a Python dict")])
+def test_a_non_tensor_input_is_named_as_such(value, what):
+    # issue 80: a Python float or list was "unsupported dtype float64", a dict or None "object"
+    from frontend.errors import ImportFailure
+    from frontend.import_model import _to_numpy
+
+    with pytest.raises(ImportFailure) as err:
+        _to_numpy(value, 2)
+    assert str(err.value).startswith(f"example input 2 is {what}, not a tensor"), err.value
+    assert _to_numpy(np.ones(2, np.float64).astype(np.float32), 0).dtype == np.float32  # arrays as before
+    with pytest.raises(ImportFailure, match="unsupported dtype float64"):
+        _to_numpy(np.ones(2), 0)
 
 
 def test_keras_rnn_loop_is_named_with_the_way_out(tmp_path):

@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import concurrent.futures
+import contextlib
 import itertools
 import json
 import math
@@ -59,7 +60,7 @@ from analysis.zigzag_pricer import Pricer, latency_on_measured_terms, nest_from_
 from common import hardware as hwmod
 from common.dispatch_layout import load_layout
 from common.errors import NamedError, OneLineErrors
-from common.files import check_outputs, read_json, write_together
+from common.files import InputError, check_input, check_outputs, read_json, write_together
 from common.stats import spearman
 from common.yaml_model import bounded_safe_load
 from perf import memory_model as mem
@@ -98,7 +99,10 @@ class DispatchSpec:
 
 def load_space(path: Path) -> tuple[dict[str, list], int | None]:
     try:
+        check_input(path, "space file")  # a FIFO blocked the read forever (issue 80), a device never ended
         data = bounded_safe_load(path.read_text())
+    except InputError as err:
+        raise ExploreError(str(err)) from None
     except FileNotFoundError:
         raise ExploreError(f"{path}: space file not found") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
@@ -199,6 +203,17 @@ _ENERGY_FIELDS = ("mac_energy_pj", "instruction_energy_pj", "static_energy_pj_pe
 # Per worker process: ZigZag inputs and results by the fields that decide them.
 _PRICERS: dict[str, Pricer] = {}
 _WORK: list[Path] = []
+# The directory ZigZag's inputs go under, the explorer's own (removed when pricing ends): each
+# worker process made its own in $TMPDIR and an atexit handler, which a pool's worker never runs,
+# was to remove it, so every run left one per worker behind (issue 80's probe).
+_WORK_ROOT: list[Path] = []
+
+
+def _use_work_root(root: str | Path) -> None:
+    """This process prices under `root` from now on (a pool's initializer; the explorer itself)."""
+    _WORK_ROOT[:] = [Path(root)]
+    _PRICERS.clear()
+    _WORK.clear()
 
 
 def zigzag_key(hw: hwmod.Hardware) -> str:
@@ -217,8 +232,9 @@ def _pricer(hw: hwmod.Hardware) -> Pricer:
     key = zigzag_key(hw)
     if key not in _PRICERS:
         if not _WORK:
-            work = Path(tempfile.mkdtemp(prefix="explore_zz_"))
-            atexit.register(shutil.rmtree, work, True)
+            work = Path(tempfile.mkdtemp(prefix="explore_zz_", dir=_WORK_ROOT[0] if _WORK_ROOT else None))
+            if not _WORK_ROOT:
+                atexit.register(shutil.rmtree, work, True)
             _WORK.append(work)
         folder = _WORK[0] / f"hw{len(_PRICERS)}"
         acc, mapping = hwmod.write_zigzag_inputs(hw, folder)
@@ -487,7 +503,7 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
     axes, space_top = load_space(space)
     top = space_top if top is None else top
     top = DEFAULT_TOP if top is None else top
-    analysis = read_json(build["analysis"], "analysis")
+    analysis = read_json(build["analysis"], "analysis", kind=dict)
     base_path = Path(build["hardware"])
     base = bounded_safe_load(base_path.read_text())
     base_hw = hwmod.load_hardware(base_path)
@@ -501,16 +517,24 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
     found_sorted = sorted(found, key=lambda f: (zigzag_key(f[2]), f[0]))
     jobs_args = [(name, hw.model_dump_json(), specs) for name, _, hw, _ in found_sorted]
     distinct = len({zigzag_key(hw) for _, _, hw, _ in found})
-    if jobs <= 1:
-        for job in tqdm(jobs_args, desc="pricing", unit="variant", disable=None):
-            name, row = _price_job(job)
-            priced[name] = row
-    else:
-        chunk = max(1, math.ceil(len(jobs_args) / (jobs * 8)))
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-            for name, row in tqdm(pool.map(_price_job, jobs_args, chunksize=chunk), total=len(jobs_args),
-                                  desc="pricing", unit="variant", disable=None):
-                priced[name] = row
+    with tempfile.TemporaryDirectory(prefix="explore_zz_") as work_root:
+        if jobs <= 1:
+            _use_work_root(work_root)
+            try:
+                for job in tqdm(jobs_args, desc="pricing", unit="variant", disable=None):
+                    name, row = _price_job(job)
+                    priced[name] = row
+            finally:
+                _WORK_ROOT.clear()
+                _PRICERS.clear()
+                _WORK.clear()
+        else:
+            chunk = max(1, math.ceil(len(jobs_args) / (jobs * 8)))
+            with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, initializer=_use_work_root,
+                                                        initargs=(work_root,)) as pool:
+                for name, row in tqdm(pool.map(_price_job, jobs_args, chunksize=chunk), total=len(jobs_args),
+                                      desc="pricing", unit="variant", disable=None):
+                    priced[name] = row
     seconds = time.monotonic() - start
     for row in priced.values():
         row["predicted_cycles"] = row[LATENCIES[latency]]
@@ -579,19 +603,36 @@ def main(argv: list[str] | None = None) -> int:
             raise ExploreError(f"--measure-top {a.measure_top}: expected a whole number >= 0")
         if a.jobs < 1:
             raise ExploreError(f"--jobs {a.jobs}: expected at least 1")
-        index = read_json(a.index, "explore index")
+        index = read_json(a.index, "explore index", kind=dict)
         if a.build not in index.get("builds", {}):
-            raise ExploreError(f"{a.build}: not a pipeline of the zoo (one of {', '.join(sorted(index.get('builds', {})))})")
+            shown = a.build if a.build.isprintable() else repr(a.build)  # an escape sequence printed raw
+            raise ExploreError(f"{shown}: not a pipeline of the zoo (one of {', '.join(sorted(index.get('builds', {})))})")
         # The index holds paths relative to the runfiles' workspace directory, where it is `index`.
         base_dir = a.index.absolute().parents[len(Path(index["index"]).parts) - 1]
         build = {k: (str(base_dir / v) if k != "model_name" else v) for k, v in index["builds"][a.build].items()}
         build.update({k: str(base_dir / v) for k, v in index["tools"].items()})
+        for key, path in build.items():  # a missing one was blamed on --out (issue 80)
+            if key != "model_name":
+                try:
+                    check_input(path, key)
+                except InputError as err:
+                    raise ExploreError(f"{a.index}: the {key} it names: {err}") from None
+        if os.path.lexists(out) and not out.is_dir():  # found only after pricing, as a FileExistsError
+            raise ExploreError(f"--out {out}: exists and is not a directory")
         check_outputs({"--out": [out / "explore.json", out / "explore.md", out / "explore.png"]})
         result = explore(build, space, a.measure_top, a.jobs,
                          lambda msg: print(msg, file=sys.stderr, flush=True), a.latency)
-        out.mkdir(parents=True, exist_ok=True)
-        write_together({out / "explore.json": json.dumps(result, indent=1, sort_keys=True) + "\n",
-                        out / "explore.md": render(result), out / "explore.png": plot(result)})
+        documents = {out / "explore.json": json.dumps(result, indent=1, sort_keys=True) + "\n",
+                     out / "explore.md": render(result), out / "explore.png": plot(result)}
+        created = not os.path.lexists(out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            write_together(documents)
+        except BaseException:  # a full disk left the empty --out it had made (issue 80's probe)
+            if created:
+                with contextlib.suppress(OSError):
+                    out.rmdir()
+            raise
         front = sum(r["pareto"] for r in result["variants"])
         print(f"explore: {len(result['variants']):,} variants in {result['seconds']:.0f} s, {front} on the "
               f"Pareto front -> {out}/explore.md")

@@ -123,6 +123,32 @@ def test_a_bad_space_is_one_line_and_writes_nothing(tmp_path: Path, capsys, text
     assert not out.exists()
 
 
+def test_a_space_that_is_a_fifo_a_device_or_a_directory_is_named_unread(tmp_path: Path):
+    # issue 80: a FIFO as the space blocked the explorer forever; /dev/zero read until memory ran out
+    import os
+
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "dir.yaml").mkdir()
+    import threading
+
+    for path, why in ((tmp_path / "fifo.yaml", "is a FIFO, not a regular file"),
+                      (Path("/dev/zero"), "is a character device, not a regular file"),
+                      (tmp_path / "dir.yaml", "is a directory, not a space file")):
+        raised: list[Exception] = []
+
+        def load(path=path):
+            try:
+                explore.load_space(path)
+            except Exception as err:  # noqa: BLE001 - checked below
+                raised.append(err)
+        reader = threading.Thread(target=load, daemon=True)  # a blocked read must fail the test, not hang it
+        reader.start()
+        reader.join(10)
+        assert not reader.is_alive(), f"{path}: still reading after 10 s"
+        assert len(raised) == 1 and isinstance(raised[0], explore.ExploreError), raised
+        assert str(raised[0]).startswith(f"{path}: {why}"), raised[0]
+
+
 def test_an_unknown_model_and_bad_options_are_named(tmp_path: Path, capsys):
     space = _space(tmp_path, "axes:\n  l1.size_bytes: [4096]\n")
     out = tmp_path / "out"
@@ -131,6 +157,57 @@ def test_an_unknown_model_and_bad_options_are_named(tmp_path: Path, capsys):
     assert explore.main(["mlp", str(space), "--index", str(INDEX), "--out", str(out), "--jobs", "0"]) != 0
     assert "--jobs 0" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_an_index_naming_a_missing_file_and_a_name_with_escapes_are_named(tmp_path: Path, capsys):
+    # issue 80: a file the index names but is not there was "explore: <out>: FileNotFoundError";
+    # an escape sequence in the pipeline's name was printed raw
+    space = _space(tmp_path, "axes:\n  l1.size_bytes: [4096]\n")
+    index = json.loads(INDEX.read_text())
+    base = INDEX.parents[len(Path(index["index"]).parts) - 1]
+    for entries in (index["builds"]["mlp"], index["tools"]):
+        entries.update({k: str(base / v) for k, v in entries.items() if k != "model_name"})
+    index["builds"]["mlp"]["hardware"] = "gone/riscv_rvv.yaml"
+    (tmp_path / "perf").mkdir()
+    copy = tmp_path / index["index"]
+    copy.write_text(json.dumps(index))
+    out = tmp_path / "out"
+    assert explore.main(["mlp", str(space), "--index", str(copy), "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"explore: {copy}: the hardware it names: {tmp_path / 'gone/riscv_rvv.yaml'}: hardware not found"], err
+    assert explore.main(["\x1b[31mmlp", str(space), "--index", str(INDEX), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "'\\x1b[31mmlp': not a pipeline of the zoo" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_pricing_leaves_nothing_in_tmpdir_and_a_file_as_out_is_refused_first(tmp_path: Path, monkeypatch, capsys, jobs):
+    # issue 80's probe: every run left one explore_zz_* directory per pricing worker in $TMPDIR
+    # (an atexit handler a pool's worker never runs); a file as --out was a FileExistsError once
+    # every variant was priced
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    space = _space(tmp_path, "axes:\n  l1.size_bytes: [16384, 32768]\nmeasure_top: 0\n")
+    code, out = _run(tmp_path, space, "--jobs", jobs)
+    assert code == 0 and (out / "explore.json").is_file()
+    assert list(scratch.iterdir()) == []
+    capsys.readouterr()
+    (tmp_path / "file").write_text("mine")
+    assert explore.main(["mlp", str(space), "--index", str(INDEX), "--out", str(tmp_path / "file")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"explore: --out {tmp_path / 'file'}: exists and is not a directory"], err
+    # a full disk: the --out the run made is not left behind (it was, empty)
+    from common.files import OutputError
+
+    def full(outputs):
+        raise OutputError(f"{next(iter(outputs))}: cannot write the output: No space left on device")
+    monkeypatch.setattr(explore, "write_together", full)
+    assert explore.main(["mlp", str(space), "--index", str(INDEX), "--out", str(tmp_path / "new" / "out")]) == 1
+    assert "No space left on device" in capsys.readouterr().err and not (tmp_path / "new" / "out").exists()
 
 
 def test_pareto_keeps_exactly_the_undominated():

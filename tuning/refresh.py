@@ -68,7 +68,8 @@ def record_targets(workspace: Path, bazel: list[str], targets: list[str]) -> lis
     for target in targets if targets != ["all"] else []:
         m = _LABEL.match(target)
         if m is None:
-            raise RefreshError(f"{target}: not a pipeline target's label (//models:<pipeline>_<target>) or `all`")
+            shown = target if target.isprintable() else repr(target)  # an escape sequence printed raw (issue 80)
+            raise RefreshError(f"{shown}: not a pipeline target's label (//models:<pipeline>_<target>) or `all`")
         scopes.append((target, f"//{m.group(1)}:all", re.escape(m.group(2))))
     pairs = []
     for target, scope, name in scopes:
@@ -247,8 +248,13 @@ def main(argv: list[str] | None = None) -> int:
             raise RefreshError("BUILD_WORKSPACE_DIRECTORY is not set: run me with `bazel run //tools:tune -- ...`")
         workspace = Path(ws)
         bazel = [str(workspace / a.bazel)]
+        if not (os.path.isfile(bazel[0]) and os.access(bazel[0], os.X_OK)):  # was a FileNotFoundError blamed on the targets
+            raise RefreshError(f"--bazel {a.bazel}: {bazel[0]} is not an executable file (the Bazel entry point, "
+                               "relative to the workspace)")
         if a.run_cache is not None:  # relative to where `bazel run` was started, not to the runfiles
             a.run_cache = Path(os.environ.get("BUILD_WORKING_DIRECTORY", ".")) / a.run_cache.expanduser()
+            if a.run_cache.exists() and not a.run_cache.is_dir():
+                raise RefreshError(f"--run-cache {a.run_cache}: exists and is not a directory")
         found = record_targets(workspace, bazel, a.targets)
         kinds = {"tiles": (MEASURED_SUFFIX,), "strategies": (STRATEGY_SUFFIX,)}.get(a.only, (MEASURED_SUFFIX, STRATEGY_SUFFIX))
         changed = _refresh(workspace, bazel, found, kinds, a.ray_address, a.stale_only, a.run_cache)

@@ -116,5 +116,33 @@ def test_a_kept_run_cache_is_the_directory_every_choice_shares(tmp_path, monkeyp
     assert given[1] != runs and not given[1].exists()
 
 
+
+@pytest.mark.parametrize("case, why", [("missing", "--bazel nope/bazel: "), ("not_executable", "--bazel bazel.txt: "),
+                                       ("run_cache_file", "--run-cache ")])
+def test_a_bazel_or_run_cache_that_cannot_be_used_is_named(tmp_path, monkeypatch, capsys, case, why):
+    # issue 80's probe: a missing --bazel was "tune: //models:mlp_riscv: FileNotFoundError", blamed on
+    # the target; a file as --run-cache failed only once measuring began
+    (tmp_path / "bazel.txt").write_text("not a program")
+    (tmp_path / "runs").write_text("mine")
+    fake = tmp_path / "fake_bazel"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("BUILD_WORKSPACE_DIRECTORY", str(tmp_path))
+    monkeypatch.setenv("BUILD_WORKING_DIRECTORY", str(tmp_path))
+    monkeypatch.setattr(refresh, "record_targets", lambda *a, **k: pytest.fail("bazel was run"))
+    args = {"missing": ["--bazel", "nope/bazel"], "not_executable": ["--bazel", "bazel.txt"],
+            "run_cache_file": ["--bazel", "fake_bazel", "--run-cache", "runs"]}[case]
+    assert refresh.main(["//models:mlp_riscv", *args]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"tune: {why}"), err
+
+
+
+def test_a_label_with_escapes_is_printed_quoted():
+    # issue 80's probe: an ANSI escape in a label was printed raw
+    with pytest.raises(refresh.RefreshError, match=r"^'//models:\\x1b\[31mmlp': not a pipeline target's label"):
+        refresh.record_targets(Path("."), ["bazel"], ["//models:\x1b[31mmlp"])
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v", "-p", "no:cacheprovider"]))
