@@ -75,6 +75,14 @@ def _prepare_environment():
                 os.makedirs(path, exist_ok=True)
             except OSError:
                 pass
+    # A TMPDIR that is a file or read-only was silently replaced by /tmp (issue 80 probe): said in
+    # one line instead, as every stage says it (common.scratch.check_base).
+    from common.scratch import ScratchError, check_base
+
+    try:
+        check_base()
+    except ScratchError as err:
+        raise ImportFailure(first_line(err)) from None
 
 
 @contextlib.contextmanager

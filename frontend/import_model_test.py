@@ -52,6 +52,16 @@ def test_a_name_with_escapes_is_printed_quoted(tmp_path):
     assert "\x1b" not in proc.stderr
 
 
+def test_a_tmpdir_that_is_a_file_is_named(tmp_path, monkeypatch):
+    # issue 80 probe: TMPDIR a regular file was silently replaced by /tmp
+    (tmp_path / "tmpfile").write_text("")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmpfile"))
+    proc, _, _ = run_import(tmp_path, BAD, "no_such_factory")
+    monkeypatch.undo()
+    (tmp_path / "tmpfile").unlink()
+    assert_clean_failure(proc, tmp_path, "bad", f"TMPDIR={tmp_path / 'tmpfile'}")
+
+
 def test_factory_not_callable(tmp_path):
     proc, _, _ = run_import(tmp_path, BAD, "NOT_CALLABLE")
     assert_clean_failure(proc, tmp_path, "bad", "is not callable")
