@@ -13,7 +13,7 @@ claim against what decides and what measures:
    (choice.choose.decide_by_code, confirm_by_measurement). A choice that does not follow from its
    own figures is refused. Nothing is measured; every record is checked.
 2. `--tile-dispatches` K dispatches of the tile records, sampled by the seed among those whose
-   choice was measured: every measured candidate of each (model and memory-aware cycles, energy,
+   choice was measured (half uniformly, half weighted by the cycles the choice puts at stake): every measured candidate of each (model and memory-aware cycles, energy,
    traffic) is compiled and run under qemu as the measured choice runs it
    (perf.rounds.MeasureRound, no run cache: the runs are fresh), and every figure must be the
    record's exactly (the measurement is deterministic: //tuning:reproduce_test). Whichever
@@ -86,6 +86,32 @@ def strategy_claims(records: dict[str, StrategyRecord]) -> list[tuple[str, str, 
 def sample(claims: list, k: int, seed: str) -> list:
     """`k` of `claims` (all when fewer), the same for the same seed and claims."""
     return sorted(random.Random(seed).sample(claims, min(k, len(claims))))
+
+
+def stakes(records: dict[str, TuningRecord], claims: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """What each (record, dispatch) choice puts at stake: the memory-aware cycles of its IREE default
+    as measured (the largest measured candidate's where the default has none)."""
+    out = {}
+    for name, d in claims:
+        results = records[name].results[d]
+        default = results.get(DEFAULT)
+        figures = [r.measured.memory_aware_cycles for r in results.values() if r.measured is not None]
+        out[(name, d)] = float(default.measured.memory_aware_cycles if default is not None
+                               and default.measured is not None else max(figures))
+    return out
+
+
+def tile_sample(records: dict[str, TuningRecord], k: int, seed: str) -> list[tuple[str, str]]:
+    """`k` measured tile choices: half uniformly (so that, over commits, every one is audited), half
+    weighted by what it puts at stake (`stakes`: a forged figure of a big dispatch moves the most
+    cycles, so it is found sooner), by the weighted sampling of Efraimidis and Spirakis."""
+    claims = tile_claims(records)
+    uniform = sample(claims, (k + 1) // 2, f"tiles:{seed}")
+    rest = [c for c in claims if c not in uniform]
+    weight = stakes(records, rest)
+    rng = random.Random(f"stakes:{seed}")
+    keyed = sorted(rest, key=lambda c: rng.random() ** (1.0 / max(weight[c], 1.0)), reverse=True)
+    return sorted(uniform + keyed[:k // 2])
 
 
 def rederived_choice(record: StrategyRecord) -> dict:
@@ -308,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         problems = [line for name, r in strategies.items() for line in choice_problems(r, STRATEGIES_DIR / f"{name}.json")]
         print(f"audit: {len(strategies)} strategy records' choices re-derived from their figures: "
               f"{'all follow' if not problems else f'{len(problems)} fields do not'}")
-        tile_picks = sample(tile_claims(tiles), a.tile_dispatches, f"tiles:{seed}")
+        tile_picks = tile_sample(tiles, a.tile_dispatches, seed)
         measured = [c for c in strategy_claims(strategies) if c[1] == "measured"]
         code = [c for c in strategy_claims(strategies) if c[1] == "code" and c[2] in
                 {x.strategy for x in strategies[c[0]].key.candidates}]

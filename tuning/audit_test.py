@@ -100,6 +100,18 @@ def test_the_sample_rotates_with_the_seed_and_covers_every_dispatch():
     assert audit.sample(claims[:3], 6, "x") == sorted(claims[:3])
 
 
+def test_half_the_sample_weighs_what_a_choice_puts_at_stake():
+    records = {p.stem: load_record(p) for p in RECORDS}
+    claims = audit.tile_claims(records)
+    weight = audit.stakes(records, claims)
+    picks = [audit.tile_sample(records, 4, f"seed{i}") for i in range(300)]
+    assert all(len(p) == 4 and len(set(p)) == 4 for p in picks)
+    assert picks[0] == audit.tile_sample(records, 4, "seed0")
+    median = sorted(weight.values())[len(weight) // 2]
+    heavy = sum(weight[c] > median for p in picks for c in p) / sum(len(p) for p in picks)
+    assert heavy > 0.7, heavy  # uniform sampling gives about half
+
+
 def test_build_names_follow_models_defs():
     assert [audit.build_suffix(s) for s in ("tuned", "codegen", "datatiling")] == ["", "_untuned", "_datatiling"]
 
