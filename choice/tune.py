@@ -116,6 +116,13 @@ def round_assignments(analysis: dict, size: int) -> list[dict[str, str]]:
             for j in range(rounds)]
 
 
+def round_todo(assign: dict[str, str], j: int, choices: set[str], done) -> dict[str, str]:
+    """What round `j` (dispatch -> candidate, `round_assignments`) measures: the dispatches with a
+    choice to make, IREE's default in round 0 and other candidates after, none measured before
+    (`done`: the (dispatch, candidate) pairs measured so far)."""
+    return {d: c for d, c in assign.items() if d in choices and (j == 0 or c != DEFAULT) and (d, c) not in done}
+
+
 def forced_analysis(analysis: dict, assign: dict[str, str], why: str) -> dict:
     """The analysis with each assigned dispatch compiled with that candidate's tiles."""
     out = json.loads(json.dumps(analysis))
@@ -299,8 +306,7 @@ def tune(analysis: Analysis, measure_round, size: int, hardware_name: str, core:
     choices = {d["name"] for d in base["dispatches"] if len(shortlist(d, size)) > 1}
     offered = len(choices)
     for j, assign in enumerate(round_assignments(base, size)):
-        todo = {d: c for d, c in assign.items()
-                if d in choices and (j == 0 or c != DEFAULT) and (d, c) not in measured}
+        todo = round_todo(assign, j, choices, measured)
         if not todo:
             continue
         def run(group: dict[str, str], tag: str, j: int = j, assign: dict = assign) -> dict[str, Measured]:

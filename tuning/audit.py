@@ -51,7 +51,7 @@ from perf import mca
 from choice.choose import ChoiceError, Measured as BuildMeasured, confirm_by_measurement, decide_by_code
 from choice.records import RecordError, load_record, load_strategy_record
 from choice import records
-from choice.tune import DEFAULT, forced_analysis, round_assignments, shortlist, with_code_results
+from choice.tune import DEFAULT, forced_analysis, round_assignments, round_todo, shortlist, with_code_results
 
 RECORDS_DIR = Path("tuning/records")
 STRATEGIES_DIR = Path("tuning/strategies")
@@ -191,8 +191,7 @@ def tune_rounds(analysis: Analysis, record: TuningRecord, size: int, code_ranked
     seen: set[tuple[str, str]] = set()
     rounds = []
     for j, assign in enumerate(round_assignments(base, size)):
-        todo = {d: c for d, c in assign.items()
-                if d in choices and (j == 0 or c != DEFAULT) and (d, c) not in seen and (d, c) not in failed}
+        todo = {d: c for d, c in round_todo(assign, j, choices, seen).items() if (d, c) not in failed}
         seen |= set(todo.items())
         if todo:
             rounds.append(({**{d: DEFAULT for d in assign}, **todo}, todo))
@@ -335,8 +334,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"audit: {len(strategies)} strategy records' choices re-derived from their figures: "
               f"{'all follow' if not problems else f'{len(problems)} fields do not'}")
         tile_picks = tile_sample(tiles, a.tile_dispatches, seed)
-        measured = [c for c in strategy_claims(strategies) if c[1] == "measured"]
-        code = [c for c in strategy_claims(strategies) if c[1] == "code" and c[2] in
+        claims = strategy_claims(strategies)
+        measured = [c for c in claims if c[1] == "measured"]
+        code = [c for c in claims if c[1] == "code" and c[2] in
                 {x.strategy for x in strategies[c[0]].key.candidates}]
         # Half the strategy figures from measurements, half from code prices (seeded apart).
         strategy_picks = (sample(measured, (a.strategy_figures + 1) // 2, f"measured:{seed}")
