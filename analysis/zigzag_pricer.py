@@ -3,12 +3,15 @@
 `nest_from_json` rebuilds the root op's loop nest (analysis.dispatches.LoopNest) from a Dispatch's
 JSON; `Pricer` runs analysis.zigzag_cost.evaluate_tiles on it, cached in memory by (signature,
 mode, tiles, order, spatial); `latency_on_measured_terms` prices a result's traffic as
-perf.memory_model prices a measurement (a project-side extension of ZigZag's latency, issue 77).
+perf.memory_model prices a measurement (a project-side extension of ZigZag's latency, issue 77);
+`vector_core_l1_bytes` is what the vector core loads from and stores to L1 running given tiles,
+which `on_vector_core` puts in place of ZigZag's L1 traffic.
 bench.zigzag_ranking, bench.zigzag_traffic, results.shipped_prediction and perf.explore use them.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -112,3 +115,70 @@ def latency_on_measured_terms(result: dict, hw: "hwmod.Hardware", macs: int) -> 
         misses = flows.get(below.name, [0, 0])[0] / cache.line_bytes
         stall += misses * below.latency_cycles / cache.outstanding_misses
     return max(macs / hw.macs_per_cycle + stall, max(transfer))
+
+
+def _element_bytes(element_type: str) -> int:
+    digits = "".join(ch for ch in element_type if ch.isdigit())
+    if not digits:
+        raise ValueError(f"element type {element_type!r} has no bit width")
+    return max(1, int(digits) // 8)
+
+
+def vector_core_l1_bytes(nest: LoopNest, tiles: dict[str, list[int]]) -> tuple[int, int]:
+    """Bytes the vector core loads from L1 and stores to it running `tiles` as IREE's CPU codegen
+    lowers them (codegen.configs.map_levels): the register tile is one step of the innermost loops
+    (`vector_common_parallel` x `vector_reduction`); each step loads every input's register tile;
+    the output's register tile stays in vector registers, as accumulators, across the reduction
+    steps of one L1 tile (`cache_reduction`), and is loaded (a reduction) and stored once per L1
+    tile of the reduction loops. A loop whose tile does not divide it runs a smaller last tile,
+    counted as a whole one (IREE peels or masks it).
+
+    ZigZag's own register level is per-lane scalar registers, a third of the register file per
+    operand: on the zoo's tuned builds an 8x8 output tile does not fit it, so ZigZag reads and
+    writes every partial sum through L1, 2-4x the L1 traffic the measurement has (keras_mobilenet's
+    contractions: docs/design.md), and that L1 term then hides the L2 and DRAM terms that move
+    with the caches' sizes. Not counted: spills when the tiles exceed the 32 vector registers,
+    scalar loads (addresses, the workgroup loop), im2col's or a pack's copies (other dispatches)."""
+    bounds = [b for _, b, _ in nest.loops]
+    reductions = [k == "reduction" for _, _, k in nest.loops]
+    if any(len(tiles.get(role, ())) != len(bounds) for role in ("register", "l1")):
+        raise ValueError(f"tiles {tiles} do not have one size per loop ({len(bounds)} loops)")
+    reg = [min(max(1, t), b) for t, b in zip(tiles["register"], bounds)]
+    l1 = [min(max(1, t), b) for t, b in zip(tiles["l1"], bounds)]
+    steps = math.prod(math.ceil(b / r) for b, r in zip(bounds, reg))
+    # Per output register tile: one load and store per L1 tile of the reduction loops.
+    out_tiles = math.prod(math.ceil(b / (l if red else r))
+                          for b, r, l, red in zip(bounds, reg, l1, reductions))
+
+    def footprint(i: int) -> int:  # elements of operand i one register tile touches
+        n = 1
+        for expr in nest.terms[i]:
+            if len(expr) == 1:  # a strided dimension loads one element per index
+                n *= reg[expr[0][0]]
+            elif expr:  # a window (`oh * s + kh`): the span it covers, at most one per index pair
+                n *= min(sum(c * (reg[d] - 1) for d, c in expr) + 1, math.prod(reg[d] for d, _ in expr))
+        return n * _element_bytes(nest.operands[i][2])
+
+    read = written = 0
+    for i, (role, _, _, _) in enumerate(nest.operands):
+        if role == "output":
+            written += footprint(i) * out_tiles
+            if any(reductions):
+                read += footprint(i) * out_tiles
+        else:
+            read += footprint(i) * steps
+    return read, written
+
+
+def on_vector_core(result: dict, hw: "hwmod.Hardware", macs: int, l1_bytes: tuple[int, int]) -> dict:
+    """ZigZag's result with the L1's traffic (bytes it serves the core, bytes it takes from it)
+    replaced by the vector core's (`vector_core_l1_bytes`), and its `latency_cycles` by
+    latency_on_measured_terms on that traffic, so that the energy priced from it
+    (analysis.zigzag_cost.energy_on_measured_terms: instructions from the L1's traffic, static
+    energy over the cycles) counts what the measurement counts. The caches' and DRAM's traffic
+    stay ZigZag's: its allocator cuts the loops on their capacities."""
+    flows = dict(result["traffic_served_taken_bytes"])
+    flows[hw.level("l1").name] = [int(l1_bytes[0]), int(l1_bytes[1])]
+    out = {**result, "traffic_served_taken_bytes": flows}
+    out["latency_cycles"] = latency_on_measured_terms(out, hw, macs)
+    return out

@@ -15,7 +15,9 @@ variant is one combination of them, applied to the accelerator the model's build
 Each variant is priced on the model's tuned riscv build, the tiles its analysis chose as compiled.
 Each dispatch ZigZag can map is priced by ZigZag's cost model on those tiles: the loop order is kept,
 and ZigZag's allocator cuts the levels on the variant's capacities (analysis.zigzag_cost `allocated`
-mode). Its energy is priced on the measurement's terms. Every other dispatch (copies, im2col,
+mode). Its cycles and energy are priced on the measurement's terms with the L1's traffic the vector
+core's on those tiles (analysis.zigzag_pricer.on_vector_core), not ZigZag's per-lane registers'.
+Every other dispatch (copies, im2col,
 reductions, or tiles ZigZag's allocator refuses) is priced by its bound on the variant
 (perf.memory_model.bound). For energy it gets its compulsory bytes through every level, its MACs and
 static energy over those cycles: a lower bound. A dispatch counts once per call. SRAM bytes are the
@@ -23,12 +25,15 @@ variant's register file and caches. The report marks the Pareto front on (cycles
 
 The `measure_top` variants with the fewest predicted cycles whose VLEN is the build's are then measured.
 perf.measure runs the build's own vmfb under qemu, once per variant, with the variant's caches
-simulated. The report gives ZigZag's error on them and Spearman's rho.
+simulated. The report gives ZigZag's error on them and Spearman's rho. `--reuse-measured` takes the
+figures of a previous report instead, once one of its variants measures again to the same figures
+(re-pricing a space measures one variant, not all).
 
 What it ignores: a variant's own tile choice (the build is the one the base accelerator's choice
 made; a hardware_sweep re-chooses tiles per variant), and VLEN changes in the measurement (a
-different VLEN needs another build: such variants are priced, never measured). Ray is not used:
-variants are priced by `--jobs` local processes.
+different VLEN needs another build: such variants are priced, never measured). Variants are priced
+by `--jobs` local processes, or with `--ray-address HOST:PORT` (or `local`) as Ray tasks on a
+cluster, one per ZigZag accelerator (choice/ray_engine.py checks every node's toolchain first).
 
 Writes <out>/explore.json (every variant), explore.md (Pareto front, top variants, measured) and
 explore.png; bad input is one line naming it, with nothing written.
@@ -44,6 +49,7 @@ import itertools
 import json
 import math
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -56,24 +62,27 @@ import yaml
 from tqdm import tqdm
 
 from analysis import hardware_variant, zigzag_cost
-from analysis.zigzag_pricer import Pricer, latency_on_measured_terms, nest_from_json
+from choice.ray_engine import RayEngineError
+from analysis.zigzag_pricer import (Pricer, latency_on_measured_terms, nest_from_json, on_vector_core,
+                                     vector_core_l1_bytes)
 from common import hardware as hwmod
 from common.dispatch_layout import load_layout
 from common.errors import NamedError, OneLineErrors
-from common.files import InputError, check_input, check_outputs, read_json, write_together
+from common.files import InputError, check_input, check_outputs, read_json, sha256_file, write_together
 from common.stats import spearman
 from common.yaml_model import bounded_safe_load
 from perf import memory_model as mem
 
 SCHEMA = 1
 MODE = "allocated"
-# What ranks the variants (`predicted_cycles`): ZigZag's traffic priced on the measurement's terms
-# (analysis.zigzag_pricer.latency_on_measured_terms) or ZigZag's own latency. Chosen on the
-# calibration models' oracle runs (docs/results_prediction.md; 24 variants each, every one measured):
-# pairwise accuracy 0.81 against ZigZag's own latency's 0.61 on ResNet-18, 0.94 against 0.87 on
-# MobileNetV2.
-LATENCIES = {"measured-terms": "measured_terms_cycles", "zigzag": "zigzag_cycles"}
-DEFAULT_LATENCY = "measured-terms"
+# What ranks the variants (`predicted_cycles`): the vector core's L1 traffic and ZigZag's cache and
+# DRAM traffic priced on the measurement's terms (analysis.zigzag_pricer.on_vector_core), ZigZag's
+# own traffic on those terms (latency_on_measured_terms), or ZigZag's own latency. Chosen on the
+# calibration models' oracle runs (docs/results_prediction.md; 24 variants each, every one measured),
+# pairwise accuracy on cycles: ResNet-18 0.82 / 0.81 / 0.61, MobileNetV2 0.97 / 0.94 / 0.87.
+LATENCIES = {"vector-core": "vector_core_cycles", "measured-terms": "measured_terms_cycles",
+             "zigzag": "zigzag_cycles"}
+DEFAULT_LATENCY = "vector-core"
 DEFAULT_TOP = 3
 MAX_VARIANTS = 100_000
 
@@ -93,6 +102,7 @@ class DispatchSpec:
     read_bytes: int
     write_bytes: int
     zigzag: tuple | None  # (signature, layer, nloops, kinds, tiles, order) or None: priced by its bound
+    l1_bytes: tuple[int, int] | None = None  # the vector core's L1 loads and stores (with `zigzag`)
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -171,12 +181,14 @@ def dispatch_specs(analysis: dict, layout_path: Path) -> list[DispatchSpec]:
             try:
                 nest = nest_from_json(disp)
                 layer = zigzag_cost.to_layer(disp["kind"], nest, max_searched_loops=None)
+                l1_bytes = vector_core_l1_bytes(nest, tiles) if tiles else None
             except (zigzag_cost.NotExpressible, ValueError):
                 layer = None
             if layer is not None and tiles:
                 n = len(nest.loops)
                 zz = (disp["signature"], layer, n, [k for _, _, k in nest.loops], tiles, list(range(n)))
-        specs.append(DispatchSpec(name, d.kind or "unknown", d.calls, d.macs, d.mac_element_bits, read, write, zz))
+        specs.append(DispatchSpec(name, d.kind or "unknown", d.calls, d.macs, d.mac_element_bits, read, write, zz,
+                                  l1_bytes if zz is not None else None))
     return specs
 
 
@@ -228,6 +240,26 @@ def zigzag_key(hw: hwmod.Hardware) -> str:
     return json.dumps(data, sort_keys=True)
 
 
+# The share of a cache's capacity ZigZag's allocator may fill (its capacity in the ZigZag inputs the
+# explorer writes; the bandwidths, lines and latencies that price the traffic stay the variant's).
+# ZigZag counts a tile as held when its bytes fit; the simulated caches lose lines earlier: 64-byte
+# lines around strided tiles, sets shared by several operands' tiles (conflicts), LRU order. Chosen
+# on the calibration models' oracle runs alone (docs/design.md section 10), pairwise accuracy on
+# cycles, ResNet-18 / MobileNetV2, at a share of 1.0: 0.82 / 0.97, 0.75: 0.84 / 0.95, 0.6: 0.85 / 0.96,
+# 0.5: 0.89 / 0.97, 0.35: 0.79 / 0.93.
+CACHE_CAPACITY_SHARE = 0.5
+
+
+def allocator_view(hw: hwmod.Hardware) -> hwmod.Hardware:
+    """`hw` with each cache's capacity the share ZigZag's allocator may fill (CACHE_CAPACITY_SHARE)."""
+    view = hw.model_copy(deep=True)
+    for level in view.memory:
+        if level.role in hwmod.CACHE_ROLES:
+            # a plain attribute write: a half-size cache need not have a power-of-two set count
+            object.__setattr__(level, "size_bytes", int(level.size_bytes * CACHE_CAPACITY_SHARE))
+    return view
+
+
 def _pricer(hw: hwmod.Hardware) -> Pricer:
     key = zigzag_key(hw)
     if key not in _PRICERS:
@@ -237,7 +269,7 @@ def _pricer(hw: hwmod.Hardware) -> Pricer:
                 atexit.register(shutil.rmtree, work, True)
             _WORK.append(work)
         folder = _WORK[0] / f"hw{len(_PRICERS)}"
-        acc, mapping = hwmod.write_zigzag_inputs(hw, folder)
+        acc, mapping = hwmod.write_zigzag_inputs(allocator_view(hw), folder)
         _PRICERS[key] = Pricer(acc, mapping, _WORK[0], hw)
     return _PRICERS[key]
 
@@ -245,7 +277,7 @@ def _pricer(hw: hwmod.Hardware) -> Pricer:
 def price_variant(hw: hwmod.Hardware, specs: list[DispatchSpec]) -> dict:
     """One variant: predicted cycles and energy of one call of the model, per dispatch how."""
     pricer = _pricer(hw)
-    cycles = energy = measured_terms = 0.0
+    cycles = energy = measured_terms = vector_core = 0.0
     by_zigzag = refused = 0
     for spec in specs:
         result = None
@@ -258,17 +290,21 @@ def price_variant(hw: hwmod.Hardware, specs: list[DispatchSpec]) -> dict:
         if result is not None:
             c = result["latency_cycles"]
             t = latency_on_measured_terms(result, hw, spec.macs)
-            e = zigzag_cost.energy_on_measured_terms(result, hw, spec.macs) or 0.0
+            core = on_vector_core(result, hw, spec.macs, spec.l1_bytes)
+            v = core["latency_cycles"]
+            e = zigzag_cost.energy_on_measured_terms(core, hw, spec.macs) or 0.0
             by_zigzag += 1
         else:
             c, _ = mem.bound(hw, spec.macs, spec.element_bits, spec.read_bytes, spec.write_bytes)
-            t = c
+            t = v = c
             e = bound_energy(hw, spec, c)
         cycles += spec.calls * c
         measured_terms += spec.calls * t
+        vector_core += spec.calls * v
         energy += spec.calls * e
     sram = sum(m.size_bytes // m.shared_by_cores for m in hw.memory if m.role != "dram")
     return {"zigzag_cycles": round(cycles), "measured_terms_cycles": round(measured_terms),
+            "vector_core_cycles": round(vector_core),
             "predicted_energy_pj": round(energy), "sram_bytes": sram,
             "dispatches_by_zigzag": by_zigzag, "dispatches_refused_by_zigzag": refused}
 
@@ -276,6 +312,47 @@ def price_variant(hw: hwmod.Hardware, specs: list[DispatchSpec]) -> dict:
 def _price_job(args: tuple) -> tuple[str, dict]:
     name, hw_json, specs = args
     return name, price_variant(hwmod.Hardware.model_validate_json(hw_json), specs)
+
+
+def _price_group(jobs: list[tuple]) -> list[tuple[str, dict]]:
+    """Variants sharing one ZigZag accelerator, priced in a scratch directory of the task's own,
+    removed when it ends: a Ray task's worker process outlives the task and runs no atexit."""
+    with tempfile.TemporaryDirectory(prefix="explore_zz_") as work:
+        _use_work_root(work)
+        try:
+            return [_price_job(job) for job in jobs]
+        finally:
+            _WORK_ROOT.clear()
+            _PRICERS.clear()
+            _WORK.clear()
+
+
+def price_on_ray(address: str, build: dict, jobs_args: list[tuple], log) -> dict[str, dict]:
+    """Every variant priced as Ray tasks on the cluster at `address` (`local`: one of this machine's
+    own), one task per ZigZag accelerator. The cluster is joined as choice.tune joins it
+    (choice.ray_engine.connect: every node's toolchain and Python environment must be the driver's,
+    so a node prices with the same ZigZag); the figures are a local run's."""
+    from choice import ray_engine
+    from perf import mca
+
+    llvm = mca.runfiles_llvm_bin()
+    if llvm is None:
+        raise ExploreError(f"--ray-address {address}: @llvm19 is not in the runfiles, and every node's "
+                           "toolchain is checked against it (run `bazel run //tools:explore`)")
+    executor = ray_engine.connect(address, llvm, Path(build["qemu"]), Path(build["plugin"]), Path(build["runner"]))
+    priced: dict[str, dict] = {}
+    try:
+        key_of = {name: zigzag_key(hwmod.Hardware.model_validate_json(hw_json)) for name, hw_json, _ in jobs_args}
+        groups = [list(g) for _, g in itertools.groupby(jobs_args, key=lambda job: key_of[job[0]])]
+        log(f"explore: {len(groups)} Ray tasks, one per ZigZag accelerator")
+        futures = [executor.submit(_price_group, group) for group in groups]
+        for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="pricing on Ray",
+                           unit="accelerator", disable=None):
+            for name, row in future.result():
+                priced[name] = row
+    finally:
+        executor.shutdown()
+    return priced
 
 
 def pareto(rows: list[dict], keys: tuple[str, ...] = ("predicted_cycles", "predicted_energy_pj", "sram_bytes")) -> set[str]:
@@ -411,11 +488,12 @@ def _f(x: float | None) -> str:
 def render(result: dict) -> str:
     rows = result["variants"]
     keys = list(result["axes"])
+    how = "on Ray" if result["jobs"] == "ray" else f"with {result['jobs']} processes"
     lines = [f"# Accelerator exploration: {result['model']} on {result['base']}", "",
              f"{len(rows):,} variants of {result['base']} (axes: {', '.join(keys)}), priced by ZigZag on the "
              f"tuned build's tiles (`{MODE}` mode; cycles: {result['latency']}) and by the bound elsewhere, in "
              f"{result['seconds']:.0f} s "
-             f"with {result['jobs']} processes ({result['distinct_zigzag_inputs']:,} distinct ZigZag accelerators: "
+             f"{how} ({result['distinct_zigzag_inputs']:,} distinct ZigZag accelerators: "
              f"variants differing only in energies share ZigZag's runs). Predictions, not measurements, except the "
              "last table.", "",
              "## Pareto front (predicted cycles, energy, SRAM bytes)", "",
@@ -497,7 +575,21 @@ def plot(result: dict) -> bytes:
 
 # ----------------------------------------------------------------------------- CLI
 
-def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: str = DEFAULT_LATENCY) -> dict:
+def reusable_measurements(path: Path, model: str, base: str) -> dict[tuple[str, ...], dict]:
+    """A previous report's measured figures by the variant's settings; it must be of the same model
+    and base accelerator (whether the build and the tools are still the same is checked by measuring
+    one of them again: explore's `reuse`)."""
+    old = read_json(path, "explore report", kind=dict)
+    if old.get("schema_version") != SCHEMA or not isinstance(old.get("variants"), list):
+        raise ExploreError(f"--reuse-measured {path}: not an explore report of schema {SCHEMA}")
+    if (old.get("model"), old.get("base")) != (model, base):
+        raise ExploreError(f"--reuse-measured {path}: explores {old.get('model')} on {old.get('base')}, "
+                           f"not {model} on {base}")
+    return {tuple(r["settings"]): r["measured"] for r in old["variants"] if r.get("measured")}
+
+
+def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: str = DEFAULT_LATENCY,
+            reuse: Path | None = None, ray_address: str | None = None) -> dict:
     import time
 
     axes, space_top = load_space(space)
@@ -518,7 +610,9 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
     jobs_args = [(name, hw.model_dump_json(), specs) for name, _, hw, _ in found_sorted]
     distinct = len({zigzag_key(hw) for _, _, hw, _ in found})
     with tempfile.TemporaryDirectory(prefix="explore_zz_") as work_root:
-        if jobs <= 1:
+        if ray_address is not None:
+            priced = price_on_ray(ray_address, build, jobs_args, log)
+        elif jobs <= 1:
             _use_work_root(work_root)
             try:
                 for job in tqdm(jobs_args, desc="pricing", unit="variant", disable=None):
@@ -544,8 +638,8 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
     for r in rows:
         r["pareto"] = r["variant"] in front
     result = {"schema_version": SCHEMA, "model": build["model_name"], "base": base_hw.name, "axes": axes,
-              "mode": MODE, "latency": latency, "jobs": jobs, "seconds": round(seconds, 1), "variants": rows,
-              "distinct_zigzag_inputs": distinct}
+              "mode": MODE, "latency": latency, "jobs": "ray" if ray_address is not None else jobs,
+              "seconds": round(seconds, 1), "variants": rows, "distinct_zigzag_inputs": distinct}
     # The best `top` of the build's VLEN, one per ZigZag accelerator: variants that differ only in
     # energies run the same and would measure the same cycles (the least energy of them stands in).
     same_vlen = sorted(((name, data, zigzag_key(hw)) for name, _, hw, data in found
@@ -558,9 +652,26 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
             seen.add(key)
             chosen.append((name, data))
     if top and chosen:
-        log(f"explore: measuring {len(chosen)} variants under qemu ({', '.join(n for n, _ in chosen)})")
+        # A previous report's figures stand for the same variants when one of them, drawn by the
+        # build's bytes, measures again to the same cycles and energy: a changed build, tool or base
+        # description would move it (a figure depends on the whole executable, docs/design.md).
+        settings_of = {name: tuple(settings) for name, settings, _, _ in found}
+        old = reusable_measurements(reuse, build["model_name"], base_hw.name) if reuse is not None else {}
+        reused = {name: old[settings_of[name]] for name, _ in chosen if settings_of[name] in old}
+        check = [random.Random(sha256_file(build["vmfb"])).choice(sorted(reused))] if reused else []
+        to_measure = [(n, d) for n, d in chosen if n not in reused or n in check]
+        log(f"explore: measuring {len(to_measure)} variants under qemu ({', '.join(n for n, _ in to_measure)})"
+            + (f"; {len(reused) - len(check)} reused from {reuse}" if reused else ""))
         with tempfile.TemporaryDirectory(prefix="explore_measure_") as work:
-            measured = measure(build, chosen, Path(work), jobs)
+            measured = measure(build, to_measure, Path(work), jobs)
+        for name in check:
+            if measured.get(name) != reused[name]:
+                raise ExploreError(f"--reuse-measured {reuse}: {name} ({', '.join(settings_of[name])}) measures "
+                                   f"{measured.get(name)} now, the report says {reused[name]}: measure all again")
+        if reused:
+            result["measured_reused"] = {"from": Path(reuse).name, "variants": len(reused),
+                                         "measured_again_equal": check}
+        measured = {**reused, **measured}
         by_name = {r["variant"]: r for r in rows}
         for name, _ in chosen:
             if name not in measured:
@@ -575,6 +686,8 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
                 "cycles, ZigZag's latency": pairwise(items, "zigzag_cycles", "measured_cycles"),
                 "cycles, ZigZag's traffic on the measurement's terms": pairwise(items, "measured_terms_cycles",
                                                                                "measured_cycles"),
+                "cycles, the vector core's L1 traffic and ZigZag's cache and DRAM traffic on the measurement's "
+                "terms": pairwise(items, "vector_core_cycles", "measured_cycles"),
                 "energy": pairwise(items, "predicted_energy_pj", "measured_energy")}
     else:
         result["not_measured"] = ("none: measure_top is 0" if not top else
@@ -592,13 +705,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measure-top", type=int, default=None, help=f"variants to measure (default: the space's, else {DEFAULT_TOP})")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="pricing processes")
     p.add_argument("--latency", choices=tuple(LATENCIES), default=DEFAULT_LATENCY,
-                   help="what ranks the variants: ZigZag's traffic on the measurement's terms, or ZigZag's own latency")
+                   help="what ranks the variants: the vector core's L1 and ZigZag's cache and DRAM traffic on "
+                        "the measurement's terms, ZigZag's traffic on those terms, or ZigZag's own latency")
+    p.add_argument("--ray-address", metavar="HOST:PORT", default=None,
+                   help="price the variants as tasks on the Ray cluster whose head is here, or `local`: on a Ray "
+                        "instance of this machine's own (choice/ray_engine.py; the measured variants run locally)")
+    p.add_argument("--reuse-measured", type=Path, default=None, metavar="EXPLORE_JSON",
+                   help="a previous report of the same build: its measured variants are reused once one of "
+                        "them, measured again, matches (a re-pricing measures one variant, not all)")
     a = p.parse_args(argv)
     root = Path(os.environ.get("BUILD_WORKING_DIRECTORY", "."))
     space = a.space if a.space.is_absolute() else root / a.space
     out = a.out or Path(f"explore_{a.build}")
     out = out if out.is_absolute() else root / out
-    with OneLineErrors("explore", out, (ExploreError, hwmod.HardwareError)) as cli:
+    with OneLineErrors("explore", out, (ExploreError, hwmod.HardwareError, RayEngineError)) as cli:
         if a.measure_top is not None and a.measure_top < 0:
             raise ExploreError(f"--measure-top {a.measure_top}: expected a whole number >= 0")
         if a.jobs < 1:
@@ -620,8 +740,15 @@ def main(argv: list[str] | None = None) -> int:
         if os.path.lexists(out) and not out.is_dir():  # found only after pricing, as a FileExistsError
             raise ExploreError(f"--out {out}: exists and is not a directory")
         check_outputs({"--out": [out / "explore.json", out / "explore.md", out / "explore.png"]})
+        reuse = None
+        if a.reuse_measured is not None:
+            reuse = a.reuse_measured if a.reuse_measured.is_absolute() else root / a.reuse_measured
+            try:
+                check_input(reuse, "--reuse-measured")
+            except InputError as err:
+                raise ExploreError(str(err)) from None
         result = explore(build, space, a.measure_top, a.jobs,
-                         lambda msg: print(msg, file=sys.stderr, flush=True), a.latency)
+                         lambda msg: print(msg, file=sys.stderr, flush=True), a.latency, reuse, a.ray_address)
         documents = {out / "explore.json": json.dumps(result, indent=1, sort_keys=True) + "\n",
                      out / "explore.md": render(result), out / "explore.png": plot(result)}
         created = not os.path.lexists(out)

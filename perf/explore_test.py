@@ -38,7 +38,7 @@ def test_a_small_space_is_priced_its_best_measured_and_reported(tmp_path: Path):
     rows = result["variants"]
     assert len(rows) == 8
     assert all(r["predicted_cycles"] > 0 and r["predicted_energy_pj"] > 0 for r in rows)
-    assert all(r["predicted_cycles"] == r["measured_terms_cycles"] for r in rows)  # the default latency
+    assert all(r["predicted_cycles"] == r["vector_core_cycles"] for r in rows)  # the default latency
     assert all(r["dispatches_by_zigzag"] + r["dispatches_refused_by_zigzag"] >= 1 for r in rows)
     by = {tuple(r["values"]): r for r in rows}
     # A slower DRAM never makes the model faster; more L1 is more SRAM.
@@ -76,7 +76,7 @@ def test_energy_axes_reprice_without_changing_cycles_and_are_measured_once(tmp_p
     assert sorted(r["values"] for r in measured) == [["65536", "320"], ["8192", "320"]]  # one per accelerator
 
 
-def test_measuring_all_checks_the_oracle_against_bigger_is_better(tmp_path: Path):
+def test_measuring_all_checks_the_oracle_against_bigger_is_better_and_a_report_is_reused(tmp_path: Path, capsys):
     space = _space(tmp_path, "axes:\n  l1.size_bytes: [8192, 65536]\n  dram.read_bytes_per_cycle: [1, 8]\n"
                              "measure_top: all\n")
     code, out = _run(tmp_path, space)
@@ -90,6 +90,27 @@ def test_measuring_all_checks_the_oracle_against_bigger_is_better(tmp_path: Path
         entry = cycles["all"][name]
         assert 0.0 <= entry["accuracy"] <= 1.0 and entry["ci95"][0] <= entry["accuracy"] <= entry["ci95"][1]
     assert "## ZigZag as the oracle" in (out / "explore.md").read_text()
+
+    # Re-priced with the report's measurements: one variant, drawn by the build's bytes, is measured
+    # again and must match; the others are taken as they are.
+    again = tmp_path / "again"
+    code = explore.main(["mlp", str(space), "--index", str(INDEX), "--out", str(again),
+                         "--reuse-measured", str(out / "explore.json")])
+    assert code == 0
+    second = json.loads((again / "explore.json").read_text())
+    assert second["measured_reused"]["variants"] == 4 and len(second["measured_reused"]["measured_again_equal"]) == 1
+    assert [r.get("measured") for r in second["variants"]] == [r.get("measured") for r in result["variants"]]
+    assert second["validation"] == result["validation"]
+
+    # A report whose figures are not what the build measures is refused, and nothing is written.
+    forged = json.loads((out / "explore.json").read_text())
+    for r in forged["variants"]:
+        r["measured"]["memory_aware_cycles"] += 1
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    code = explore.main(["mlp", str(space), "--index", str(INDEX), "--out", str(tmp_path / "third"),
+                         "--reuse-measured", str(tmp_path / "forged.json")])
+    assert code != 0 and not (tmp_path / "third").exists()
+    assert "forged.json: v0000" in capsys.readouterr().err.splitlines()[-1]
 
 
 def test_pairwise_counts_ties_as_half_and_ignores_small_differences():
@@ -208,6 +229,17 @@ def test_pricing_leaves_nothing_in_tmpdir_and_a_file_as_out_is_refused_first(tmp
     monkeypatch.setattr(explore, "write_together", full)
     assert explore.main(["mlp", str(space), "--index", str(INDEX), "--out", str(tmp_path / "new" / "out")]) == 1
     assert "No space left on device" in capsys.readouterr().err and not (tmp_path / "new" / "out").exists()
+
+
+def test_the_allocator_sees_a_share_of_each_cache_and_prices_on_the_whole():
+    from common import hardware as hwmod
+    hw = hwmod.load_hardware(Path(explore.__file__).resolve().parent.parent / "analysis" / "hardware" / "riscv_rvv.yaml")
+    view = explore.allocator_view(hw)
+    for level, seen in zip(hw.memory, view.memory):
+        share = explore.CACHE_CAPACITY_SHARE if level.role in hwmod.CACHE_ROLES else 1
+        assert seen.size_bytes == int(level.size_bytes * share)
+        assert (seen.read_bytes_per_cycle, seen.line_bytes) == (level.read_bytes_per_cycle, level.line_bytes)
+    assert hw.level("l1").size_bytes == 32768  # the description itself is left alone
 
 
 def test_pareto_keeps_exactly_the_undominated():

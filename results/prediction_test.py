@@ -126,7 +126,7 @@ def test_the_oracle_table_reads_every_explorer_report(tmp_path: Path):
     half = {"pairs": 4, "zigzag": entry, "naive": {"accuracy": 1.0, "ci95": [1.0, 1.0]}}
     def variant(l1, measured, predicted):
         return {"settings": [f"l1.size_bytes={l1}"], "measured": {"memory_aware_cycles": measured},
-                "measured_terms_cycles": predicted, "zigzag_cycles": predicted}
+                "measured_terms_cycles": predicted, "zigzag_cycles": predicted, "vector_core_cycles": predicted}
     report = {"validation": {"cycles": {"variants": 24, "all": half, "trade_offs": half, "spearman": 0.5,
                                         "naive_spearman": 0.9}},
               "axes": {"l1.size_bytes": [16384, 65536]},
@@ -136,7 +136,7 @@ def test_the_oracle_table_reads_every_explorer_report(tmp_path: Path):
     text = "\n".join(pr.oracle_lines(tmp_path, {"resnet": "calibration"}))
     assert "| calibration | resnet | cycles | 24 | 4 | 0.75 (0.50-1.00) | 1.00 (1.00-1.00) | 4 |" in text
     # the axis the measurement feels (0.80) and the prediction does not (1.000)
-    assert "| calibration | resnet | l1.size_bytes | 16384 -> 65536 | 0.800 | 1.000 | 1.000 |" in text
+    assert "| calibration | resnet | l1.size_bytes | 16384 -> 65536 | 0.800 | 1.000 | 1.000 | 1.000 |" in text
     (tmp_path / pr.EXPLORE / "resnet" / "explore.json").write_text(json.dumps({"variants": []}))
     with pytest.raises(pr.PredictionError, match="resnet/explore.json: no validation"):
         pr.oracle_lines(tmp_path, {"resnet": "calibration"})
