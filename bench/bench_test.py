@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from bench import core, report, stats, text
+from bench import core, report, text
+from common import stats
 from bench.artifacts import ArtifactError, find
 
 

@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import stats
+from common import stats
 from common.hardware import HardwareError
 from bench.artifacts import PipelineInfo, zoo
 from common.calibration_schema import Calibration, FitQuality, coefficients_for

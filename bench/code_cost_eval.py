@@ -28,7 +28,7 @@ from analysis.cost_model import replaces_default
 from common.hardware import HardwareError, load_hardware
 from bench.calibrate import summed_by_model
 from bench.run_bench import out_path
-from bench.stats import geomean, kendall_tau
+from common.stats import geomean, kendall_tau
 from codegen import compile as cg
 from common.analysis_schema import Analysis
 from common.errors import first_line

@@ -26,7 +26,8 @@ from typing import Callable
 
 import numpy as np
 
-from bench import riscv, stats
+from bench import riscv
+from common import stats
 from common.op_kinds import MAC_KINDS
 from bench.artifacts import Artifacts
 from common.analysis_schema import Analysis

@@ -55,7 +55,7 @@ from bench.calibrate import prepare_dispatches
 from bench.code_cost_eval import DEFAULT, MIN_CANDIDATES, EvalError, forced, load_measurements, mean_text
 from bench.core import balanced_orders, cpu_model, llvm_host_cpu, progress, time_dispatch
 from bench.run_bench import out_path
-from bench.stats import geomean, kendall_tau, summary
+from common.stats import geomean, kendall_tau, summary
 from codegen import compile as cg
 from common.errors import first_line
 from common.calibration_schema import CodeModelCalibration

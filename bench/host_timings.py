@@ -9,7 +9,7 @@ inputs in one process, interleaved in carryover-balanced rounds (bench.core.inte
   stock_iree   //models:<name>_host_directconv (the device flags alone: what plain iree-compile gets)
 Each round's ships / stock_iree ratio is one paired sample; the data keeps every sample, the
 medians with their quartiles, and a distribution-free 95% interval of the median ratio
-(bench.stats.median_ci). Writes docs/data/host_timings.json (relative to the workspace under
+(common.stats.median_ci). Writes docs/data/host_timings.json (relative to the workspace under
 `bazel run`), merged per pipeline so a subset can be re-timed; `bazel run //tools:report`
 renders it. Wall time on this machine under whatever else it runs: interleaving spreads drift and
 load over the variants alike, the intervals say how much is left.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import stats
+from common import stats
 from bench.artifacts import ArtifactError, PipelineInfo, workspace_roots, zoo
 from common.files import sha256_file, write_together
 from common.targets import STOCK_IREE_STRATEGY

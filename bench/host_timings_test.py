@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from bench import host_timings, stats
+from bench import host_timings
+from common import stats
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from bench import stats
+from common import stats
 from common.op_kinds import MAC_KINDS
 from bench.artifacts import ArtifactError, perf_index, workspace_roots, zoo
 from runtime.manifest import shipped_build

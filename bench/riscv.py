@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import stats
+from common import stats
 from common.analysis_schema import Analysis
 from common.perf_schema import PerfReport
 

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from common.hardware import HardwareError, load_hardware
-from bench import stats
+from common import stats
 from common.analysis_schema import Analysis
 from common.codegen_report import load_codegen_report
 from common.errors import first_line

@@ -64,7 +64,7 @@ def e2e_lines(res: dict) -> list[str]:
 
 def zoo_table(results: list[dict]) -> str:
     """One line per model, calibration and held-out apart, with each set's geomean."""
-    from bench import stats
+    from common import stats
 
     lines = []
     for split in ("calibration", "held_out"):

@@ -37,7 +37,7 @@ from common import hardware as hwmod
 from analysis import zigzag_cost
 from analysis.zigzag_pricer import Pricer, nest_from_json
 from bench.run_bench import out_path
-from bench.stats import spearman
+from common.stats import spearman
 from common.errors import NamedError, OneLineErrors
 from common.files import atomic_write, check_outputs, sha256_file
 

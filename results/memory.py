@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from common.op_kinds import MAC_KINDS
-from bench import stats
+from common import stats
 from choice.records import load_record
 
 DATA = Path("docs/data/measured_choices.json")

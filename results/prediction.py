@@ -29,7 +29,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from bench.stats import spearman
+from common.stats import spearman
 from common.files import read_json
 from perf.explore import format_accuracy
 

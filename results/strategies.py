@@ -31,7 +31,7 @@ from common.files import read_json
 import math
 from pathlib import Path
 
-from bench import stats
+from common import stats
 from common.perf_schema import PerfIndexError, load_perf_index
 from common.targets import STOCK_IREE_STRATEGY, TUNED
 from choice.records import RecordError, load_strategy_record
