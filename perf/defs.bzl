@@ -201,7 +201,7 @@ sweep_report = rule(
         "analyses": attr.label_list(mandatory = True, providers = [AnalysisInfo]),
         "compiled": attr.label_list(mandatory = True, providers = [CompiledModuleInfo]),
         "perf": attr.label_list(mandatory = True, providers = [PerfInfo]),
-        "_tool": attr.label(default = "//bench:sweep", executable = True, cfg = "exec"),
+        "_tool": attr.label(default = "//perf:sweep", executable = True, cfg = "exec"),
     },
     doc = """<name>.sweep.{md,json,png}: one model's builds for N accelerator variants side by side
 (models/defs.bzl `hardware_sweep`): each variant's description, measured tile choice, compile

@@ -128,6 +128,10 @@ def load_space(path: Path) -> tuple[dict[str, list], int | None]:
             raise ExploreError(f"{path}: axis {key}: expected a non-empty list of values")
         if len(set(map(str, values))) != len(values):
             raise ExploreError(f"{path}: axis {key}: a value is given twice")
+        linked = str(key).split(LINK)
+        if len(linked) > 1 and not all(isinstance(v, list) and len(v) == len(linked) for v in values):
+            raise ExploreError(f"{path}: axis {key}: a linked axis takes lists of {len(linked)} values, "
+                               f"one per key (e.g. [{', '.join(['...'] * len(linked))}])")
         axes[str(key)] = values
     top = data.get("measure_top")
     if top == "all":
@@ -140,6 +144,24 @@ def load_space(path: Path) -> tuple[dict[str, list], int | None]:
     return axes, top
 
 
+# A linked axis (`l1.size_bytes+l2.size_bytes: [[16384, 540672], ...]`) moves several keys together:
+# variants of equal SRAM budget, or of equal cost, are one axis, not a product.
+LINK = "+"
+
+
+def _settings(key: str, value) -> list[str]:
+    """The `--set` strings of one axis value (several for a linked axis)."""
+    keys = key.split(LINK)
+    values = value if len(keys) > 1 else [value]
+    return [f"{k}={v}" for k, v in zip(keys, values)]
+
+
+def axis_values(axes: dict[str, list], settings: list[str]) -> list[str]:
+    """A variant's value on each axis, a linked axis' values joined by LINK."""
+    given = dict(s.split("=", 1) for s in settings)
+    return [LINK.join(given[k] for k in key.split(LINK)) for key in axes]
+
+
 def variants(base: dict, axes: dict[str, list], where: Path) -> list[tuple[str, list[str], hwmod.Hardware, dict]]:
     """(name, settings, description, its YAML mapping) per combination, validated like any description."""
     out = []
@@ -147,7 +169,7 @@ def variants(base: dict, axes: dict[str, list], where: Path) -> list[tuple[str, 
     with tempfile.TemporaryDirectory(prefix="explore_hw_") as tmp:
         for i, values in enumerate(itertools.product(*(axes[k] for k in keys))):
             name = f"v{i:05d}"
-            settings = [f"{k}={v}" for k, v in zip(keys, values)]
+            settings = [s for k, v in zip(keys, values) for s in _settings(k, v)]
             try:
                 data = hardware_variant.apply(base, name, settings)
             except hardware_variant.VariantError as err:
@@ -632,7 +654,7 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
     seconds = time.monotonic() - start
     for row in priced.values():
         row["predicted_cycles"] = row[LATENCIES[latency]]
-    rows = [{"variant": name, "settings": settings, "values": [s.split("=", 1)[1] for s in settings],
+    rows = [{"variant": name, "settings": settings, "values": axis_values(axes, settings),
              **priced[name]} for name, settings, _, _ in found]
     front = pareto(rows)
     for r in rows:

@@ -242,6 +242,24 @@ def test_the_allocator_sees_a_share_of_each_cache_and_prices_on_the_whole():
     assert hw.level("l1").size_bytes == 32768  # the description itself is left alone
 
 
+def test_a_linked_axis_moves_its_keys_together_and_is_checked(tmp_path: Path, capsys):
+    import yaml
+    space = _space(tmp_path, "axes:\n  l1.size_bytes+l2.size_bytes: [[16384, 540672], [131072, 425984]]\n"
+                             "  dram.read_bytes_per_cycle: [2, 8]\n")
+    axes, _ = explore.load_space(space)
+    base_path = Path(explore.__file__).resolve().parent.parent / "analysis" / "hardware" / "riscv_rvv.yaml"
+    found = explore.variants(yaml.safe_load(base_path.read_text()), axes, space)
+    assert len(found) == 4
+    sizes = {(hw.level("l1").size_bytes, hw.level("l2").size_bytes) for _, _, hw, _ in found}
+    assert sizes == {(16384, 540672), (131072, 425984)}  # equal budgets, never crossed
+    _, settings, _, _ = found[0]
+    assert explore.axis_values(axes, settings) == ["16384+540672", "2"]
+    bad = _space(tmp_path, "axes:\n  l1.size_bytes+l2.size_bytes: [[16384, 540672], 32768]\n")
+    code, out = _run(tmp_path, bad)
+    assert code != 0 and not out.exists()
+    assert "a linked axis takes lists of 2 values" in capsys.readouterr().err
+
+
 def test_pareto_keeps_exactly_the_undominated():
     rows = [{"variant": n, "predicted_cycles": c, "predicted_energy_pj": e, "sram_bytes": s}
             for n, c, e, s in [("a", 1, 5, 5), ("b", 5, 1, 5), ("c", 5, 5, 1), ("d", 5, 5, 5), ("e", 1, 5, 5)]]

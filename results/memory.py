@@ -41,7 +41,7 @@ OUT = Path("docs/results_memory.md")
 # bench.zigzag_traffic's output (ZigZag's bytes per level with and without write-allocate fills,
 # per operand from ZigZag itself), if committed.
 TRAFFIC = Path("docs/data/zigzag_traffic.json")
-# Memory sweeps (hardware_sweep over cache sizes and DRAM bandwidth, bench.sweep's JSON), one
+# Memory sweeps (hardware_sweep over cache sizes and DRAM bandwidth, perf.sweep's JSON), one
 # file per sweep target: models/<name>.sweep.json -> docs/data/<name>.sweep.json.
 SWEEPS = ("transformer_memory_sweep", "resnet_memory_sweep", "mobilenet_v2_memory_sweep")
 DEFAULT = "iree-default"
@@ -116,8 +116,8 @@ def collect_sweeps(root: Path) -> dict[str, dict]:
 
 
 def sweep_lines(sweeps: dict[str, dict]) -> list[str]:
-    """Section 4: each committed memory sweep, as bench.sweep reports it."""
-    from bench import sweep
+    """Section 4: each committed memory sweep, as perf.sweep reports it."""
+    from perf import sweep
 
     lines = ["", "## 4. Sweeps that see memory", "",
              "Each variant of the accelerator (L1, L2 and DRAM bandwidth changed, VLEN 128) gets its own "

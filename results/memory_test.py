@@ -82,7 +82,7 @@ def test_write_allocate_columns():
     assert "| held_out | l1d | 1 | 100% (1.00) | 100% (1.00) | 0% (3.00) | 0% (3.00) |" in lines
 
 
-def test_sweeps_render_as_bench_sweep_reports_them():
+def test_sweeps_render_as_perf_sweep_reports_them():
     row = {"variant": "l1_16k", "vector_bits": 128, "l1_kib": 16, "l2_kib": 256, "dram_bytes_per_cycle": 2,
            "peak_macs_per_cycle": 8, "core_model": "sifive-p670", "predicted_cycles": 1e6,
            "predicted_energy_pj": None, "instructions": 2e6, "model_cycles": 1e6, "memory_aware_cycles": 2e6,

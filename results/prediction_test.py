@@ -5,6 +5,7 @@ results.shipped_prediction's choice rows from a hand-made pair of analyses."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,9 +135,13 @@ def test_the_oracle_table_reads_every_explorer_report(tmp_path: Path):
     (tmp_path / pr.EXPLORE / "resnet").mkdir(parents=True)
     (tmp_path / pr.EXPLORE / "resnet" / "explore.json").write_text(json.dumps(report))
     text = "\n".join(pr.oracle_lines(tmp_path, {"resnet": "calibration"}))
-    assert "| calibration | resnet | cycles | 24 | 4 | 0.75 (0.50-1.00) | 1.00 (1.00-1.00) | 4 |" in text
+    assert "| calibration | resnet | L1 x L2 x DRAM | cycles | 24 | 4 | 0.75 (0.50-1.00) | 1.00 (1.00-1.00) | 4 |" in text
     # the axis the measurement feels (0.80) and the prediction does not (1.000)
-    assert "| calibration | resnet | l1.size_bytes | 16384 -> 65536 | 0.800 | 1.000 | 1.000 | 1.000 |" in text
+    assert "| calibration | resnet | L1 x L2 x DRAM | l1.size_bytes | 16384 -> 65536 | 0.800 | 1.000 | 1.000 | 1.000 |" in text
     (tmp_path / pr.EXPLORE / "resnet" / "explore.json").write_text(json.dumps({"variants": []}))
     with pytest.raises(pr.PredictionError, match="resnet/explore.json: no validation"):
         pr.oracle_lines(tmp_path, {"resnet": "calibration"})
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

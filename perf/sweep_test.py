@@ -1,12 +1,15 @@
-"""bench/sweep.py: ZigZag's own prediction of each variant (its best mapping of each dispatch it
+"""perf/sweep.py: ZigZag's own prediction of each variant (its best mapping of each dispatch it
 maps) is summed with the dispatches' calls, set beside the measured figures of the same
 dispatches, and ranked against them."""
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace as NS
 
-from bench import sweep
+import pytest
+
+from perf import sweep
 
 
 def _run(memory_cycles: int | None, energy: float, calls: int = 2):
@@ -53,3 +56,7 @@ def test_a_sweep_written_before_zigzag_was_ranked_still_renders():
         del result["ranking"][k]
     md = sweep.markdown(result)
     assert "ZigZag's ranking" not in md and "Predicted vs measured ranking" in md
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

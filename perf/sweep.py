@@ -1,6 +1,6 @@
 """Hardware design-space sweep report: one model, N accelerator variants, predicted vs measured.
 
-    python -m bench.sweep --model resnet18 \\
+    python -m perf.sweep --model resnet18 \\
         --variant NAME HARDWARE.yaml ANALYSIS.json COMPILE_REPORT.json PERF.json ... \\
         --out-md S.sweep.md --out-json S.sweep.json --out-png S.sweep.png
 
@@ -244,7 +244,7 @@ def plot(result: dict) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.sweep", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m perf.sweep", description=__doc__.split("\n")[0])
     p.add_argument("--model", required=True)
     p.add_argument("--variant", nargs=5, action="append", required=True,
                    metavar=("NAME", "HARDWARE", "ANALYSIS", "COMPILE_REPORT", "PERF"))
