@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from analysis import zigzag_cost
+from analysis.cost_model import element_bytes
 from analysis.dispatches import LoopNest
 from common import hardware as hwmod
 
@@ -117,13 +118,6 @@ def latency_on_measured_terms(result: dict, hw: "hwmod.Hardware", macs: int) -> 
     return max(macs / hw.macs_per_cycle + stall, max(transfer))
 
 
-def _element_bytes(element_type: str) -> int:
-    digits = "".join(ch for ch in element_type if ch.isdigit())
-    if not digits:
-        raise ValueError(f"element type {element_type!r} has no bit width")
-    return max(1, int(digits) // 8)
-
-
 def vector_core_l1_bytes(nest: LoopNest, tiles: dict[str, list[int]]) -> tuple[int, int]:
     """Bytes the vector core loads from L1 and stores to it running `tiles` as IREE's CPU codegen
     lowers them (codegen.configs.map_levels): the register tile is one step of the innermost loops
@@ -157,7 +151,7 @@ def vector_core_l1_bytes(nest: LoopNest, tiles: dict[str, list[int]]) -> tuple[i
                 n *= reg[expr[0][0]]
             elif expr:  # a window (`oh * s + kh`): the span it covers, at most one per index pair
                 n *= min(sum(c * (reg[d] - 1) for d, c in expr) + 1, math.prod(reg[d] for d, _ in expr))
-        return n * _element_bytes(nest.operands[i][2])
+        return n * element_bytes(nest.operands[i][2])
 
     read = written = 0
     for i, (role, _, _, _) in enumerate(nest.operands):

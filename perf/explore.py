@@ -56,15 +56,16 @@ import tempfile
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import yaml
 from tqdm import tqdm
 
 from analysis import hardware_variant, zigzag_cost
-from choice.ray_engine import RayEngineError
 from analysis.zigzag_pricer import (Pricer, latency_on_measured_terms, nest_from_json, on_vector_core,
                                      vector_core_l1_bytes)
+from choice.ray_engine import RayEngineError
 from common import hardware as hwmod
 from common.dispatch_layout import load_layout
 from common.errors import NamedError, OneLineErrors
@@ -156,6 +157,11 @@ def _settings(key: str, value) -> list[str]:
     return [f"{k}={v}" for k, v in zip(keys, values)]
 
 
+def axis_value(value) -> str:
+    """One value of an axis as a row's `values` shows it (a linked axis' values joined by LINK)."""
+    return LINK.join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def axis_values(axes: dict[str, list], settings: list[str]) -> list[str]:
     """A variant's value on each axis, a linked axis' values joined by LINK."""
     given = dict(s.split("=", 1) for s in settings)
@@ -195,7 +201,7 @@ def dispatch_specs(analysis: dict, layout_path: Path) -> list[DispatchSpec]:
             continue
         read = sum(s.nbytes for s in d.subspans if s.access in ("readonly", "readwrite"))
         write = sum(s.nbytes for s in d.subspans if s.access in ("writeonly", "readwrite"))
-        zz = None
+        zz = l1_bytes = None
         disp = by_name.get(name)
         if disp is not None:
             chosen = next((c for c in disp.get("candidates", []) if c["name"] == disp.get("chosen")), {})
@@ -205,12 +211,12 @@ def dispatch_specs(analysis: dict, layout_path: Path) -> list[DispatchSpec]:
                 layer = zigzag_cost.to_layer(disp["kind"], nest, max_searched_loops=None)
                 l1_bytes = vector_core_l1_bytes(nest, tiles) if tiles else None
             except (zigzag_cost.NotExpressible, ValueError):
-                layer = None
+                layer = l1_bytes = None
             if layer is not None and tiles:
                 n = len(nest.loops)
                 zz = (disp["signature"], layer, n, [k for _, _, k in nest.loops], tiles, list(range(n)))
         specs.append(DispatchSpec(name, d.kind or "unknown", d.calls, d.macs, d.mac_element_bits, read, write, zz,
-                                  l1_bytes if zz is not None else None))
+                                  l1_bytes))
     return specs
 
 
@@ -250,6 +256,21 @@ def _use_work_root(root: str | Path) -> None:
     _WORK.clear()
 
 
+@contextlib.contextmanager
+def _scratch_pricing() -> Iterator[None]:
+    """This process prices in a scratch directory of its own, removed with every ZigZag input and
+    cached result when the block ends (the serial explorer; a Ray task, whose worker process outlives
+    it and runs no atexit)."""
+    with tempfile.TemporaryDirectory(prefix="explore_zz_") as work:
+        _use_work_root(work)
+        try:
+            yield
+        finally:
+            _WORK_ROOT.clear()
+            _PRICERS.clear()
+            _WORK.clear()
+
+
 def zigzag_key(hw: hwmod.Hardware) -> str:
     """The description without what cannot change a ZigZag result (names, energies)."""
     data = json.loads(hw.model_dump_json())
@@ -274,12 +295,10 @@ CACHE_CAPACITY_SHARE = 0.5
 
 def allocator_view(hw: hwmod.Hardware) -> hwmod.Hardware:
     """`hw` with each cache's capacity the share ZigZag's allocator may fill (CACHE_CAPACITY_SHARE)."""
-    view = hw.model_copy(deep=True)
-    for level in view.memory:
-        if level.role in hwmod.CACHE_ROLES:
-            # a plain attribute write: a half-size cache need not have a power-of-two set count
-            object.__setattr__(level, "size_bytes", int(level.size_bytes * CACHE_CAPACITY_SHARE))
-    return view
+    # model_copy(update=...) does not validate: a share of a cache need not be a whole number of sets
+    return hw.model_copy(update={"memory": [
+        m.model_copy(update={"size_bytes": int(m.size_bytes * CACHE_CAPACITY_SHARE)})
+        if m.role in hwmod.CACHE_ROLES else m for m in hw.memory]})
 
 
 def _pricer(hw: hwmod.Hardware) -> Pricer:
@@ -337,19 +356,12 @@ def _price_job(args: tuple) -> tuple[str, dict]:
 
 
 def _price_group(jobs: list[tuple]) -> list[tuple[str, dict]]:
-    """Variants sharing one ZigZag accelerator, priced in a scratch directory of the task's own,
-    removed when it ends: a Ray task's worker process outlives the task and runs no atexit."""
-    with tempfile.TemporaryDirectory(prefix="explore_zz_") as work:
-        _use_work_root(work)
-        try:
-            return [_price_job(job) for job in jobs]
-        finally:
-            _WORK_ROOT.clear()
-            _PRICERS.clear()
-            _WORK.clear()
+    """Variants sharing one ZigZag accelerator (a Ray task), priced in a scratch directory of its own."""
+    with _scratch_pricing():
+        return [_price_job(job) for job in jobs]
 
 
-def price_on_ray(address: str, build: dict, jobs_args: list[tuple], log) -> dict[str, dict]:
+def price_on_ray(address: str, build: dict, groups: list[list[tuple]], log) -> dict[str, dict]:
     """Every variant priced as Ray tasks on the cluster at `address` (`local`: one of this machine's
     own), one task per ZigZag accelerator. The cluster is joined as choice.tune joins it
     (choice.ray_engine.connect: every node's toolchain and Python environment must be the driver's,
@@ -364,8 +376,6 @@ def price_on_ray(address: str, build: dict, jobs_args: list[tuple], log) -> dict
     executor = ray_engine.connect(address, llvm, Path(build["qemu"]), Path(build["plugin"]), Path(build["runner"]))
     priced: dict[str, dict] = {}
     try:
-        key_of = {name: zigzag_key(hwmod.Hardware.model_validate_json(hw_json)) for name, hw_json, _ in jobs_args}
-        groups = [list(g) for _, g in itertools.groupby(jobs_args, key=lambda job: key_of[job[0]])]
         log(f"explore: {len(groups)} Ray tasks, one per ZigZag accelerator")
         futures = [executor.submit(_price_group, group) for group in groups]
         for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="pricing on Ray",
@@ -628,23 +638,20 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
     start = time.monotonic()
     priced: dict[str, dict] = {}
     # Consecutive jobs sharing ZigZag's inputs go to one worker in one chunk (its runs are reused).
-    found_sorted = sorted(found, key=lambda f: (zigzag_key(f[2]), f[0]))
+    key_of = {name: zigzag_key(hw) for name, _, hw, _ in found}  # the ZigZag accelerator each prices on
+    found_sorted = sorted(found, key=lambda f: (key_of[f[0]], f[0]))
     jobs_args = [(name, hw.model_dump_json(), specs) for name, _, hw, _ in found_sorted]
-    distinct = len({zigzag_key(hw) for _, _, hw, _ in found})
-    with tempfile.TemporaryDirectory(prefix="explore_zz_") as work_root:
-        if ray_address is not None:
-            priced = price_on_ray(ray_address, build, jobs_args, log)
-        elif jobs <= 1:
-            _use_work_root(work_root)
-            try:
-                for job in tqdm(jobs_args, desc="pricing", unit="variant", disable=None):
-                    name, row = _price_job(job)
-                    priced[name] = row
-            finally:
-                _WORK_ROOT.clear()
-                _PRICERS.clear()
-                _WORK.clear()
-        else:
+    distinct = len(set(key_of.values()))
+    if ray_address is not None:
+        groups = [list(g) for _, g in itertools.groupby(jobs_args, key=lambda job: key_of[job[0]])]
+        priced = price_on_ray(ray_address, build, groups, log)
+    elif jobs <= 1:
+        with _scratch_pricing():
+            for job in tqdm(jobs_args, desc="pricing", unit="variant", disable=None):
+                name, row = _price_job(job)
+                priced[name] = row
+    else:
+        with tempfile.TemporaryDirectory(prefix="explore_zz_") as work_root:
             chunk = max(1, math.ceil(len(jobs_args) / (jobs * 8)))
             with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, initializer=_use_work_root,
                                                         initargs=(work_root,)) as pool:
@@ -664,7 +671,7 @@ def explore(build: dict, space: Path, top: int | None, jobs: int, log, latency: 
               "seconds": round(seconds, 1), "variants": rows, "distinct_zigzag_inputs": distinct}
     # The best `top` of the build's VLEN, one per ZigZag accelerator: variants that differ only in
     # energies run the same and would measure the same cycles (the least energy of them stands in).
-    same_vlen = sorted(((name, data, zigzag_key(hw)) for name, _, hw, data in found
+    same_vlen = sorted(((name, data, key_of[name]) for name, _, hw, data in found
                         if hw.compute.vector_bits == base_hw.compute.vector_bits),
                        key=lambda x: (priced[x[0]]["predicted_cycles"], priced[x[0]]["predicted_energy_pj"], x[0]))
     seen: set[str] = set()

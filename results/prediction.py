@@ -31,7 +31,7 @@ from pathlib import Path
 
 from common.stats import spearman
 from common.files import read_json
-from perf.explore import axis_values, format_accuracy
+from perf.explore import axis_value, axis_values, format_accuracy
 
 OUT = Path("docs/results_prediction.md")
 DATA = Path("docs/data/shipped_prediction.json")
@@ -293,7 +293,8 @@ ORACLE_MISSES = (
     "corrections were chosen: no choice saw it). The misses: ResNet-18 on cycles, 0.89 on the first space "
     "(target 0.9; the naive order's 0.88 lies in its interval) and 0.81 on equal SRAM (0.72 on its "
     "trade-offs); energy on MobileNetV2 (0.91 on the first space, below the naive order's 0.96; 0.89 on "
-    "equal SRAM), keras_mobilenet (0.85 on both) and ResNet-18's equal SRAM (0.82). What is left: the prediction overstates DRAM bandwidth (2 -> 8 B/cycle: 0.90 "
+    "equal SRAM), keras_mobilenet (0.85 on both) and ResNet-18's equal SRAM (0.82). What is left: the "
+    "prediction overstates DRAM bandwidth (2 -> 8 B/cycle: 0.90 "
     "predicted and 0.97 measured on ResNet-18, 0.55 and 0.92 on keras_mobilenet). Its core's cycles are the "
     "MACs at the FMA peak, where the calibration models' compute-bound contractions measure 1.8x their bound "
     "(geomean), so DRAM is the busiest term more often than in the measurement; one factor on the core's "
@@ -350,11 +351,10 @@ def oracle_lines(root: Path, splits: dict[str, str]) -> list[str]:
     for split, pipeline, label, data in ordered:
         # Each measured variant's value per axis, by the axis' keys (the report's `axes` are sorted by
         # name, its `values` follow the space file's order).
-        measured = [({axis: axis_values({axis: None}, r["settings"])[0] for axis in data["axes"]}, r)
+        measured = [(dict(zip(data["axes"], axis_values(data["axes"], r["settings"]))), r)
                     for r in data["variants"] if r.get("measured")]
         for axis, values in data["axes"].items():
-            show = lambda v: "+".join(map(str, v)) if isinstance(v, list) else str(v)  # a linked axis' values
-            lo, hi = show(values[0]), show(values[-1])
+            lo, hi = axis_value(values[0]), axis_value(values[-1])
 
             def effect(field) -> float:
                 # each variant at the axis' first value against its twin at the last
