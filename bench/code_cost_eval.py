@@ -22,6 +22,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from analysis.cost_model import replaces_default
@@ -35,7 +36,7 @@ from common.errors import first_line
 from common.files import atomic_write
 from common.targets import TargetError, load_target
 from perf import mca
-from perf.code_model.cost import module_call_cycles
+from choice.rounds import module_call_cycles
 from perf.code_model.errors import CodeCostError
 
 DEFAULT = "iree-default"
@@ -99,7 +100,12 @@ def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], targ
                  work: Path) -> tuple[dict[str, float], set[str]]:
     """(dispatch -> static model cycles (all workgroups) of the round's candidates, the
     dispatches costed on llc-19's code because IREE's loops did not line up)."""
-    costed = module_call_cycles(module, forced(analysis, assign), target, core, work)
+    # Compiled as choice.tune's code-model rounds compile one: from files.
+    work.mkdir(parents=True, exist_ok=True)
+    analysis_file, target_file = work / "forced.analysis.json", work / "target.yaml"
+    analysis_file.write_text(forced(analysis, assign).model_dump_json(indent=1))
+    target_file.write_text(yaml.safe_dump(target.model_dump(mode="json"), sort_keys=False))
+    costed = module_call_cycles(module, analysis_file, target_file, core, work)
     per_call, llc_code = costed.cycles, costed.llc_code
     for name, why in costed.errors.items():
         if name in assign:

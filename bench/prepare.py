@@ -56,7 +56,8 @@ def call_counts(cfg_text: str) -> dict[str, int]:
 
 
 def prepare_variant(module: Path, analysis: Path | None, target: Path, work: Path, jobs: int) -> dict:
-    from codegen.compile import run_iree, tuned_sources
+    from codegen.compile import tuned_sources
+    from common.iree_tools import iree_compile as run_iree
 
     ts = tuned_sources(module, analysis, target, work)
     run_iree([ts.path.name, *ts.flags, "--compile-from=executable-sources",

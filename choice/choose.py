@@ -47,6 +47,7 @@ import sys
 from typing import Callable, NamedTuple
 from pathlib import Path
 
+from codegen.compile import Build, CompileOptions
 from common.errors import OneLineErrors, first_line
 from common.files import check_outputs, sha256_file, write_together
 from common.perf_schema import PerfReport
@@ -137,7 +138,8 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
     from codegen.compile import TARGETS_IR, CompileError
     from common.core_models import CoreModelError, core_model
     from common.targets import TargetError, load_target
-    from perf.code_model.cost import code_call_cycles, module_call_cycles
+    from choice.rounds import module_call_cycles  # compiles a build no action made
+    from perf.code_model.cost import code_call_cycles
     from perf.code_model.errors import CodeCostError, MissingCode
     from perf.code_model.machine import isa_of
 
@@ -169,7 +171,7 @@ def choose_by_code(candidates: list[tuple[str, Path, Path | None]], module: Path
             if built is not None:
                 costed = code_call_cycles(built / TARGETS_IR, built, target, core.name, work / strategy)
             else:
-                costed = module_call_cycles(module, analysis, target, core.name, work / strategy)
+                costed = module_call_cycles(module, analysis, Path(target_path), core.name, work / strategy)
         except MissingCode as err:
             raise ChoiceError(f"{strategy}: {first_line(err)}") from None
         except (CompileError, CodeCostError) as err:
@@ -254,17 +256,6 @@ class Measured(NamedTuple):
     energy_pj: float
 
 
-class Build(NamedTuple):
-    """One compiled build as `confirm_by_measurement` measures it: the vmfb a compile action wrote
-    (a Bazel candidate, or one this tool compiled for a stale record), its compile report and
-    the layout that compile read from its own IR (codegen.compile --out-layout)."""
-    target: Path
-    analysis: Path | None
-    vmfb: Path
-    report: Path
-    layout: Path
-
-
 class Measure:
     """How `confirm_by_measurement` runs a build: perf.measure of its own vmfb on the module's own
     accelerator. Nothing is compiled here: the bytes measured are the bytes a compile action
@@ -276,8 +267,9 @@ class Measure:
         self.model_name, self.qemu = model_name, qemu
 
     def __call__(self, build: Build) -> Measured:
-        """Memory-aware cycles and energy of one call of `build` on the description's core model and
-        caches, of exactly the executables its compile report records."""
+        """Memory-aware cycles and energy of one call of `build` (a compile action's files, or one
+        this tool compiled for a stale record, with its layout) on the description's core model
+        and caches, of exactly the executables its compile report records."""
         from common.codegen_report import ReportError, check_layout, load_codegen_report
         from perf.measure import MEASURE_ERRORS, measure
 
@@ -285,7 +277,7 @@ class Measure:
             compiled = load_codegen_report(build.report)
             check_layout(compiled, build.report, build.layout)
             shipped = compiled.executables_sha256
-            report = measure(self.module, build.target, build.analysis, [self.hardware], self.runner, self.plugin,
+            report = measure(self.module, build.options.target, build.options.analysis, [self.hardware], self.runner, self.plugin,
                              self.model_name, shipped=shipped, qemu=self.qemu, vmfb=build.vmfb, layout=build.layout)
         except ReportError as err:
             raise ChoiceError(first_line(err)) from None
@@ -351,21 +343,21 @@ def confirm_by_measurement(chosen: str, record: dict, builds: dict[str, Build], 
 
 
 def _compile_build(module: Path, strategy: str, target: Path, analysis: Path | None, out: Path,
-                   layout: bool) -> tuple[Path, Path, Path | None]:
-    """(vmfb, report, layout or None) of `strategy`'s build compiled into the new directory `out`,
-    as `codegen.compile --out-code --record-failure [--out-layout]` would write them."""
+                   layout: bool) -> Build:
+    """`strategy`'s build compiled into the new directory `out`, with its code (and layout), as
+    `codegen.compile --out-code --record-failure [--out-layout]` would write it."""
     from codegen.compile import CompileError, compile_module, write_failure_record
 
     out.mkdir(parents=True)
-    vmfb, configs, report, code, layout_json = (out / "build.vmfb", out / "build.configs.mlir", out / "build.report.json",
-                                                out / "build.code", out / "build.layout.json" if layout else None)
+    options = CompileOptions(target, analysis, layout=layout, code=True)
     try:
-        compile_module(module, target, analysis, vmfb, configs, report, None, False, None, code, layout_json)
+        return compile_module(module, options, out)
     except CompileError as err:
         if not err.diagnostics:  # only IREE's own refusals leave a candidate out
             raise ChoiceError(f"{strategy}: {first_line(err)}") from None
-        write_failure_record(err, module, target, vmfb, configs, report, None, code, analysis, layout_json)
-    return vmfb, report, layout_json
+        build = Build.in_directory(out, options)
+        write_failure_record(err, module, build)
+        return build
 
 
 def _compile_missing(module: Path, by_strategy: dict[str, list[Path | None]], work: Path,
@@ -375,10 +367,11 @@ def _compile_missing(module: Path, by_strategy: dict[str, list[Path | None]], wo
     `layouts` (--confirm), also its layout there."""
     for strategy, files in by_strategy.items():
         if files[0] is None:
-            files[0], files[1], layout = _compile_build(module, strategy, files[2], files[3],
-                                                        work / "builds" / strategy, layouts is not None)
+            build = _compile_build(module, strategy, files[2], files[3], work / "builds" / strategy,
+                                   layouts is not None)
+            files[0], files[1] = build.vmfb, build.report
             if layouts is not None:
-                layouts[strategy] = layout
+                layouts[strategy] = build.layout
 
 
 def _replay(record_path: Path, key, by_strategy: dict[str, list[Path | None]]) -> tuple[dict | None, str]:
@@ -580,12 +573,14 @@ def main(argv: list[str] | None = None) -> int:
                                 vmfb, report, layout = a.default_build
                             else:  # a stale record's: the one build no candidate action made
                                 # Beside the candidates' builds/<strategy>, never one of them.
-                                vmfb, report, layout = _compile_build(a.module, DEFAULT_STRATEGY, by_strategy[baseline][2],
-                                                                      None, Path(tmp) / "default" / DEFAULT_STRATEGY, True)
-                            return Build(by_strategy[baseline][2], None, vmfb, report, layout)
+                                return _compile_build(a.module, DEFAULT_STRATEGY, by_strategy[baseline][2],
+                                                      None, Path(tmp) / "default" / DEFAULT_STRATEGY, True)
+                            return Build(CompileOptions(by_strategy[baseline][2], None, layout=True), vmfb, report,
+                                         layout=layout)
 
                         chosen = confirm_by_measurement(
-                            chosen, record, {s: Build(files[2], files[3], files[0], files[1], layouts[s])
+                            chosen, record, {s: Build(CompileOptions(files[2], files[3], layout=True), files[0],
+                                                      files[1], layout=layouts[s])
                                              for s, files in by_strategy.items()}, default,
                             Measure(a.module, Path(hw), Path(runner), Path(plugin), model_name, a.qemu))
             vmfb, report, _, _ = by_strategy[chosen]

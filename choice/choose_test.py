@@ -16,7 +16,9 @@ import yaml
 from common.perf_schema import CLASS_NAMES, CoreRun, DispatchPerf, PerfReport
 from perf import mca
 from perf.code_model import cost, errors
-from choice.choose import Build, ChoiceError, Measured, choose, choose_by_code, confirm_by_measurement
+from choice import rounds
+from choice.choose import ChoiceError, Measured, choose, choose_by_code, confirm_by_measurement
+from codegen.compile import Build, CompileOptions
 
 # Runfiles (args of the Bazel test): the host description, the host target and its
 # microkernel variant, a riscv target, the matmul module, @llvm19's llvm-mca (its directory is
@@ -115,7 +117,7 @@ def _fake_costs(monkeypatch, per_strategy: dict):
         if isinstance(figure, str):
             return cost.CallCycles({}, set(), errors={"main_dispatch_1": figure})
         return cost.CallCycles({"main_dispatch_0": figure / 2}, set(), calls={"main_dispatch_0": 2})
-    monkeypatch.setattr(cost, "module_call_cycles", fake)
+    monkeypatch.setattr(rounds, "module_call_cycles", fake)
 
 
 def test_code_choice_leaves_out_what_it_cannot_cost(monkeypatch, tmp_path):
@@ -152,7 +154,7 @@ def test_code_choice_leaves_out_a_module_the_code_model_cannot_read(monkeypatch,
         if work.name == "tuned":
             raise errors.CodeCostError("opt cannot read IREE's IR: expected value token")
         return cost.CallCycles({"main_dispatch_0": 5.0}, set(), calls={"main_dispatch_0": 1})
-    monkeypatch.setattr(cost, "module_call_cycles", unreadable)
+    monkeypatch.setattr(rounds, "module_call_cycles", unreadable)
     chosen, record = choose_by_code([("tuned", HOST_TARGET, None), ("ukernels", HOST_TARGET, None)],
                                     MATMUL, HOST_HW, tmp_path)
     assert chosen == "tuned" and "expected value token" in record["excluded"]["tuned"]
@@ -188,13 +190,11 @@ def test_code_choice_on_real_code(tmp_path):
 
     # The builds' own code (`codegen.compile --out-code`, what `iree_compile(code = True)` gives
     # the rule) costs the same, and asking for it leaves the product's bytes as they were.
-    from codegen.compile import compile_module
-
     code = {}
     for strategy, target in (("codegen", HOST_TARGET), ("ukernels", HOST_UKERNELS)):
         out = tmp_path / strategy
-        compile_module(MATMUL, target, None, out / "a.vmfb", out / "a.mlir", out / "a.json")
-        compile_module(MATMUL, target, None, out / "b.vmfb", out / "b.mlir", out / "b.json", out_code=out / "code")
+        _compile_named(target, out, "a")
+        _compile_named(target, out, "b", code=True)
         assert (out / "a.vmfb").read_bytes() == (out / "b.vmfb").read_bytes()
         code[strategy] = out / "code"
     built = choose_by_code([("codegen", HOST_TARGET, None), ("ukernels", HOST_UKERNELS, None)],
@@ -205,9 +205,20 @@ def test_code_choice_on_real_code(tmp_path):
         choose_by_code([("ukernels", HOST_UKERNELS, None)], MATMUL, HOST_HW, tmp_path / "gone", code)
 
 
+def _compile_named(target: Path, out: Path, name: str, code: bool = False, layout: bool = False) -> Build:
+    """MATMUL compiled by codegen for `target`, IREE's tiles, as out/<name>.vmfb, .json, .mlir (and
+    <name>.layout.json, code/): the files a compile action of the pipeline writes."""
+    from codegen.compile import compile_module
+
+    options = CompileOptions(Path(target), None, layout=layout, code=code)
+    build = Build(options, out / f"{name}.vmfb", out / f"{name}.json", out / f"{name}.mlir",
+                  layout=out / f"{name}.layout.json" if layout else None, code=out / "code" if code else None)
+    return compile_module(MATMUL, options, build)
+
+
 def _build(strategy: str, target: str, analysis: str | None) -> Build:
-    return Build(Path(target), Path(analysis) if analysis else None, Path(f"{strategy}.vmfb"),
-                 Path(f"{strategy}.report.json"), Path(f"{strategy}.layout.json"))
+    return Build(CompileOptions(Path(target), Path(analysis) if analysis else None, layout=True),
+                 Path(f"{strategy}.vmfb"), Path(f"{strategy}.report.json"), layout=Path(f"{strategy}.layout.json"))
 
 
 _BUILDS = {"tuned": _build("tuned", "t.yaml", "a.json"), "ukernels": _build("ukernels", "t_uk.yaml", None)}
@@ -325,12 +336,10 @@ def _choose_cli(tmp_path, out, *candidates, extra=()):
 
 
 def test_a_strategy_record_replays_only_when_its_key_is_the_trees(tmp_path, capsys):
-    from codegen.compile import compile_module
-
     builds = {}
     for strategy, target in (("codegen", HOST_TARGET), ("ukernels", HOST_UKERNELS)):
         out = tmp_path / strategy
-        compile_module(MATMUL, target, None, out / "b.vmfb", out / "b.mlir", out / "b.json")
+        _compile_named(target, out, "b")
         builds[strategy] = (strategy, out / "b.vmfb", out / "b.json", target, "none")
     assert _choose_cli(tmp_path, tmp_path / "measured", builds["codegen"], builds["ukernels"]) == 0
     record = tmp_path / "measured" / "record.json"
@@ -429,14 +438,13 @@ def test_confirm_measures_the_candidates_own_builds_and_compiles_nothing(tmp_pat
         target.write_text(yaml.safe_dump(derived.model_dump(mode="json"), sort_keys=False))
         targets[strategy] = target
         out = tmp_path / strategy
-        codegen.compile.compile_module(MATMUL, target, None, out / "b.vmfb", out / "b.mlir", out / "b.json",
-                                       out_layout=out / "b.layout.json")
+        _compile_named(target, out, "b", layout=True)
         builds[strategy] = out
     compiles, measured = [], []
     real_compile = codegen.compile.compile_module
     monkeypatch.setattr(codegen.compile, "compile_module",
-                        lambda module, target, *rest, **kw: compiles.append(Path(target).name)
-                        or real_compile(module, target, *rest, **kw))
+                        lambda module, options, out: compiles.append(Path(options.target).name)
+                        or real_compile(module, options, out))
     cycles = {"channelslast": 100, "datatiling": 80, "codegen": 120}
 
     def fake_measure(module, target, analysis, hardware, runner, plugin, model_name, *, shipped, qemu, vmfb, layout):

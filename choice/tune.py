@@ -68,7 +68,7 @@ from choice import records
 from perf.measure import MEASURE_ERRORS
 # What measures and prices a round (compiles it with codegen, runs it with perf): choice
 # decides from what they return and compiles or runs nothing itself.
-from perf.rounds import CODE_ROUND_ERRORS, CodeCostRound, MeasureRound, Measured
+from choice.rounds import CODE_ROUND_ERRORS, CodeCostRound, MeasureRound, Measured
 from perf.run_cache import RunCache
 
 DEFAULT = "iree-default"

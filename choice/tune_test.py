@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from common.analysis_schema import Analysis
 from perf.measure import PerfError
-from perf.rounds import Measured
+from choice.rounds import Measured
 from codegen.compile import CompileError
 from perf.code_model.cost import CallCycles
 from perf.code_model.errors import CodeCostError

@@ -11,7 +11,11 @@ Route (reaches every dispatch, convolutions included):
      (measured with IREE 3.13: no dump at all), so it could not prove anything.
   4. check every applied config landed exactly; fail otherwise.
 
-Without --analysis the module is compiled untuned (IREE defaults, same target flags).
+Without --analysis the module is compiled with IREE's own tiles (the same target flags).
+
+The one entry point: `compile_module(module, CompileOptions, out) -> Build`. The CLI below,
+choice's candidates, perf's rounds, the dispatch tests' references and check_dispatches all
+compile through it; a failure is common.iree_tools.CompileError, keeping IREE's diagnostics.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from common.analysis_schema import Analysis
 from common.codegen_report import CodegenReport
 from common.errors import OneLineErrors, first_line, validation_error_where
 from common.files import InputError, check_input, check_new_directory, check_outputs, read_json_text, sha256_file, write_together
-from common.iree_tools import IreeCompileError, IreeResult, executable_configurations, iree_compile
+from common.iree_tools import CompileError, IreeCompileError, executable_configurations, iree_compile
 from common.module_rewrites import RewriteError
 from common.targets import IreeTarget, TargetError, load_target
 from common.scratch import scratch_directory
@@ -41,21 +45,6 @@ TARGETS_IR = "targets.mlir"  # run_codegen(targets_ir=True): the executable-targ
 CODE_LLVM_IR = ".optimized.ll"  # run_codegen(intermediates=True): per executable, beside its .s
 # Written by iree-compile into the work directory when a pass fails (kept by --keep-temps).
 REPRODUCER = "reproducer.mlir"
-
-
-class CompileError(RuntimeError):
-    """One-line, user-facing failure; `diagnostics` keeps IREE's full output when it failed."""
-
-    def __init__(self, message: str, diagnostics: str | None = None):
-        super().__init__(message)
-        self.diagnostics = diagnostics
-
-
-def run_iree(args: list[str], what: str, cwd: Path | None = None) -> IreeResult:
-    try:
-        return iree_compile(args, what, cwd)
-    except IreeCompileError as err:
-        raise CompileError(str(err), err.diagnostics) from None
 
 
 def load_analysis(path: Path) -> Analysis:
@@ -291,13 +280,13 @@ def run_codegen(tuned: TunedSources, targets_ir: bool = False, intermediates: bo
     if intermediates:
         emitted += ["--iree-hal-dump-executable-intermediates-to=inter"]
     if not targets_ir:
-        run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources", *configured, *emitted,
+        iree_compile([tuned.path.name, *tuned.flags, "--compile-from=executable-sources", *configured, *emitted,
                   "-o", "out.vmfb"], "codegen", cwd=workdir)
         return workdir / "dump"
-    run_iree([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
+    iree_compile([tuned.path.name, *tuned.flags, "--compile-from=executable-sources",
               "--compile-to=executable-targets", "--mlir-print-debuginfo", *configured, "-o", TARGETS_IR],
              "codegen", cwd=workdir)
-    run_iree([TARGETS_IR, *tuned.flags, "--compile-from=executable-targets", *emitted, "-o", "out.vmfb"],
+    iree_compile([TARGETS_IR, *tuned.flags, "--compile-from=executable-targets", *emitted, "-o", "out.vmfb"],
              "codegen", cwd=workdir)
     return workdir / "dump"
 
@@ -330,30 +319,77 @@ def dumped_configs_text(dump_dir: Path, ctx=None) -> str:
                      for p in sorted(Path(dump_dir).glob("*.mlir")))
 
 
-def compile_module(module: Path, target_path: Path, analysis_path: Path | None, out_vmfb: Path,
-                   out_configs: Path, out_report: Path, out_binaries: Path | None = None,
-                   allow_untuned_dispatches: bool = False, keep_temps: Path | None = None,
-                   out_code: Path | None = None, out_layout: Path | None = None) -> dict:
-    """The whole annotated compile; writes vmfb, configs, report (and binaries) all or nothing.
+@dataclasses.dataclass(frozen=True)
+class CompileOptions:
+    """What one annotated compile is asked for: the target (and strategy) it compiles for, the
+    analysis whose tiles are written in, and the outputs besides the vmfb, configs and report
+    (opt-in, as tfcompile's tf_library: what is not asked for is not made)."""
 
-    `keep_temps`: on failure, the work directory (IREE's configurations, the rewritten IR, the
-    reproducer of a failing pass) and IREE's full diagnostics are kept there, and the error
+    target: Path  # common/targets/<name>.yaml, or a strategy's derived target file
+    analysis: Path | None = None  # analysis.json; None: IREE's own tiles (the `codegen` build)
+    layout: bool = False  # the dispatch layout read from this compile (perf and the dispatch tests run by it)
+    code: bool = False  # the executable-targets IR and IREE's LLVM IR and assembly (what the code model prices)
+    binaries: bool = False  # the executables the vmfb embeds, one file each
+    # Keep IREE's default for a dispatch the analysis does not cover (recorded) instead of failing.
+    allow_untuned_dispatches: bool = False
+    # On failure, the work directory and IREE's full diagnostics are kept here (new or empty).
+    keep_temps: Path | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """One compile's files: what perf, choice, runtime and the dispatch tests are handed. A path
+    is None for an output its options did not ask for. A build IREE refused
+    (`write_failure_record`) has a report saying why and an empty vmfb: read the report first."""
+
+    options: CompileOptions
+    vmfb: Path
+    report: Path
+    configs: Path | None = None  # the configurations codegen used; a build handed to a later stage may omit it
+    layout: Path | None = None
+    code: Path | None = None  # a directory: TARGETS_IR, <executable>.optimized.ll and .s
+    binaries: Path | None = None  # a directory: the embedded executables
+
+    @classmethod
+    def in_directory(cls, directory: Path, options: CompileOptions) -> "Build":
+        """The build's files under their usual names in `directory` (build.vmfb, ...)."""
+        d = Path(directory)
+        return cls(options, d / "build.vmfb", d / "build.report.json", d / "build.configs.mlir",
+                   d / "build.layout.json" if options.layout else None,
+                   d / "build.code" if options.code else None,
+                   d / "build.bin" if options.binaries else None)
+
+    def read_report(self) -> dict:
+        return json.loads(self.report.read_text())
+
+
+def compile_module(module: Path, options: CompileOptions, out: Path | Build) -> Build:
+    """The one compile path: IREE with `options.analysis`' tiles written in (IREE's defaults
+    without one), every config proven to have landed. Writes the build all or nothing, into the
+    directory `out` under Build.in_directory's names or at the paths of the Build `out` (whose
+    options must be `options`), and returns it. Raises CompileError (IREE's diagnostics in
+    `.diagnostics` when iree-compile refused).
+
+    `options.keep_temps`: on failure, the work directory (IREE's configurations, the rewritten IR,
+    the reproducer of a failing pass) and IREE's full diagnostics are kept there, and the error
     says so. It must be new or empty (checked before compiling): nothing of anyone else's is
-    overwritten or deleted there.
-    `out_code`: also the code the code model costs (perf/code_model/), in that directory: the
-    executable-targets IR (`TARGETS_IR`) and IREE's optimized LLVM IR and assembly of each
-    executable, so a choice by the code model need not compile the module again.
-    `out_layout`: also the dispatch layout (common/dispatch_layout.py) read from this very
-    compile: what running and measuring each dispatch of the vmfb needs, so perf and the
-    dispatch tests never compile the module again."""
-    if keep_temps is not None:
-        check_new_directory(keep_temps, "--keep-temps")
+    overwritten or deleted there."""
+    if isinstance(out, Build):
+        if out.options != options:
+            raise ValueError(f"compile_module: the build's options {out.options} are not {options}")
+        if out.configs is None:
+            raise ValueError("compile_module: the build names no configs file to write")
+        build = out
+    else:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        build = Build.in_directory(Path(out), options)
+    if options.keep_temps is not None:
+        check_new_directory(options.keep_temps, "--keep-temps")
     with scratch_directory("codegen.") as tmp:
         try:
-            return _compile_in(Path(tmp), module, target_path, analysis_path, out_vmfb, out_configs,
-                               out_report, out_binaries, allow_untuned_dispatches,
-                               reproducer=keep_temps is not None, out_code=out_code, out_layout=out_layout)
+            _compile_in(Path(tmp), Path(module), build)
         except CompileError as err:
+            keep_temps = options.keep_temps
             if keep_temps is None:
                 raise
             keep_temps = Path(keep_temps)
@@ -362,56 +398,34 @@ def compile_module(module: Path, target_path: Path, analysis_path: Path | None, 
                 (keep_temps / "diagnostics.txt").write_text(err.diagnostics)
             raise CompileError(f"{err} (work directory and IREE's diagnostics kept in {keep_temps})",
                                err.diagnostics) from None
+    return build
 
 
-def compile_for_measurement(module: Path, target_path: Path, analysis_path: Path | None,
-                            workdir: Path) -> tuple[Path, Path, dict]:
-    """(vmfb, layout, report) of the build compile_module makes, written into `workdir`: what
-    perf.measure runs (a candidate of a choice, IREE's default of a strategy choice). A refused
-    build raises CompileError, its message starting with the target's name."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    out = {s: workdir / f"build{s}" for s in (".vmfb", ".configs.mlir", ".report.json", ".layout.json")}
-    try:
-        report = compile_module(module, target_path, analysis_path, out[".vmfb"], out[".configs.mlir"],
-                                out[".report.json"], out_layout=out[".layout.json"])
-    except CompileError as err:
-        try:
-            name = load_target(target_path).name
-        except TargetError:
-            raise err from None
-        raise CompileError(f"{name}: {err}", err.diagnostics) from None
-    return out[".vmfb"], out[".layout.json"], report
-
-
-def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path | None,
-                out_vmfb: Path, out_configs: Path, out_report: Path, out_binaries: Path | None,
-                allow_untuned_dispatches: bool, reproducer: bool, out_code: Path | None = None,
-                out_layout: Path | None = None) -> dict:
+def _compile_in(tmp: Path, module: Path, build: Build) -> None:
     from iree.compiler import ir
 
+    options = build.options
     try:  # a directory or a device was "not found" (issue 80)
         check_input(module, "module file")
     except InputError as err:
         raise CompileError(str(err)) from None
     try:
-        target = load_target(target_path)
+        target = load_target(options.target)
     except TargetError as err:
         raise CompileError(str(err)) from None
     analysis = None
-    if analysis_path is not None:
-        analysis = load_analysis(analysis_path)
-        check_analysis_fits(analysis, target, analysis_path)
+    if options.analysis is not None:
+        analysis = load_analysis(options.analysis)
+        check_analysis_fits(analysis, target, options.analysis)
     lanes = target.vector_bits // 32
 
-    tuned = tuned_sources(module, analysis, target_path, tmp,
-                          allow_untuned_dispatches=allow_untuned_dispatches,
-                          reproducer=reproducer)
+    tuned = tuned_sources(module, analysis, options.target, tmp, allow_untuned_dispatches=options.allow_untuned_dispatches,
+                          reproducer=options.keep_temps is not None)
     flags, entries = tuned.flags, tuned.entries
 
     # Both halves of one compile give the vmfb of a single call, byte for byte (checked on
     # mlp_batch32, 2026-11-29): the layout reads the first half's host program.
-    dump = run_codegen(tuned, targets_ir=out_code is not None or out_layout is not None,
-                       intermediates=out_code is not None)
+    dump = run_codegen(tuned, targets_ir=options.code or options.layout, intermediates=options.code)
     shipped = executables(tmp)
 
     # Proof: what codegen used must be exactly what was written.
@@ -425,39 +439,38 @@ def _compile_in(tmp: Path, module: Path, target_path: Path, analysis_path: Path 
         "compile_flags": flags, "strategy": target.strategy, "tuned": analysis is not None,
         "model": analysis.model if analysis else None,
         "hardware": analysis.hardware if analysis else None,
-        "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path),
-                          **({"analysis": sha256_file(analysis_path)} if analysis_path else {}),
+        "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(options.target),
+                          **({"analysis": sha256_file(options.analysis)} if options.analysis else {}),
                           **({"hardware": analysis.hardware_sha256} if analysis else {})},
         "summary": {"dispatches": len(entries),
                     "applied": sum(e["status"] == "applied" for e in entries),
                     "default": sum(e["status"] == "default" for e in entries),
                     "adjusted": sum(bool(e.get("adjustments")) for e in entries)},
         "dispatches": entries,
-        "options": {"allow_untuned_dispatches": allow_untuned_dispatches},
+        "options": {"allow_untuned_dispatches": options.allow_untuned_dispatches},
     }
     vmfb_bytes = (tmp / "out.vmfb").read_bytes()
     # The manifest checks the vmfb it packages is the one this report describes.
     report["vmfb_sha256"] = hashlib.sha256(vmfb_bytes).hexdigest()
     report["executables_sha256"] = executables_sha256(shipped)
-    layout_text = _layout_text(module, target, tuned, tmp, shipped) if out_layout is not None else None
+    layout_text = _layout_text(module, target, tuned, tmp, shipped) if options.layout else None
     if layout_text is not None:
         # perf measures the vmfb the way its layout says: a layout edited to match shrunk bindings was
         # measured with garbage figures (issue 80 probe), so the report vouches for the layout too.
         report["layout_sha256"] = hashlib.sha256(layout_text.encode()).hexdigest()
     CodegenReport.model_validate(report)  # what runtime, perf and bench read back
-    outputs = {out_configs: dumped_text,
-               out_report: json.dumps(report, indent=1, sort_keys=True) + "\n",
-               out_vmfb: vmfb_bytes}
-    if out_binaries is not None:
-        outputs.update({out_binaries / name: data for name, data in shipped.items()})
+    outputs = {build.configs: dumped_text,
+               build.report: json.dumps(report, indent=1, sort_keys=True) + "\n",
+               build.vmfb: vmfb_bytes}
+    if build.binaries is not None:
+        outputs.update({build.binaries / name: data for name, data in shipped.items()})
     if layout_text is not None:
-        outputs[out_layout] = layout_text
-    if out_code is not None:
-        outputs[out_code / TARGETS_IR] = (tmp / TARGETS_IR).read_bytes()
-        outputs.update({out_code / p.name: p.read_bytes() for p in sorted((tmp / "inter").iterdir())
+        outputs[build.layout] = layout_text
+    if build.code is not None:
+        outputs[build.code / TARGETS_IR] = (tmp / TARGETS_IR).read_bytes()
+        outputs.update({build.code / p.name: p.read_bytes() for p in sorted((tmp / "inter").iterdir())
                         if p.name.endswith((CODE_LLVM_IR, ".s"))})
     write_together(outputs)
-    return report
 
 
 @functools.lru_cache(maxsize=2)
@@ -472,42 +485,11 @@ def dispatch_infos(module: str, module_sha256: str, flags: tuple[str, ...]) -> d
         return {i.name: i for i in dsp.read_dispatches(configs)}
 
 
-# A data-tiled build's operands are packed: read_compiled reads their layout from the executable sources.
+# A data-tiled build's operands are packed: _read_compiled reads their layout from the executable sources.
 DATA_TILING_FLAG = "--iree-opt-data-tiling"
 
 
-def compile_build(module: Path, target: IreeTarget, analysis: Path | None, workdir: Path):
-    """Compiles |module| for |target| as codegen.compile does, through its one compile path
-    (IREE's defaults when |analysis| is None, else its tiles written in), and returns
-    (CompiledTarget, codegen.compile.TunedSources). The libraries are the executables the vmfb
-    embeds (IREE's embedded ELF, which the hal_runner dlopens), from the same invocation, and
-    their sha256 are what codegen's report records for the same build.
-
-    Raises codegen.compile.CompileError, its message starting with the target's name, when
-    codegen rejects the analysis or a config does not land.
-    """
-    from iree.compiler import ir
-
-    wd = workdir / f"{target.name}_{'tuned' if analysis is not None else 'default'}"
-    try:
-        tuned = tuned_sources(module, analysis, target, wd)
-        # Two halves of codegen's step 3 whose first holds the host program with the
-        # materialized workgroup counts; the libraries are the bytes one call emits.
-        dump = run_codegen(tuned, targets_ir=True)
-        ctx = ir.Context()  # one context, as compile_module: configs.mlir == its --out-configs
-        check_landed(tuned.entries, dump, ctx)
-        shipped = executables(wd)
-    except CompileError as err:
-        raise CompileError(f"{target.name}: {err}", err.diagnostics) from None
-    (wd / "configs.mlir").write_text(dumped_configs_text(dump, ctx))
-    try:
-        compiled = read_compiled(module, target, tuned, shipped)
-    except CompileError as err:
-        raise CompileError(f"{target.name}: {err}", err.diagnostics) from None
-    return compiled, tuned
-
-
-def read_compiled(module: Path, target: IreeTarget, tuned, shipped: dict[str, bytes]) -> "CompiledTarget":
+def _read_compiled(module: Path, target: IreeTarget, tuned, shipped: dict[str, bytes]) -> "CompiledTarget":
     """The dispatches of the compile `run_codegen(tuned, targets_ir=True)` made in `tuned`'s work
     directory, read from its own IR: the executable-targets IR's host program, the subspans of
     tuned.mlir, and for a data-tiled build each operand's encoding from the executable sources
@@ -519,8 +501,8 @@ def read_compiled(module: Path, target: IreeTarget, tuned, shipped: dict[str, by
     compiled = CompiledTarget(target, (wd / TARGETS_IR).read_text(), [wd / "bin" / n for n in shipped],
                               [tuned.path], executables_sha256(shipped))
     if DATA_TILING_FLAG in tuned.flags:
-        run_iree([str(target.compile_input(module)), *tuned.flags, "--compile-to=executable-sources", "-o",
-                  str(wd / "sources.mlir")], "executable sources")
+        iree_compile([str(target.compile_input(module)), *tuned.flags, "--compile-to=executable-sources", "-o",
+                      str(wd / "sources.mlir")], "executable sources")
         compiled.read_encodings(wd / "sources.mlir")
     return compiled
 
@@ -531,7 +513,7 @@ def _layout_text(module: Path, target: IreeTarget, tuned: TunedSources, tmp: Pat
     from codegen import layout as lay
     from common.dispatch_layout import dump_layout
 
-    compiled = read_compiled(module, target, tuned, shipped)
+    compiled = _read_compiled(module, target, tuned, shipped)
     compiled_module = target.compile_input(module)  # rewritten for its strategy, as compiled above
     try:
         infos = dispatch_infos(str(compiled_module), sha256_file(compiled_module), tuple(target.compile_flags()))
@@ -540,24 +522,25 @@ def _layout_text(module: Path, target: IreeTarget, tuned: TunedSources, tmp: Pat
     return dump_layout(lay.module_layout(compiled, infos))
 
 
-def write_failure_record(err: CompileError, module: Path, target_path: Path, out_vmfb: Path, out_configs: Path,
-                         out_report: Path, out_binaries: Path | None, out_code: Path | None,
-                         analysis_path: Path | None = None, out_layout: Path | None = None) -> None:
+def write_failure_record(err: CompileError, module: Path, build: Build) -> None:
     """The outputs of a build IREE refused: a report saying why (`failed`) and what it was built
-    from, an empty vmfb and configs, empty binaries and code directories; consumers read the
-    report first."""
-    target = load_target(target_path)
+    from, an empty vmfb and configs (and layout), empty binaries and code directories; consumers
+    read the report first."""
+    options = build.options
+    target = load_target(options.target)
     report = {"failed": first_line(err), "target": target.name, "triple": target.triple,
               "strategy": target.strategy, "vmfb_sha256": hashlib.sha256(b"").hexdigest(),
-              "tuned": analysis_path is not None,
-              "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(target_path),
-                                **({"analysis": sha256_file(analysis_path)} if analysis_path else {})}}
+              "tuned": options.analysis is not None,
+              "inputs_sha256": {"module": sha256_file(module), "target": sha256_file(options.target),
+                                **({"analysis": sha256_file(options.analysis)} if options.analysis else {})}}
     CodegenReport.model_validate(report)
-    outputs = {out_vmfb: b"", out_configs: "", out_report: json.dumps(report, indent=1, sort_keys=True) + "\n"}
-    if out_layout is not None:  # no dispatches: readers read the report first
-        outputs[out_layout] = ""
+    outputs = {build.vmfb: b"", build.report: json.dumps(report, indent=1, sort_keys=True) + "\n"}
+    if build.configs is not None:
+        outputs[build.configs] = ""
+    if build.layout is not None:  # no dispatches: readers read the report first
+        outputs[build.layout] = ""
     write_together(outputs)
-    for directory in (out_binaries, out_code):
+    for directory in (build.binaries, build.code):
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
 
@@ -617,9 +600,12 @@ def main(argv: list[str] | None = None) -> int:
                        "--out-binaries": a.out_binaries, "--out-code": a.out_code, "--out-layout": a.out_layout,
                        "--keep-temps": a.keep_temps},
                       {"--module": a.module, "--target": a.target, "--analysis": a.analysis})
+        options = CompileOptions(a.target, a.analysis, layout=a.out_layout is not None, code=a.out_code is not None,
+                                 binaries=a.out_binaries is not None,
+                                 allow_untuned_dispatches=a.allow_untuned_dispatches, keep_temps=a.keep_temps)
+        build = Build(options, a.out_vmfb, a.out_report, a.out_configs, a.out_layout, a.out_code, a.out_binaries)
         try:
-            r = compile_module(a.module, a.target, a.analysis, a.out_vmfb, a.out_configs, a.out_report,
-                               a.out_binaries, a.allow_untuned_dispatches, a.keep_temps, a.out_code, a.out_layout)
+            r = compile_module(a.module, options, build).read_report()
         except CompileError as err:
             # A candidate build (--record-failure) records whatever iree-compile refused, as before.
             problem = module_problem(a.module) if err.diagnostics and not a.record_failure else None
@@ -628,8 +614,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise CompileError(f"{a.module}: {problem}{kept}") from None
             if not (a.record_failure and err.diagnostics):  # only IREE's own refusals are recorded
                 raise
-            write_failure_record(err, a.module, a.target, a.out_vmfb, a.out_configs, a.out_report,
-                                 a.out_binaries, a.out_code, a.analysis, a.out_layout)
+            write_failure_record(err, a.module, build)
             print(f"codegen.compile: {a.out_vmfb.name}: IREE cannot compile this build (recorded in "
                   f"{a.out_report.name}): {first_line(err)}")
             return 0

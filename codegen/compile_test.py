@@ -19,14 +19,20 @@ MODULE = DATA / "small.mlirbc"
 TARGET = {t: ROOT / "common" / "targets" / f"{t}.yaml" for t in ("host", "riscv64_rvv")}
 
 
-def outs(tmp: Path) -> dict:
-    return {"out_vmfb": tmp / "m.vmfb", "out_configs": tmp / "c.mlir", "out_report": tmp / "r.json"}
+def compile_to(module: Path, target: Path, analysis: Path | None, tmp: Path, out_binaries: Path | None = None,
+               allow_untuned_dispatches: bool = False) -> dict:
+    """The report of codegen's one compile path, its files at tmp/m.vmfb, r.json and c.mlir."""
+    options = cg.CompileOptions(Path(target), analysis, binaries=out_binaries is not None,
+                                allow_untuned_dispatches=allow_untuned_dispatches)
+    build = cg.Build(options, tmp / "m.vmfb", tmp / "r.json", tmp / "c.mlir", binaries=out_binaries)
+    assert cg.compile_module(module, options, build) == build
+    return build.read_report()
 
 
 def run(tmp, target, analysis=DATA / "analysis_{t}.json", module=MODULE, **kw):
     if analysis is not None:
         analysis = Path(str(analysis).format(t=target))
-    return cg.compile_module(module, TARGET[target], analysis, **outs(tmp), **kw)
+    return compile_to(module, TARGET[target], analysis, tmp, **kw)
 
 
 @pytest.fixture(scope="module", params=["host", "riscv64_rvv"])
@@ -103,10 +109,9 @@ def test_loop_mismatch_is_an_error_unless_allowed(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(a))
     with pytest.raises(cg.CompileError, match="dispatch 'main_dispatch_0_matmul_64x96x128_f32': "
                                               "loop mismatch"):
-        cg.compile_module(MODULE, TARGET["host"], tmp_path / "a.json", **outs(tmp_path))
+        compile_to(MODULE, TARGET["host"], tmp_path / "a.json", tmp_path)
     assert not list(tmp_path.glob("m.*"))
-    report = cg.compile_module(MODULE, TARGET["host"], tmp_path / "a.json", **outs(tmp_path),
-                               allow_untuned_dispatches=True)
+    report = compile_to(MODULE, TARGET["host"], tmp_path / "a.json", tmp_path, allow_untuned_dispatches=True)
     mm = report["dispatches"][0]
     assert mm["status"] == "default" and "loop mismatch" in mm["reason"]
     assert "--allow-untuned-dispatches" in mm["reason"]
@@ -123,7 +128,7 @@ def test_a_root_codegen_cannot_configure_compiles_with_its_analysis(tmp_path):
                            str(ROOT / "analysis" / "hardware" / "host.yaml"), "--model-name", "scan",
                            "--out", str(analysis), "--jobs", "1"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    report = cg.compile_module(scan, TARGET["host"], analysis, **outs(tmp_path))
+    report = compile_to(scan, TARGET["host"], analysis, tmp_path)
     (entry,) = [d for d in report["dispatches"] if d["root_op"] == "iree_linalg_ext.scan"]
     assert entry["status"] == "default" and entry["loops"] == []
 
@@ -254,7 +259,7 @@ def test_strategy_targets_compile_data_tiled(tmp_path, strategy, ukernels):
 
     derived = load_target(TARGET["host"]).with_strategy(strategy)
     assert derived.name == f"host_{strategy}" and "--iree-opt-data-tiling" in derived.compile_flags()
-    report = cg.compile_module(MODULE, _target_file(tmp_path, derived), None, **outs(tmp_path))
+    report = compile_to(MODULE, _target_file(tmp_path, derived), None, tmp_path)
     assert report["strategy"] == strategy
     configs = (tmp_path / "c.mlir").read_text()
     assert f'ukernels = "{ukernels}"' in configs and "linalg.mmt4d" in configs
@@ -274,7 +279,7 @@ def test_directconv_leaves_the_targets_im2col_out(tmp_path):
     for t in (host, derived):
         out = tmp_path / t.name
         out.mkdir()
-        report = cg.compile_module(MODULE, _target_file(out, t), None, **outs(out))
+        report = compile_to(MODULE, _target_file(out, t), None, out)
         names[t.strategy] = " ".join(d["name"] for d in report["dispatches"])
     assert report["strategy"] == "directconv"
     # im2col: the 8-channel 3x3 conv is a copy into 72-deep columns and a 16x256x72 matmul.

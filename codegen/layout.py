@@ -9,7 +9,7 @@ bindings), for the layout a compile writes beside its vmfb (common/dispatch_layo
   (offset, access, tensor type);
 - for a data-tiled build, the executable sources: each encoded operand's packed layout.
 
-It imports nothing of codegen.compile: codegen.compile.read_compiled gathers a compile's files into
+It imports nothing of codegen.compile: codegen.compile._read_compiled gathers a compile's files into
 a CompiledTarget and `module_layout` reads it (issue 78: no module circle).
 """
 

@@ -31,14 +31,23 @@ _FLAG_PROBLEM = re.compile(r"Unknown command line argument|Cannot find option na
                            r"for the -?-?[\w-]+ option")
 
 
-class IreeCompileError(RuntimeError):
-    """iree-compile failed; `summary` is one line, `diagnostics` all of its stderr.
+class CompileError(RuntimeError):
+    """The project's one compile failure: a one-line, user-facing message; `diagnostics` keeps
+    iree-compile's full output when it was iree-compile that refused (None for a failure found
+    before or after it: a bad analysis, a config that did not land)."""
+
+    def __init__(self, message: str, diagnostics: str | None = None):
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+class IreeCompileError(CompileError):
+    """iree-compile itself failed; `summary` is one line, `diagnostics` all of its stderr.
     `of_flags`: it refused its flags (a target's), not the module: no diagnostic has a location."""
 
     def __init__(self, what: str, summary: str, diagnostics: str):
-        super().__init__(f"iree-compile failed ({what}): {summary}")
+        super().__init__(f"iree-compile failed ({what}): {summary}", diagnostics)
         self.summary = summary
-        self.diagnostics = diagnostics
         self.of_flags = not any(_DIAGNOSTIC.search(l) for l in diagnostics.splitlines()) and \
             bool(_FLAG_PROBLEM.search(diagnostics))
 

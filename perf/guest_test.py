@@ -48,9 +48,9 @@ def test_the_guest_sees_none_of_the_host(tmp_path):
     target = tmp_path / "target.yaml"
     assert derive_target(["--base", str(ROOT / "common" / "targets" / "riscv64_rvv.yaml"),
                           "--hardware", str(HW), "--out", str(target)]) == 0
-    from codegen.compile import compile_for_measurement
+    from codegen.compile import CompileOptions, compile_module
 
-    compile_for_measurement(MODULE, target, None, tmp_path / "build")
+    compile_module(MODULE, CompileOptions(target, layout=True), tmp_path / "build")
     for tool in ("unshare", "mount", "taskset"):
         assert shutil.which(tool, path="/usr/bin:/bin:/usr/sbin:/sbin"), f"{tool} not found (util-linux)"
 

@@ -86,10 +86,10 @@ def _target(tmp_path: Path, vlen: int) -> Path:
 
 def _build(tmp_path: Path, target: Path, out: str) -> tuple[Path, Path]:
     """(vmfb, layout) of MATMUL compiled for `target` by codegen: what perf.measure runs."""
-    from codegen.compile import compile_for_measurement
+    from codegen.compile import CompileOptions, compile_module
 
-    vmfb, layout, _ = compile_for_measurement(MATMUL, target, None, tmp_path / f"{out}_build")
-    return vmfb, layout
+    build = compile_module(MATMUL, CompileOptions(target, layout=True), tmp_path / f"{out}_build")
+    return build.vmfb, build.layout
 
 
 def _measure(tmp_path: Path, target: Path, hardware: list[Path], out: str, *extra: str,
@@ -165,8 +165,10 @@ def test_the_measured_executables_are_the_builds(tmp_path):
     from codegen import compile as cg
 
     target = _target(tmp_path, 128)
-    report = cg.compile_module(MATMUL, target, None, tmp_path / "m.vmfb", tmp_path / "m.configs.mlir",
-                               tmp_path / "m.report.json", out_layout=tmp_path / "m.layout.json")
+    options = cg.CompileOptions(target, layout=True)
+    report = cg.compile_module(MATMUL, options, cg.Build(options, tmp_path / "m.vmfb", tmp_path / "m.report.json",
+                                                tmp_path / "m.configs.mlir", layout=tmp_path / "m.layout.json")
+                               ).read_report()
     build = (tmp_path / "m.vmfb", tmp_path / "m.layout.json")
     proc = _measure(tmp_path, target, [HW[128]], "ok", "--compiled-report", str(tmp_path / "m.report.json"),
                     build=build)
@@ -246,14 +248,16 @@ def test_measuring_compiles_nothing(tmp_path):
 def test_the_code_model_predicts_the_measured_model_cycles(tmp_path):
     """perf.code_model, which runs nothing, against perf.measure on the same compiled matmul:
     the same core model, so only the static trip counts and the vtype guess may differ."""
+    from codegen.compile import TARGETS_IR, CompileOptions, compile_module
     from common.targets import load_target
-    from perf.code_model.cost import module_call_cycles
+    from perf.code_model.cost import code_call_cycles
 
     target = _target(tmp_path, 128)
     proc = _measure(tmp_path, target, [HW[128]], "m")
     assert proc.returncode == 0, proc.stderr
     (d,) = json.loads((tmp_path / "m.json").read_text())["runs"][0]["dispatches"]
-    costed = module_call_cycles(MATMUL, None, load_target(target), "sifive-p670", tmp_path / "code")
+    code = compile_module(MATMUL, CompileOptions(target, code=True), tmp_path / "code").code
+    costed = code_call_cycles(code / TARGETS_IR, code, load_target(target), "sifive-p670", tmp_path / "cost")
     assert costed.errors == {} and costed.llc_code == set()
     assert costed.cycles[d["name"]] == pytest.approx(d["model_cycles"], rel=0.10)
 

@@ -33,7 +33,9 @@ def modules(tmp_path_factory):
         target = ROOT / "common" / "targets" / f"{t}.yaml"
         analysis = ROOT / "codegen" / "testdata" / f"analysis_{t}.json" if tuned else None
         module = ROOT / "codegen" / "testdata" / "small.mlirbc"
-        cg.compile_module(module, target, analysis, tmp / f"{n}.c.vmfb", tmp / f"{n}.configs.mlir", tmp / f"{n}.report.json")
+        options = cg.CompileOptions(target, analysis)
+        cg.compile_module(module, options, cg.Build(options, tmp / f"{n}.c.vmfb", tmp / f"{n}.report.json",
+                                                     tmp / f"{n}.configs.mlir"))
         manifest.build(tmp / f"{n}.c.vmfb", tmp / f"{n}.report.json", module, target, analysis, None,
                        tmp / f"{n}.vmfb", tmp / f"{n}.manifest.json")
         out[n] = tmp / f"{n}.vmfb"

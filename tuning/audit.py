@@ -15,7 +15,7 @@ claim against what decides and what measures:
 2. `--tile-dispatches` K dispatches of the tile records, sampled by the seed among those whose
    choice was measured (half uniformly, half weighted by the cycles the choice puts at stake): every measured candidate of each (model and memory-aware cycles, energy,
    traffic) is compiled and run under qemu as the measured choice runs it
-   (perf.rounds.MeasureRound, no run cache: the runs are fresh), and every figure must be the
+   (choice.rounds.MeasureRound, no run cache: the runs are fresh), and every figure must be the
    record's exactly (the measurement is deterministic: //tuning:reproduce_test). Whichever
    figure a forger moved to change a dispatch's choice is among them.
 3. `--strategy-figures` S figures of the strategy records, sampled by the seed: a `measured` one
@@ -152,7 +152,7 @@ def choice_problems(record: StrategyRecord, path: Path) -> list[str]:
 
 
 def tile_problems(record: TuningRecord, path: Path, dispatch: str, candidate: str, measured) -> list[str]:
-    """One line per figure of (dispatch, candidate) the fresh `measured` (perf.rounds.Measured,
+    """One line per figure of (dispatch, candidate) the fresh `measured` (choice.rounds.Measured,
     None: nothing measured) does not reproduce."""
     claimed = record.results[dispatch][candidate].measured
     where = f"{path}: {dispatch} {candidate}"
@@ -203,7 +203,7 @@ def measure_claims(name: str, record: TuningRecord, inputs: dict, files: dict[st
     """(problems, figures compared): each (dispatch, candidate) of `record` measured again as the
     measured choice `inputs` (choice:defs.bzl choice_inputs, its `files` resolved) measured it: in
     its own round (tune_rounds), one compile per round."""
-    from perf.rounds import MeasureRound  # compiles and runs: only when a figure is measured
+    from choice.rounds import MeasureRound  # compiles and runs: only when a figure is measured
 
     mca.use_llvm_bin(Path(files["llvm_mca"]).parent)  # the measured choice's own (choice.tune --llvm-bin)
     analysis = Analysis.model_validate_json(read_json_text(files["analysis"], "an analysis"))

@@ -41,7 +41,7 @@ from common.analysis_schema import Analysis
 from common.errors import OneLineErrors, validation_error_where
 from common.perf_schema import PerfReport
 from common.tuning_schema import StrategyKey, TuningRecord
-from perf.rounds import Measured
+from choice.rounds import Measured
 from choice.records import (RecordError, dump_record, dump_strategy_record, key_differences, load_record,
                           load_strategy_record, strategy_key_differences)
 from tuning.strategy_records import recorded_bzl, recorded_choices

@@ -1,7 +1,7 @@
 """The code model's figures: each dispatch function of a module costed (`call_cycles`: the trip
 counts of its IR loops put on the machine loops of IREE's code, or of llc-19's, and priced by
-llvm-mca), and every dispatch of a compiled build, all its workgroups (`code_call_cycles`,
-`module_call_cycles`)."""
+llvm-mca), and every dispatch of a compiled build, all its workgroups (`code_call_cycles`; it
+compiles nothing: choice.rounds.module_call_cycles compiles a build and costs it here)."""
 
 from __future__ import annotations
 
@@ -133,17 +133,6 @@ def _function_cycles(function: str, roots: list[Loop], headers: dict[str, float]
     return block_cycles(code, counts, core, isa), on_llc
 
 
-def module_call_cycles(module: Path, analysis, target, core: str, work: Path) -> CallCycles:
-    """Compiles `module` for `target` with `analysis`' tiles (as codegen does) and costs every
-    dispatch of the result: model cycles of one call, all its workgroups (the count IREE
-    materialized for the call site). Raises codegen's CompileError when IREE rejects a config."""
-    from codegen import compile as cg
-
-    tuned = cg.tuned_sources(module, analysis, target, work)
-    cg.run_codegen(tuned, targets_ir=True, intermediates=True)
-    return code_call_cycles(work / cg.TARGETS_IR, work / "inter", target, core, work / "cost")
-
-
 def workgroup_grid(workgroup_count: tuple[int, int, int], looped_axes: set[int]) -> tuple[int, int, int]:
     """The workgroups to count along each axis: its count, or 1 along an axis the function
     loops over (one workgroup runs all its tiles: `one_workgroup_ir`)."""
@@ -151,7 +140,8 @@ def workgroup_grid(workgroup_count: tuple[int, int, int], looped_axes: set[int])
 
 
 def code_call_cycles(targets_ir: Path, intermediates: Path, target, core: str, work: Path) -> CallCycles:
-    """`module_call_cycles` of a module already compiled: its executable-targets IR (the
+    """Model cycles of one call of every dispatch of a compiled module (all its workgroups, the
+    count IREE materialized for the call site), from its executable-targets IR (the
     workgroup count of each call site) and the directory of IREE's `*.optimized.ll` and `.s`
     per executable (`codegen.compile --out-code` writes both)."""
     from codegen import compile as cg

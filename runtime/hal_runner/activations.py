@@ -93,12 +93,12 @@ def _export_of(key: str) -> tuple[str, str]:
 def compile_traced(module: Path, target: IreeTarget, out_vmfb: Path) -> None:
     """IREE's build of |module| for the host |target| (its flags, strategy flags included) with
     dispatch tracing, written to |out_vmfb|. Raises CaptureError naming what failed."""
-    from codegen.compile import CompileError, run_iree
+    from common.iree_tools import CompileError, iree_compile
 
     if not target.runnable_on_host:
         raise CaptureError(f"target '{target.name}' cannot run on this machine: no host run to capture")
     try:
-        run_iree([str(target.compile_input(module)), *target.compile_flags(), TRACE_FLAG, "-o", str(out_vmfb)],
+        iree_compile([str(target.compile_input(module)), *target.compile_flags(), TRACE_FLAG, "-o", str(out_vmfb)],
                  "traced host build")
     except CompileError as err:
         raise CaptureError(str(err)) from None

@@ -20,8 +20,8 @@ runtime/hal_runner/dispatch.py, this file only drives and reports):
   `hal.interface.binding.subspan` (offset, access, tensor type).
 
 With `--analysis`, the target is compiled exactly as the codegen stage does
-(`codegen.compile.tuned_sources` + `run_codegen`, i.e. `codegen.compile
---out-binaries`): IREE's configurations with the analysis' tiles written in
+(`codegen.compile.compile_module` with the layout, i.e. `codegen.compile
+--out-layout`): IREE's configurations with the analysis' tiles written in
 ("tuned.mlir"), then `--compile-from=executable-sources`.
 Every applied lowering_config is proven to have landed (`check_landed` on the
 dumped configurations), and the host program, workgroup counts and binding
@@ -66,10 +66,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codegen.compile import CompileError, compile_build
+from codegen.compile import CompileError, CompileOptions, compile_module
 from common.files import InputError, OutputClash, check_input, check_new_directory
 from common.hardware import QEMU_VLEN_RANGE
-from common.targets import IreeTarget, TargetError, load_target, named_target
+from common.targets import TARGETS_DIR, IreeTarget, TargetError, load_target, named_target
 from common.scratch import scratch_directory
 from runtime.hal_runner.dispatch import (QEMU_REPOSITORY, SEED, BuildError, Dispatch, DriveError, RunnerError, Subspan,
                                          compare, compare_outputs, corrupt, dispatch_command, fill,
@@ -85,6 +85,11 @@ def _target(name_or_file: str) -> IreeTarget:
     if name_or_file.endswith(".yaml"):
         return load_target(name_or_file)
     return named_target(name_or_file)
+
+
+def _target_file(name_or_file: str) -> Path:
+    """The file `_target` reads."""
+    return Path(name_or_file) if name_or_file.endswith(".yaml") else TARGETS_DIR / f"{name_or_file}.yaml"
 
 
 def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
@@ -154,29 +159,31 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         tuned_names = {}
         compiled = []
         if reference_build is None:  # compiled here, with the target below (codegen's one compile path)
-            sides = [(reference, reference_analysis, module)]
+            sides = [(reference, _target_file(reference_name), reference_analysis, module)]
         else:
             sides = []
             compiled.append(_as_compiled(reference_build, reference, work / f"{reference.name}_reference"))
         if build is None:
-            sides.append((target, analysis, target_module or module))
-        for t, a, m in sides:
+            sides.append((target, _target_file(target_name), analysis, target_module or module))
+        for t, t_file, a, m in sides:
+            # Compiled with its layout, then run by it like a build compiled elsewhere (`_as_compiled`).
+            out = work / f"{t.name}_{'tuned' if a is not None else 'default'}"
             try:
-                c, tuned = compile_build(m, t, a, work)
+                b = compile_module(m, CompileOptions(t_file, a, layout=True), out)
             except CompileError as err:
-                raise SystemExit(f"check_dispatches: {err}") from None
+                raise SystemExit(f"check_dispatches: {t.name}: {err}") from None
+            compiled.append(_load(b.vmfb, b.layout, t, out / "bin"))
             if a is None:
-                compiled.append(c)
                 continue
-            compiled.append(c)
-            applied = [e["name"] for e in tuned.entries if e["status"] == "applied"]
+            entries = b.read_report()["dispatches"]
+            applied = [e["name"] for e in entries if e["status"] == "applied"]
             tuned_names[t.name] = set(applied)
-            print(f"{t.name}: tuned by {a.name}: {len(applied)} of {len(tuned.entries)} dispatches "
+            print(f"{t.name}: tuned by {a.name}: {len(applied)} of {len(entries)} dispatches "
                   f"with analysis tiles, every config landed")
         if build is not None:
             compiled.append(_as_compiled(build, target, work / f"{target.name}_shipped"))
         ref_c, dut_c = compiled
-        built_here = [t.name for t, _, _ in sides]
+        built_here = [t.name for t, _, _, _ in sides]
         if built_here:
             print(f"compiled {module.name} for {' and '.join(built_here)} in {time.monotonic() - start:.1f} s")
         captured = None
@@ -297,13 +304,19 @@ def _as_compiled(build: tuple[Path, Path], target: IreeTarget, directory: Path):
     `directory` (dispatch.load_build); a layout of other executables or of another target ends
     the check in one line."""
     vmfb, layout = build
+    loaded = _load(vmfb, layout, target, directory)
+    print(f"{target.name}: {vmfb.name} run as its compile wrote it ({layout.name}): nothing compiled for it")
+    return loaded
+
+
+def _load(vmfb: Path, layout: Path, target: IreeTarget, directory: Path):
+    """dispatch.load_build of `target`'s build, ending the check in one line when it cannot be."""
     try:
         loaded = load_build(vmfb, layout, directory)
     except BuildError as err:
         raise SystemExit(f"check_dispatches: {err}") from None
     if loaded.layout.target != target.name:
         raise SystemExit(f"check_dispatches: {layout}: a layout of target {loaded.layout.target}, not {target.name}")
-    print(f"{target.name}: {vmfb.name} run as its compile wrote it ({layout.name}): nothing compiled for it")
     return loaded
 
 

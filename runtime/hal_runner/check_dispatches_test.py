@@ -94,17 +94,16 @@ def test_tuned_dispatches_are_codegens_and_pass(tmp_path):
 
     # Same lowering_configs and the very same libraries as the codegen stage.
     cg_out = tmp_path / "codegen"
-    report = cg.compile_module(MODEL, TARGETS_DIR / "riscv64_rvv.yaml", ANALYSIS["riscv64_rvv"],
-                               cg_out / "m.vmfb", cg_out / "configs.mlir", cg_out / "report.json",
-                               out_binaries=cg_out / "bin")
-    assert report["summary"]["applied"] == 5
+    options = cg.CompileOptions(TARGETS_DIR / "riscv64_rvv.yaml", ANALYSIS["riscv64_rvv"], binaries=True)
+    build = cg.compile_module(MODEL, options, cg_out)
+    assert build.read_report()["summary"]["applied"] == 5
     ran = keep / "riscv64_rvv_tuned"
-    assert (ran / "configs.mlir").read_text() == (cg_out / "configs.mlir").read_text()
-    libs = sorted(p.name for p in (cg_out / "bin").glob("*.so"))
+    assert (ran / "build.configs.mlir").read_text() == build.configs.read_text()
+    libs = sorted(p.name for p in build.binaries.glob("*.so"))
     # IREE links the executables into one embedded ELF, the one the vmfb carries.
     assert libs == sorted(p.name for p in (ran / "bin").glob("*.so")) and len(libs) == 1
     for lib in libs:
-        assert (ran / "bin" / lib).read_bytes() == (cg_out / "bin" / lib).read_bytes(), lib
+        assert (ran / "bin" / lib).read_bytes() == (build.binaries / lib).read_bytes(), lib
 
 
 def test_a_wrong_result_fails(tmp_path):
@@ -419,10 +418,11 @@ def test_the_dispatch_test_path_compiles_nothing(tmp_path):
     reference and its traced twin built ahead (runtime.hal_runner.reference, the zoo's
     <name>_riscv_dispatch_reference action), check_dispatches runs every dispatch on real
     activations and never starts iree-compile."""
-    from codegen.compile import compile_for_measurement
+    from codegen.compile import CompileOptions, compile_module
 
     targets = HERE.parent.parent / "common" / "targets"
-    vmfb, layout, _ = compile_for_measurement(MODEL, targets / "riscv64_rvv.yaml", None, tmp_path / "own")
+    own = compile_module(MODEL, CompileOptions(targets / "riscv64_rvv.yaml", layout=True), tmp_path / "own")
+    vmfb, layout = own.vmfb, own.layout
     manifest = _manifest(tmp_path, "codegen")
     ref = [tmp_path / n for n in ("ref.vmfb", "ref.layout.json", "traced.vmfb")]
     built = subprocess.run([sys.executable, "-m", "runtime.hal_runner.reference", MODEL, manifest,
@@ -486,15 +486,16 @@ if __name__ == "__main__":
 def test_the_shipped_build_runs_as_compiled_and_a_foreign_layout_is_refused(tmp_path):
     """--build: the riscv side is the vmfb its compile wrote, driven by that compile's layout
     (nothing compiled for it); a layout of other executables is refused in one line."""
-    from codegen.compile import compile_for_measurement
+    from codegen.compile import CompileOptions, compile_module
 
     target = HERE.parent.parent / "common" / "targets" / "riscv64_rvv.yaml"
-    vmfb, layout, _ = compile_for_measurement(MODEL, target, None, tmp_path / "own")
+    own = compile_module(MODEL, CompileOptions(target, layout=True), tmp_path / "own")
+    vmfb, layout = own.vmfb, own.layout
     out = driver(MODEL, "--build", vmfb, layout)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "nothing compiled for it" in out.stdout and f"compiled {MODEL.name} for host in" in out.stdout
-    _, other, _ = compile_for_measurement(HERE / "testdata" / "tiny_model_perturbed.mlirbc", target, None,
-                                          tmp_path / "other")
+    other = compile_module(HERE / "testdata" / "tiny_model_perturbed.mlirbc", CompileOptions(target, layout=True),
+                           tmp_path / "other").layout
     out = driver(MODEL, "--build", vmfb, other)
     assert out.returncode == 2 and "are not the ones build.layout.json describes" in out.stderr, out.stderr
     assert out.stderr.count("\n") == 1

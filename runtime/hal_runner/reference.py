@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.compile import CompileError, compile_module
+from codegen.compile import CompileError, CompileOptions, compile_module
 from common.errors import NamedError, OneLineErrors
 from common.files import write_together
 from common.scratch import scratch_directory
@@ -76,10 +76,9 @@ def build_reference(module: Path, reference: Path, out_vmfb: Path, out_layout: P
     target = load_target(reference)
     with scratch_directory("reference_") as tmp:
         tmp = Path(tmp)
-        compile_module(module, reference, None, tmp / "ref.vmfb", tmp / "ref.configs.mlir", tmp / "ref.report.json",
-                       out_layout=tmp / "ref.layout.json")
+        build = compile_module(module, CompileOptions(Path(reference), layout=True), tmp / "reference")
         compile_traced(module, target, tmp / "traced.vmfb")
-        write_together({out_vmfb: (tmp / "ref.vmfb").read_bytes(), out_layout: (tmp / "ref.layout.json").read_text(),
+        write_together({out_vmfb: build.vmfb.read_bytes(), out_layout: build.layout.read_text(),
                         out_traced: (tmp / "traced.vmfb").read_bytes()})
 
 

@@ -1,8 +1,9 @@
 """How a tile choice's rounds are measured and priced: each round (every dispatch of the module
-with one candidate's configuration, common.analysis_schema) compiled by codegen and then run by
-perf.measure under qemu, or costed by the code model. choice.tune decides from what these
-return (dispatch -> figures); it compiles and runs nothing itself, and a test hands it made-up
-figures through the same interface."""
+with one candidate's configuration, common.analysis_schema) compiled by codegen
+(codegen.compile.compile_module) and then run by perf.measure under qemu, or its code costed by
+perf's code model. This is where a choice's builds are compiled; perf itself compiles nothing.
+choice.tune decides from what these return (dispatch -> figures); it compiles and runs nothing
+itself, and a test hands it made-up figures through the same interface."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.compile import CompileError, compile_for_measurement
-from common.analysis_schema import Analysis
+from codegen.compile import TARGETS_IR, CompileError, CompileOptions, compile_module
 from common.perf_schema import DispatchPerf
-from common.targets import load_target
-from perf.code_model.cost import module_call_cycles
+from common.targets import TargetError, load_target
+from perf.code_model.cost import CallCycles, code_call_cycles
 from perf.code_model.errors import CodeCostError
 from perf.measure import PerfError, measure
 
@@ -49,6 +49,22 @@ class Measured:
                    {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels}, by_placement)
 
 
+def _target_name(target: Path) -> str:
+    try:
+        return load_target(target).name
+    except TargetError:
+        return str(target)
+
+
+def module_call_cycles(module: Path, analysis: Path | None, target: Path, core: str, work: Path) -> CallCycles:
+    """Compiles `module` for the target file `target` with `analysis`' tiles (codegen's one compile
+    path, with its code) and costs every dispatch of the result: model cycles of one call, all its
+    workgroups (the count IREE materialized for the call site). Raises CompileError when IREE
+    rejects a config."""
+    build = compile_module(module, CompileOptions(target, analysis, code=True), work / "build")
+    return code_call_cycles(build.code / TARGETS_IR, build.code, load_target(target), core, work / "cost")
+
+
 class CodeCostRound:
     """Costs one round's analysis with the code model: dispatch -> model cycles of one call
     (all workgroups) on `core`."""
@@ -57,8 +73,10 @@ class CodeCostRound:
         self.module, self.target, self.core, self.work = module, target, core, work
 
     def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, float]:
-        return module_call_cycles(self.module, Analysis.model_validate(analysis), load_target(self.target),
-                                  self.core, self.work / tag)
+        path = self.work / f"{tag}.analysis.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
+        return module_call_cycles(self.module, path, self.target, self.core, self.work / tag)
 
 
 class MeasureRound:
@@ -76,10 +94,10 @@ class MeasureRound:
         path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
         # Compiled by codegen (the vmfb and the layout its compile reads), run by perf from them.
         try:
-            vmfb, layout, _ = compile_for_measurement(self.module, self.target, path, self.work / tag)
-        except CompileError as err:
-            raise PerfError(str(err)) from None
+            build = compile_module(self.module, CompileOptions(self.target, path, layout=True), self.work / tag)
+        except CompileError as err:  # named by the target, as a failed run is
+            raise PerfError(f"{_target_name(self.target)}: {err}") from None
         report = measure(self.module, self.target, path, [self.hardware], self.runner, self.plugin,
                          self.model_name, self.jobs, only=only, inputs_dir=self.work / "inputs", qemu=self.qemu,
-                         placements=placements, vmfb=vmfb, layout=layout, executor=self.executor)
+                         placements=placements, vmfb=build.vmfb, layout=build.layout, executor=self.executor)
         return {d.name: Measured.of(d, placements) for d in report.runs[0].dispatches}
