@@ -47,7 +47,7 @@ import sys
 from typing import Callable, NamedTuple
 from pathlib import Path
 
-from codegen.compile import Build, CompileOptions
+from common.build import Build, CompileOptions
 from common.errors import OneLineErrors, first_line
 from common.files import check_outputs, sha256_file, write_together
 from common.perf_schema import PerfReport
@@ -277,8 +277,8 @@ class Measure:
             compiled = load_codegen_report(build.report)
             check_layout(compiled, build.report, build.layout)
             shipped = compiled.executables_sha256
-            report = measure(self.module, build.options.target, build.options.analysis, [self.hardware], self.runner, self.plugin,
-                             self.model_name, shipped=shipped, qemu=self.qemu, vmfb=build.vmfb, layout=build.layout)
+            report = measure(self.module, build, [self.hardware], self.runner, self.plugin, self.model_name,
+                             shipped=shipped, qemu=self.qemu)
         except ReportError as err:
             raise ChoiceError(first_line(err)) from None
         except MEASURE_ERRORS as err:

@@ -18,7 +18,7 @@ from perf import mca
 from perf.code_model import cost, errors
 from choice import rounds
 from choice.choose import ChoiceError, Measured, choose, choose_by_code, confirm_by_measurement
-from codegen.compile import Build, CompileOptions
+from common.build import Build, CompileOptions
 
 # Runfiles (args of the Bazel test): the host description, the host target and its
 # microkernel variant, a riscv target, the matmul module, @llvm19's llvm-mca (its directory is
@@ -447,7 +447,8 @@ def test_confirm_measures_the_candidates_own_builds_and_compiles_nothing(tmp_pat
                         or real_compile(module, options, out))
     cycles = {"channelslast": 100, "datatiling": 80, "codegen": 120}
 
-    def fake_measure(module, target, analysis, hardware, runner, plugin, model_name, *, shipped, qemu, vmfb, layout):
+    def fake_measure(module, build, hardware, runner, plugin, model_name, *, shipped, qemu):
+        vmfb, layout = build.vmfb, build.layout
         given = next((s for s, out in builds.items() if vmfb == out / "b.vmfb"), None)
         strategy = given or vmfb.parent.name  # else compiled here, into builds/<strategy>/ or default/codegen/
         assert layout == vmfb.with_name("b.layout.json" if given else "build.layout.json")

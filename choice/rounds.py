@@ -97,7 +97,7 @@ class MeasureRound:
             build = compile_module(self.module, CompileOptions(self.target, path, layout=True), self.work / tag)
         except CompileError as err:  # named by the target, as a failed run is
             raise PerfError(f"{_target_name(self.target)}: {err}") from None
-        report = measure(self.module, self.target, path, [self.hardware], self.runner, self.plugin,
-                         self.model_name, self.jobs, only=only, inputs_dir=self.work / "inputs", qemu=self.qemu,
-                         placements=placements, vmfb=build.vmfb, layout=build.layout, executor=self.executor)
+        report = measure(self.module, build, [self.hardware], self.runner, self.plugin, self.model_name, self.jobs,
+                         only=only, inputs_dir=self.work / "inputs", qemu=self.qemu, placements=placements,
+                         executor=self.executor)
         return {d.name: Measured.of(d, placements) for d in report.runs[0].dispatches}

@@ -32,6 +32,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from common.analysis_schema import Analysis
+from common.build import Build, CompileOptions
 from common.codegen_report import CodegenReport
 from common.errors import OneLineErrors, first_line, validation_error_where
 from common.files import InputError, check_input, check_new_directory, check_outputs, read_json_text, sha256_file, write_together
@@ -319,50 +320,6 @@ def dumped_configs_text(dump_dir: Path, ctx=None) -> str:
                      for p in sorted(Path(dump_dir).glob("*.mlir")))
 
 
-@dataclasses.dataclass(frozen=True)
-class CompileOptions:
-    """What one annotated compile is asked for: the target (and strategy) it compiles for, the
-    analysis whose tiles are written in, and the outputs besides the vmfb, configs and report
-    (opt-in, as tfcompile's tf_library: what is not asked for is not made)."""
-
-    target: Path  # common/targets/<name>.yaml, or a strategy's derived target file
-    analysis: Path | None = None  # analysis.json; None: IREE's own tiles (the `codegen` build)
-    layout: bool = False  # the dispatch layout read from this compile (perf and the dispatch tests run by it)
-    code: bool = False  # the executable-targets IR and IREE's LLVM IR and assembly (what the code model prices)
-    binaries: bool = False  # the executables the vmfb embeds, one file each
-    # Keep IREE's default for a dispatch the analysis does not cover (recorded) instead of failing.
-    allow_untuned_dispatches: bool = False
-    # On failure, the work directory and IREE's full diagnostics are kept here (new or empty).
-    keep_temps: Path | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Build:
-    """One compile's files: what perf, choice, runtime and the dispatch tests are handed. A path
-    is None for an output its options did not ask for. A build IREE refused
-    (`write_failure_record`) has a report saying why and an empty vmfb: read the report first."""
-
-    options: CompileOptions
-    vmfb: Path
-    report: Path
-    configs: Path | None = None  # the configurations codegen used; a build handed to a later stage may omit it
-    layout: Path | None = None
-    code: Path | None = None  # a directory: TARGETS_IR, <executable>.optimized.ll and .s
-    binaries: Path | None = None  # a directory: the embedded executables
-
-    @classmethod
-    def in_directory(cls, directory: Path, options: CompileOptions) -> "Build":
-        """The build's files under their usual names in `directory` (build.vmfb, ...)."""
-        d = Path(directory)
-        return cls(options, d / "build.vmfb", d / "build.report.json", d / "build.configs.mlir",
-                   d / "build.layout.json" if options.layout else None,
-                   d / "build.code" if options.code else None,
-                   d / "build.bin" if options.binaries else None)
-
-    def read_report(self) -> dict:
-        return json.loads(self.report.read_text())
-
-
 def compile_module(module: Path, options: CompileOptions, out: Path | Build) -> Build:
     """The one compile path: IREE with `options.analysis`' tiles written in (IREE's defaults
     without one), every config proven to have landed. Writes the build all or nothing, into the
@@ -377,8 +334,8 @@ def compile_module(module: Path, options: CompileOptions, out: Path | Build) -> 
     if isinstance(out, Build):
         if out.options != options:
             raise ValueError(f"compile_module: the build's options {out.options} are not {options}")
-        if out.configs is None:
-            raise ValueError("compile_module: the build names no configs file to write")
+        if out.report is None or out.configs is None:
+            raise ValueError("compile_module: a build to write names its report and configs files")
         build = out
     else:
         Path(out).mkdir(parents=True, exist_ok=True)

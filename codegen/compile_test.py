@@ -350,3 +350,19 @@ def test_record_failure_records_what_iree_refuses_and_nothing_else(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+def test_compile_options_ask_for_outputs_and_a_build_names_them(tmp_path):
+    """What is not asked for is not made; a Build given with other options than the compile's is
+    refused before anything is compiled or written."""
+    options = cg.CompileOptions(TARGET["host"], None, layout=True)
+    build = cg.compile_module(MODULE, options, tmp_path / "out")
+    assert build == cg.Build.in_directory(tmp_path / "out", options)
+    assert build.layout.is_file() and build.code is None and build.binaries is None
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "build.configs.mlir", "build.layout.json", "build.report.json", "build.vmfb"]
+    assert build.read_report()["layout_sha256"]
+    other = cg.Build.in_directory(tmp_path / "other", cg.CompileOptions(TARGET["host"], None, code=True))
+    with pytest.raises(ValueError, match="options"):
+        cg.compile_module(MODULE, options, other)
+    assert not (tmp_path / "other").exists()

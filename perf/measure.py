@@ -42,6 +42,7 @@ from tqdm import tqdm
 
 from common.hardware import Hardware, HardwareError, load_hardware
 from common import processes
+from common.build import Build, CompileOptions
 from common.codegen_report import ReportError, check_layout, load_codegen_report
 from common.errors import OneLineErrors, first_line, last_line
 from common.files import InputError, check_input, check_new_directory, check_outputs, sha256_file, write_together
@@ -261,16 +262,15 @@ def _draw_inputs(compiled: ModuleLayout, names: list[str], directory: Path) -> d
     return inputs
 
 
-def measure(module: Path, target_path: Path, analysis: Path | None, hardware: list[Path], runner: Path,
-            plugin: Path, model_name: str, jobs: int = 2, keep: Path | None = None,
-            counts_only_ok: bool = False, only: set[str] | None = None,
+def measure(module: Path, build: Build, hardware: list[Path], runner: Path, plugin: Path, model_name: str,
+            jobs: int = 2, keep: Path | None = None, counts_only_ok: bool = False, only: set[str] | None = None,
             inputs_dir: Path | None = None, shipped: dict[str, str] | None = None, *,
-            qemu: Path, placements: tuple[int, ...] = (0,), vmfb: Path, layout: Path,
+            qemu: Path, placements: tuple[int, ...] = (0,),
             executor: concurrent.futures.Executor | None = None) -> PerfReport:
-    """Every dispatch of the build measured on each description: the executables run are
-    `vmfb`'s own bytes, driven by `layout`, what the compile that made it read from its own IR
-    (codegen.compile --out-layout); nothing is compiled here. `module`, `target_path` and
-    `analysis` are what it was built from (the report names them). `only`: those dispatches
+    """Every dispatch of `build` (compiled from `module`) measured on each description: the
+    executables run are its vmfb's own bytes, driven by its layout, what the compile that made it
+    read from its own IR (codegen.compile --out-layout); nothing is compiled here. Its options'
+    target and analysis are what it was built from (the report names them). `only`: those dispatches
     alone (choice.tune measures the ones whose candidate changed; the rest are still compiled
     and their inputs drawn, so a dispatch's inputs do not depend on the selection).
     `inputs_dir`: where the inputs are drawn and kept for the next call (see `_draw_inputs`).
@@ -283,6 +283,10 @@ def measure(module: Path, target_path: Path, analysis: Path | None, hardware: li
     cluster); default, `jobs` local threads. The figures do not depend on it."""
     if not placements or len(set(placements)) != len(placements) or min(placements) < 0:
         raise PerfError(f"placements {placements}: expected distinct non-negative placement numbers")
+    target_path, analysis, vmfb, layout = build.options.target, build.options.analysis, build.vmfb, build.layout
+    if layout is None:
+        raise PerfError(f"{vmfb}: no dispatch layout: perf runs a build by the layout its compile wrote "
+                        "(codegen.compile --out-layout)")
     target = load_target(target_path)
     if not target.is_riscv:
         raise PerfError(f"{target_path}: target {target.name} is not a riscv target")
@@ -563,11 +567,12 @@ def main(argv: list[str] | None = None) -> int:
         if compiled is not None and compiled.failed is not None:
             report = refused_report(args.module, args.target, args.analysis, args.model_name, compiled.failed)
         else:
-            report = measure(args.module, args.target, args.analysis, args.hardware, args.runner, args.plugin,
+            build = Build(CompileOptions(args.target, args.analysis, layout=True), args.vmfb, args.compiled_report,
+                          layout=args.layout)
+            report = measure(args.module, build, args.hardware, args.runner, args.plugin,
                              args.model_name, args.jobs, args.keep_temps, args.allow_counts_only,
                              shipped=compiled.executables_sha256 if compiled is not None else None,
-                             qemu=args.qemu, placements=tuple(range(args.placements)), vmfb=args.vmfb,
-                             layout=args.layout)
+                             qemu=args.qemu, placements=tuple(range(args.placements)))
         write_together({args.out_json: to_json(report), args.out_md: to_markdown(report)})
     if cli.failed:
         return cli.exit_code

@@ -217,6 +217,18 @@ def test_a_layout_of_another_build_is_refused(tmp_path):
     assert proc.stderr.count("\n") == 1 and not (tmp_path / "bad.json").exists()
 
 
+def test_a_build_without_its_layout_is_refused(tmp_path):
+    """perf runs a build by the layout its compile wrote: a Build handed over without one is
+    refused in one line naming its vmfb, before anything runs."""
+    from common.build import Build, CompileOptions
+    from perf.measure import PerfError, measure
+
+    target = _target(tmp_path, 128)
+    vmfb, _ = _build(tmp_path, target, "m")
+    with pytest.raises(PerfError, match=f"{vmfb}: no dispatch layout"):
+        measure(MATMUL, Build(CompileOptions(target), vmfb), [HW[128]], RUNNER, PLUGIN, "matmul", qemu=QEMU)
+
+
 def test_measuring_compiles_nothing(tmp_path):
     """One compile, many readers (issue 63): perf.measure runs the vmfb its compile wrote with the
     layout that compile read, and never calls iree-compile (or imports the compile stage)."""

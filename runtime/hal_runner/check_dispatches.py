@@ -66,7 +66,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codegen.compile import CompileError, CompileOptions, compile_module
+from codegen.compile import CompileError, compile_module
+from common.build import Build, CompileOptions
 from common.files import InputError, OutputClash, check_input, check_new_directory
 from common.hardware import QEMU_VLEN_RANGE
 from common.targets import TARGETS_DIR, IreeTarget, TargetError, load_target, named_target
@@ -98,7 +99,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
           tamper: str | None = None, qemu: Path | None = None,
           shipped: dict[str, str] | None = None, run_unmatched: bool = False,
           activations: Path | None = None, target_module: Path | None = None, every_call: bool = False,
-          build: tuple[Path, Path] | None = None, reference_build: tuple[Path, Path] | None = None,
+          build: Build | None = None, reference_build: Build | None = None,
           traced: Path | None = None) -> int:
     """Returns 0 when every dispatch passed, else 1. `tamper` names an export whose
     riscv64 output is corrupted before comparing (proves the comparison can fail).
@@ -116,7 +117,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
     each export in that run, not only its first.
     `target_module`: compile the riscv side from this module instead (negative testing: a
     deliberately wrong executable must fail).
-    `build`: (vmfb, layout) of the riscv side as its own compile wrote them (codegen.compile
+    `build`: the riscv side as its own compile wrote it (its vmfb and layout, codegen.compile
     --out-layout): its executables are run from the vmfb, nothing is compiled for that side.
     `reference_build`: the same for the host reference (IREE's defaults on `reference_name`), and
     `traced`: the traced host build `activations` runs (activations.compile_traced); with `build`
@@ -172,7 +173,7 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
                 b = compile_module(m, CompileOptions(t_file, a, layout=True), out)
             except CompileError as err:
                 raise SystemExit(f"check_dispatches: {t.name}: {err}") from None
-            compiled.append(_load(b.vmfb, b.layout, t, out / "bin"))
+            compiled.append(_load(b, t, out / "bin"))
             if a is None:
                 continue
             entries = b.read_report()["dispatches"]
@@ -299,18 +300,18 @@ def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
         return 0 if names and passed + run_only == len(names) else 1
 
 
-def _as_compiled(build: tuple[Path, Path], target: IreeTarget, directory: Path):
-    """`build` (vmfb, layout) of `target` as its compile wrote them, its executables written into
+def _as_compiled(build: Build, target: IreeTarget, directory: Path):
+    """`build` of `target` as its compile wrote it (vmfb and layout), its executables written into
     `directory` (dispatch.load_build); a layout of other executables or of another target ends
     the check in one line."""
-    vmfb, layout = build
-    loaded = _load(vmfb, layout, target, directory)
-    print(f"{target.name}: {vmfb.name} run as its compile wrote it ({layout.name}): nothing compiled for it")
+    loaded = _load(build, target, directory)
+    print(f"{target.name}: {build.vmfb.name} run as its compile wrote it ({build.layout.name}): nothing compiled for it")
     return loaded
 
 
-def _load(vmfb: Path, layout: Path, target: IreeTarget, directory: Path):
+def _load(build: Build, target: IreeTarget, directory: Path):
     """dispatch.load_build of `target`'s build, ending the check in one line when it cannot be."""
+    vmfb, layout = build.vmfb, build.layout
     try:
         loaded = load_build(vmfb, layout, directory)
     except BuildError as err:
@@ -510,11 +511,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"check_dispatches: {args.shipped}: not a manifest with executables_sha256 ({err})",
                       file=sys.stderr)
                 return 2
+        # Builds compiled elsewhere, run by the layout their compile wrote.
+        given = lambda files, target: (None if files is None else
+                                       Build(CompileOptions(_target_file(target), layout=True), files[0], layout=files[1]))
         return check(args.module, args.target, args.reference, args.vlen, args.host_runner, args.riscv_runner,
                      args.keep, args.analysis, args.reference_analysis, args.tamper, args.qemu, shipped,
                      args.run_unmatched, args.activations, args.target_module, args.every_call,
-                     tuple(args.build) if args.build is not None else None,
-                     tuple(args.reference_build) if args.reference_build is not None else None, args.traced)
+                     given(args.build, args.target), given(args.reference_build, args.reference), args.traced)
     except TargetError as err:
         print(f"check_dispatches: {err}", file=sys.stderr)
         return 2

@@ -29,9 +29,9 @@ class BuildError(ValueError):
 
 
 @dataclass
-class Build:
-    """A compiled module as its compile wrote it: the executables its vmfb embeds (files a runner
-    loads) and the layout of their dispatches."""
+class LoadedBuild:
+    """A compiled module (common.build.Build) made ready to run: the executables its vmfb embeds,
+    written out as files a runner loads, and the layout of their dispatches."""
     libraries: list[Path]
     layout: ModuleLayout
 
@@ -44,7 +44,7 @@ class Build:
         return self.layout.executables_sha256
 
 
-def load_build(vmfb: Path, layout_path: Path, directory: Path) -> Build:
+def load_build(vmfb: Path, layout_path: Path, directory: Path) -> LoadedBuild:
     """The executables `vmfb` embeds, written into `directory` under the names the layout at
     `layout_path` gives them, with that layout: nothing compiled. Raises BuildError unless the
     layout describes exactly the vmfb's executables."""
@@ -63,7 +63,7 @@ def load_build(vmfb: Path, layout_path: Path, directory: Path) -> Build:
     for name, sha in sorted(layout.executables_sha256.items()):
         libraries.append(directory / name)
         libraries[-1].write_bytes(by_sha[sha])
-    return Build(libraries, layout)
+    return LoadedBuild(libraries, layout)
 
 
 class RunnerError(RuntimeError):
