@@ -110,10 +110,10 @@ def find(name: str, root: Path | None = None) -> Artifacts:
         a = Artifacts(
             name=name, model_name=model_name, module=module, framework=framework,
             mlirbc=m / f"{model_name}.mlirbc", golden=m / f"{model_name}.golden.npz",
-            tuned_vmfb=m / f"{name}_host.vmfb", default_vmfb=m / f"{name}_host_untuned.vmfb",
+            tuned_vmfb=m / f"{name}_host.vmfb", default_vmfb=m / f"{name}_host_iree_default.vmfb",
             analysis=m / f"{name}_host_analysis.analysis.json",
             tuned_report=m / f"{name}_host_compiled.report.json",
-            default_report=m / f"{name}_host_untuned_compiled.report.json",
+            default_report=m / f"{name}_host_iree_default_compiled.report.json",
             target=src / "common" / "targets" / "host.yaml",
             hardware=src / "analysis" / "hardware" / "host.yaml",
             riscv_perf_tuned=perf[TUNED],

@@ -15,7 +15,7 @@ def test_builds_map_to_their_perf_json_under_the_output_root(tmp_path):
     index.write_text(json.dumps({
         "tuned": {"label": "//models:m_riscv_perf", "perf_json": "models/m_riscv_perf.perf.json",
                   "perf_md": "models/m_riscv_perf.perf.md"},
-        "codegen": {"label": "//models:m_riscv_untuned_perf", "perf_json": "models/other.perf.json",
+        "codegen": {"label": "//models:m_riscv_iree_default_perf", "perf_json": "models/other.perf.json",
                     "perf_md": "models/other.perf.md"},
     }))
     assert perf_index(index, tmp_path) == {"tuned": tmp_path / "models" / "m_riscv_perf.perf.json",

@@ -3,7 +3,7 @@
 Three variants of one model go through the same pipeline and are timed in one process,
 interleaved (each round in a carryover-balanced order, `balanced_orders`), after warm-up:
   tuned     //models:<name>_host          (ZigZag's tiles as lowering_configs)
-  default   //models:<name>_host_untuned  (IREE's heuristics, same target flags)
+  default   //models:<name>_host_iree_default  (IREE's heuristics, same target flags)
   framework torch eager / Keras through the model's factory `make_model()`
 Per dispatch, each executable of the tuned and the default compile is rebuilt as its own
 IREE dispatch benchmark (bench/prepare.py, in a child process) and timed with

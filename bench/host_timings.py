@@ -5,7 +5,7 @@
 Per zoo pipeline, three HAL modules of the same imported model are called on the model's golden
 inputs in one process, interleaved in carryover-balanced rounds (bench.core.interleave):
   ships        //models:<name>_host           (what model_pipeline packages: its host strategy choice)
-  project_iree //models:<name>_host_untuned   (IREE's own tiles with the project's target flags)
+  project_iree //models:<name>_host_iree_default   (IREE's own tiles with the project's target flags)
   stock_iree   //models:<name>_host_directconv (the device flags alone: what plain iree-compile gets)
 Each round's ships / stock_iree ratio is one paired sample; the data keeps every sample, the
 medians with their quartiles, and a distribution-free 95% interval of the median ratio
@@ -35,7 +35,7 @@ from runtime.manifest import shipped_build
 
 OUT = Path("docs/data/host_timings.json")
 # variant -> the suffix of its HAL module, `models/<pipeline><suffix>.vmfb`
-VARIANTS = {"ships": "_host", "project_iree": "_host_untuned", "stock_iree": f"_host_{STOCK_IREE_STRATEGY}"}
+VARIANTS = {"ships": "_host", "project_iree": "_host_iree_default", "stock_iree": f"_host_{STOCK_IREE_STRATEGY}"}
 FORMAT = 1
 
 

@@ -38,7 +38,7 @@ VARIANTS = (DEFAULT_STRATEGY, TUNED, *OTHER_STRATEGIES)
 # variant name -> host HAL module of model_pipeline (`<name><suffix>.vmfb`), timed end to end.
 # `<name>_host` is the build its strategies["host"] chose ("auto": the code model's cheapest of the
 # tuned, data-tiled, microkernel and direct-conv builds), so it is timed as what the pipeline ships.
-HOST_VARIANTS = {DEFAULT_STRATEGY: "_host_untuned", "as built": "_host",
+HOST_VARIANTS = {DEFAULT_STRATEGY: "_host_iree_default", "as built": "_host",
                  **{s: f"_host_{s}" for s in OTHER_STRATEGIES}}
 # Where a dispatch's instructions go, from the perf classes (perf/counts.py).
 GROUPS = {

@@ -43,7 +43,7 @@ def e2e_lines(res: dict) -> list[str]:
         return []
     out = [f"End to end ({res['model']}, host; median of {e['reps']} interleaved runs after {e['warmup']} warm-up; "
            f"spread = IQR/median, [min..max]):"]
-    names = {"tuned": f"tuned (//models:{res['model']}_host)", "default": f"IREE default (//models:{res['model']}_host_untuned)",
+    names = {"tuned": f"tuned (//models:{res['model']}_host)", "default": f"IREE default (//models:{res['model']}_host_iree_default)",
              "framework": e["variants"]["framework"].get("description", "framework"),
              "framework_avx2": e["variants"].get("framework_avx2", {}).get("description", "") +
              " (ATEN_CPU_CAPABILITY=avx2)"}

@@ -11,7 +11,7 @@
         [--code tuned M_tuned.code --code ukernels M_uk.code ...]
 
     [--confirm RISCV_HW.yaml hal_runner_riscv64 libinsn_classes.so MODEL_NAME --qemu qemu-riscv64
-     --layout tuned M_tuned.layout.json ... --default-build M_untuned.vmfb M_untuned.report.json M_untuned.layout.json]
+     --layout tuned M_tuned.layout.json ... --default-build M_iree_default.vmfb M_iree_default.report.json M_iree_default.layout.json]
 
 `model_pipeline(strategies = {target: "measured" | "auto"})`: each candidate is a complete build of the same module for
 the same target under one lowering strategy. The chosen one has the fewest cycles for

@@ -102,7 +102,7 @@ def test_no_hand_list_outside_the_registries():
 @pytest.mark.parametrize("source, hits", [
     ('KINDS = ("matmul", "conv")', 1),
     ('{"tuned": 1, "ukernels": 2}', 1),
-    ('x = ["matmul"]; y = {"codegen": "_untuned"}', 0),
+    ('x = ["matmul"]; y = {"codegen": "_iree_default"}', 0),
     ('candidates = ["tuned", "codegen"] + list(STRATEGIES)', 1),
     ('MAC_KINDS = tuple(k for k, v in REGISTRY.items() if v.macs)', 0),
 ])

@@ -20,8 +20,8 @@ gives, for each pipeline target T (common/pipeline_targets.py: riscv, host):
                         model prices cheapest on T's core model of tuned and the STRATEGIES
                         builds (`strategies[T]` = "auto", the default), its
                         manifest saying which and why
-plus <name>_host_untuned (IREE's defaults, same target flags) for comparison,
-<name>_riscv_perf and <name>_riscv_untuned_perf (riscv_perf: per-dispatch instruction
+plus <name>_host_iree_default (IREE's defaults, same target flags) for comparison,
+<name>_riscv_perf and <name>_riscv_iree_default_perf (riscv_perf: per-dispatch instruction
 counts and model cycles of the tuned and the IREE-default riscv modules; `manual` by
 default: measurements, built on request or by //tools:bench, not by `//...`),
 and the tests <name>_pipeline_test (host numerics vs the framework golden,
@@ -341,7 +341,7 @@ def _shippable_builds(strategy, recorded):
 def _build_suffix(build):
     """What follows <name>_<target> in the names of a pipeline's `build` (TUNED, DEFAULT_STRATEGY
     or one of STRATEGIES): its compile is <name>_<target><suffix>_compiled."""
-    return {TUNED: "", DEFAULT_STRATEGY: "_untuned"}.get(build, "_" + build)
+    return {TUNED: "", DEFAULT_STRATEGY: "_iree_default"}.get(build, "_" + build)
 
 # Every build a pipeline target compiles: the tuned one, IREE's defaults and each strategy's.
 BUILDS = [TUNED, DEFAULT_STRATEGY] + list(STRATEGIES)
@@ -822,7 +822,7 @@ def model_pipeline(name, model_name, model, module, framework, split = "held_out
       factory: function in `module` returning (model, example_inputs).
       test_size: size of the generated tests ("large" for big models).
       tags: tags for the generated tests.
-      perf_tags: tags for <name>_riscv_perf, <name>_riscv_untuned_perf and the IREE-default
+      perf_tags: tags for <name>_riscv_perf, <name>_riscv_iree_default_perf and the IREE-default
         riscv compile only the latter reads (built anyway when strategy = "measured"). `manual` by
         default: they measure (each runs every dispatch under qemu on two cores, ~20% of a
         cold `//...`) and no test reads them; the measured choice already measured the

@@ -64,7 +64,7 @@ def _golden() -> np.lib.npyio.NpzFile:
     return np.load(_golden_path())
 
 
-@pytest.mark.parametrize("variant", ["host", "host_untuned"])
+@pytest.mark.parametrize("variant", ["host", "host_iree_default"])
 def test_host_module_matches_framework_golden(variant):
     vmfb = _file(f"{variant}.vmfb")
     fn, _, entry = run.load(vmfb)

@@ -19,7 +19,7 @@ GOLDEN = ROOT / "codegen" / "testdata" / "small_golden.npz"
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     """The hal_module outputs from Bazel's runfiles, or built here when run outside Bazel."""
-    names = ("small_host", "small_riscv64_rvv", "small_host_untuned")
+    names = ("small_host", "small_riscv64_rvv", "small_host_iree_default")
     here = ROOT / "runtime"
     if all((here / f"{n}.vmfb").is_file() for n in names):
         return {n: here / f"{n}.vmfb" for n in names}
@@ -29,7 +29,7 @@ def modules(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("mods")
     out = {}
     for n, t, tuned in (("small_host", "host", True), ("small_riscv64_rvv", "riscv64_rvv", True),
-                        ("small_host_untuned", "host", False)):
+                        ("small_host_iree_default", "host", False)):
         target = ROOT / "common" / "targets" / f"{t}.yaml"
         analysis = ROOT / "codegen" / "testdata" / f"analysis_{t}.json" if tuned else None
         module = ROOT / "codegen" / "testdata" / "small.mlirbc"
@@ -66,7 +66,7 @@ def _manifest_cli(vmfb, report, module, out_dir):
 def test_manifest_packages_only_files_that_belong_together(modules, tmp_path):
     module = ROOT / "codegen" / "testdata" / "small.mlirbc"
     vmfb, report = _compiled(modules, "small_host")
-    other_vmfb, _ = _compiled(modules, "small_host_untuned")
+    other_vmfb, _ = _compiled(modules, "small_host_iree_default")
     random_vmfb = tmp_path / "random.vmfb"
     random_vmfb.write_bytes(bytes(range(256)) * 64)
     other_module = tmp_path / "other.mlir"
@@ -190,7 +190,7 @@ def test_manifest_contents(modules):
     assert "/tmp" not in text and "/work" not in text and "/home" not in text
 
 
-@pytest.mark.parametrize("name", ["small_host", "small_host_untuned"])
+@pytest.mark.parametrize("name", ["small_host", "small_host_iree_default"])
 def test_runner_host_check(modules, name):
     p = run(modules[name], GOLDEN, "--check", "--runs", "3")
     assert p.returncode == 0, p.stderr

@@ -66,8 +66,8 @@ class AuditError(RuntimeError):
 
 def build_suffix(strategy: str) -> str:
     """What follows <pipeline>_<target> in the names of a strategy's build (models/defs.bzl
-    _build_suffix): the tuned build has none, IREE's default is `_untuned`."""
-    return {TUNED: "", DEFAULT_STRATEGY: "_untuned"}.get(strategy, "_" + strategy)
+    _build_suffix): the tuned build has none, IREE's default is `_iree_default`."""
+    return {TUNED: "", DEFAULT_STRATEGY: "_iree_default"}.get(strategy, "_" + strategy)
 
 
 def tile_claims(records: dict[str, TuningRecord]) -> list[tuple[str, str]]:

@@ -113,7 +113,7 @@ def test_half_the_sample_weighs_what_a_choice_puts_at_stake():
 
 
 def test_build_names_follow_models_defs():
-    assert [audit.build_suffix(s) for s in ("tuned", "codegen", "datatiling")] == ["", "_untuned", "_datatiling"]
+    assert [audit.build_suffix(s) for s in ("tuned", "codegen", "datatiling")] == ["", "_iree_default", "_datatiling"]
 
 
 def test_outside_bazel_run_it_says_how_to_run_it(monkeypatch, capsys):
