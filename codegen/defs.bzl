@@ -7,10 +7,10 @@ def _iree_compile_impl(ctx):
     module = ctx.attr.module[MlirModuleInfo]
     target = ctx.attr.target[IreeTargetInfo]
     analysis = ctx.attr.analysis[AnalysisInfo] if ctx.attr.analysis else None
-    if analysis == None and not ctx.attr.untuned:
-        fail("%s: no `analysis` given; set `untuned = True` to compile with IREE's defaults" % ctx.label)
-    if analysis != None and ctx.attr.untuned:
-        fail("%s: `untuned = True` and an `analysis` are mutually exclusive" % ctx.label)
+    if analysis == None and not ctx.attr.iree_tiles:
+        fail("%s: no `analysis` given; set `iree_tiles = True` to compile with IREE's own tiles" % ctx.label)
+    if analysis != None and ctx.attr.iree_tiles:
+        fail("%s: `iree_tiles = True` and an `analysis` are mutually exclusive" % ctx.label)
     if analysis != None:
         if analysis.target.name != target.name or analysis.target.file != target.file:
             fail("%s: analysis %s was made for target '%s' but the compile target is '%s'" % (
@@ -82,15 +82,15 @@ _iree_compile = rule(
         "module": attr.label(mandatory = True, providers = [MlirModuleInfo]),
         "analysis": attr.label(providers = [AnalysisInfo]),
         "target": attr.label(mandatory = True, providers = [IreeTargetInfo]),
-        "untuned": attr.bool(default = False),
+        "iree_tiles": attr.bool(default = False),
         "code": attr.bool(default = False),
         "record_failure": attr.bool(default = False),
         "_tool": attr.label(default = "//codegen:compile", executable = True, cfg = "exec"),
     },
 )
 
-def iree_compile(name, module, target, analysis = None, untuned = False, code = False, record_failure = False, **kwargs):
-    """Compiles `module` for `target` with `analysis`' per-dispatch tiles (or IREE defaults if `untuned`).
+def iree_compile(name, module, target, analysis = None, iree_tiles = False, code = False, record_failure = False, **kwargs):
+    """Compiles `module` for `target` with `analysis`' per-dispatch tiles (or IREE's own if `iree_tiles`).
 
     Outputs <name>.vmfb, <name>.configs.mlir (what codegen used) and <name>.report.json; with
     `code`, also the directory <name>.code (the executable-targets IR and IREE's LLVM IR and
@@ -106,7 +106,7 @@ def iree_compile(name, module, target, analysis = None, untuned = False, code = 
         module = module,
         target = target,
         analysis = analysis,
-        untuned = untuned,
+        iree_tiles = iree_tiles,
         code = code,
         record_failure = record_failure,
         **kwargs

@@ -357,7 +357,7 @@ def pipeline_names(name, target):
     Fields: `shipped` (<name>_<target>: the vmfb and manifest), `analysis` (the tiles it
     compiles), `predicted_analysis` (the candidates), `measured_analysis` and `choice_inputs`
     (the measured choice ignoring records, and its inputs for a Ray refresh),
-    `strategy_measured` (the strategy choice ignoring records), `shipped_perf`; per build
+    `strategy_refresh` (the strategy choice ignoring records), `shipped_perf`; per build
     (BUILDS) `compiled`, `perf` and `module` (its HAL module: the tuned one's is `shipped`); per
     PERF_INDEXES `index`. A hardware_sweep's variant is a pipeline target of the sweep too, with
     its own description `hardware` and IREE target `iree_target`."""
@@ -369,7 +369,7 @@ def pipeline_names(name, target):
         predicted_analysis = prefix + "_predicted_analysis",
         measured_analysis = prefix + "_measured_analysis",
         choice_inputs = prefix + "_choice_inputs",
-        strategy_measured = prefix + "_strategy_measured",
+        strategy_refresh = prefix + "_strategy_refresh",
         shipped_perf = prefix + "_shipped_perf",
         dispatch_test = prefix + "_dispatch_test",
         dispatch_reference = prefix + "_dispatch_reference",
@@ -584,7 +584,7 @@ def _builds(names, imported, suffix, target, chosen, strategy_targets, perf_tags
             module = ":" + imported,
             target = strategy_targets[(suffix, other)],
             analysis = tiled_analysis if other == tiled else None,
-            untuned = other != tiled,
+            iree_tiles = other != tiled,
             code = by_code,
             # One candidate of a choice: IREE refusing it (data tiling fails on some attention
             # transposes) leaves it out instead of failing <name>_host or <name>_riscv.
@@ -595,7 +595,7 @@ def _builds(names, imported, suffix, target, chosen, strategy_targets, perf_tags
         name = names.compiled[DEFAULT_STRATEGY],
         module = ":" + imported,
         target = target,
-        untuned = True,
+        iree_tiles = True,
         # Measured: only the perf report (and strategy = "measured") reads it.
         tags = perf_tags if REGISTERED_PIPELINE_TARGETS[suffix].measured else [],
     )
@@ -627,7 +627,7 @@ def _shipped(names, suffix, hardware, chosen, strategy_targets, recorded):
         # Every candidate built and priced, whatever the records say: what `bazel run
         # //tools:tune` commits (its .strategy_record.json).
         code_strategy_choice(
-            name = names.strategy_measured,
+            name = names.strategy_refresh,
             compiled = {s: ":" + names.compiled[s] for s in candidates},
             default_compiled = default_compiled,
             records_ignored = True,

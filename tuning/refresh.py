@@ -14,7 +14,7 @@ root, every qemu run a task on a Ray instance of this machine's own (the default
 local`) or on the cluster at `--ray-address` (choice/ray_engine.py), and copies its record into
 tuning/records/N.json (with `--in-build`, builds //P:N_measured_analysis instead and copies the
 record it wrote: the same bytes); then, if its build is a `strategy = "auto"`
-choice, builds //P:N_strategy_measured (every strategy compiled and priced, riscv confirmed under
+choice, builds //P:N_strategy_refresh (every strategy compiled and priced, riscv confirmed under
 qemu) and copies its record into tuning/strategies/N.json, and rewrites
 tuning/strategies/recorded.bzl from the committed strategy records. Tiles first: the tuned build a
 strategy choice compares is compiled with the refreshed tile choice. A pipeline that ships a tiled
@@ -51,7 +51,7 @@ SWEEP_RECORDS_DIR = RECORDS_DIR / "sweeps"  # hardware_sweep variants' records (
 SWEEP_TAGGED = "attr(tags, '[\\[ ]sweep[,\\]]', {})"
 STRATEGIES_DIR = Path("tuning/strategies")
 MEASURED_SUFFIX = "_measured_analysis"  # models/defs.bzl: the choice measured whatever the records say
-STRATEGY_SUFFIX = "_strategy_measured"  # models/defs.bzl: the strategy choice, every candidate built
+STRATEGY_SUFFIX = "_strategy_refresh"  # models/defs.bzl: the strategy choice, every candidate built
 CHOICE_INPUTS_SUFFIX = "_choice_inputs"  # models/defs.bzl: what the measured choice hands choice.tune
 _LABEL = re.compile(r"^//([A-Za-z0-9_/.-]*):([A-Za-z0-9_.-]+)$")
 

@@ -39,7 +39,7 @@ class _Query:
     """`bazel query` over a package with a zoo pipeline and a sweep of two variants, answering
     from their tags as Bazel's attr() does (`[manual, sweep]`)."""
 
-    TARGETS = {"mlp_riscv_measured_analysis": "[manual]", "mlp_riscv_strategy_measured": "[manual]",
+    TARGETS = {"mlp_riscv_measured_analysis": "[manual]", "mlp_riscv_strategy_refresh": "[manual]",
                "mem_sweep_l1_16k_measured_analysis": "[manual, sweep]",
                "mem_sweep_l1_32k_measured_analysis": "[manual, sweep]"}
 
