@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+from common.pipeline_info import PipelineInfo, PipelineInfoError, zoo_infos
 from common.targets import DEFAULT_STRATEGY, TUNED
 
 
@@ -15,28 +16,13 @@ class ArtifactError(RuntimeError):
     pass
 
 
-@dataclasses.dataclass(frozen=True)
-class PipelineInfo:
-    """models/<name>_pipeline_info.json, written by model_pipeline (models/defs.bzl)."""
-    name: str  # pipeline name, e.g. "resnet"
-    model_name: str  # e.g. "resnet18"
-    module: str  # factory module
-    framework: str
-    split: str  # "calibration" | "held_out"
-    float_reference: str | None = None  # a quantized model's float twin (its pipeline name)
-    factory: str = "make_model"  # the function in `module` returning (model, example inputs)
-
-
 def zoo(root: Path | None = None) -> list[PipelineInfo]:
     """Every model_pipeline whose info file is under `root`/models (or the bench's runfiles /
-    bazel-bin): the models come from the BUILD files, not from a list kept here."""
-    for r in ([root] if root else workspace_roots()):
-        for base in (r, r / "bazel-bin"):
-            files = sorted((base / "models").glob("*_pipeline_info.json"))
-            if files:
-                return [PipelineInfo(**json.loads(f.read_text())) for f in files]
-    raise ArtifactError("no models/*_pipeline_info.json found (is //models:zoo a data "
-                        "dependency of this binary?)")
+    bazel-bin): common.pipeline_info.zoo_infos."""
+    try:
+        return zoo_infos([root] if root else workspace_roots())
+    except PipelineInfoError as err:
+        raise ArtifactError(str(err)) from None
 
 
 @dataclasses.dataclass

@@ -69,11 +69,11 @@ SOURCES = ("IREE default", "default + register/alignment", "ZigZag", "ZigZag + r
 
 
 def collect(root: Path) -> dict:
-    from bench.artifacts import zoo
     from common.analysis_schema import Analysis
+    from common.pipeline_info import zoo_infos
 
     models = {}
-    for info in sorted(zoo(root), key=lambda i: i.name):
+    for info in sorted(zoo_infos([root]), key=lambda i: i.name):
         measured_path = _find(root, f"models/{info.name}_riscv_analysis.analysis.json")
         predicted_path = _find(root, f"models/{info.name}_riscv_predicted_analysis.analysis.json")
         measured = Analysis.model_validate_json(measured_path.read_text())
