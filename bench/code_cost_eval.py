@@ -22,7 +22,6 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from analysis.cost_model import replaces_default
@@ -96,16 +95,15 @@ def forced(analysis: Analysis, assign: dict[str, _Row]) -> Analysis:
     return Analysis.model_validate(data)
 
 
-def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], target, core: str,
+def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], target: Path, core: str,
                  work: Path) -> tuple[dict[str, float], set[str]]:
     """(dispatch -> static model cycles (all workgroups) of the round's candidates, the
     dispatches costed on llc-19's code because IREE's loops did not line up)."""
     # Compiled as choice.tune's code-model rounds compile one: from files.
     work.mkdir(parents=True, exist_ok=True)
-    analysis_file, target_file = work / "forced.analysis.json", work / "target.yaml"
+    analysis_file = work / "forced.analysis.json"
     analysis_file.write_text(forced(analysis, assign).model_dump_json(indent=1))
-    target_file.write_text(yaml.safe_dump(target.model_dump(mode="json"), sort_keys=False))
-    costed = module_call_cycles(module, analysis_file, target_file, core, work)
+    costed = module_call_cycles(module, analysis_file, target, core, work)
     per_call, llc_code = costed.cycles, costed.llc_code
     for name, why in costed.errors.items():
         if name in assign:
@@ -113,7 +111,7 @@ def static_costs(module: Path, analysis: Analysis, assign: dict[str, _Row], targ
     return ({name: per_call[name] for name in assign if name in per_call}, llc_code & assign.keys())
 
 
-def evaluate(measurements: _Measurements, zoo: Path, target, core: str, work: Path,
+def evaluate(measurements: _Measurements, zoo: Path, target: Path, core: str, work: Path,
              models: set[str] | None = None, pipeline: str = "riscv") -> list[dict]:
     """Per dispatch: its measured candidates with their static cycles; `pipeline` names the
     zoo's analyses the candidates come from (`<model>_riscv_analysis`, `<model>_host_predicted_analysis`)."""
@@ -285,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         core = a.core or hardware.model_core
         if not core:
             raise EvalError(f"{a.hardware}: no model_core and no --core (the code model needs a core model)")
-        target = load_target(a.target or a.zoo / "analysis" / f"{a.hardware.stem}.target.yaml")
+        target = a.target or a.zoo / "analysis" / f"{a.hardware.stem}.target.yaml"
+        load_target(target)  # refused here, in one line, not in every round
         with tempfile.TemporaryDirectory(prefix="code_cost_eval.") as tmp:
             models = set(a.models.split(",")) if a.models else None
             results = evaluate(measurements, a.zoo, target, core, Path(tmp), models, a.pipeline)

@@ -57,12 +57,12 @@ def call_counts(cfg_text: str) -> dict[str, int]:
 
 def prepare_variant(module: Path, analysis: Path | None, target: Path, work: Path, jobs: int) -> dict:
     from codegen.compile import tuned_sources
-    from common.iree_tools import iree_compile as run_iree
+    from common.iree_tools import iree_compile
 
     ts = tuned_sources(module, analysis, target, work)
-    run_iree([ts.path.name, *ts.flags, "--compile-from=executable-sources",
-              "--iree-hal-dump-executable-benchmarks-to=bench", "-o", "model.vmfb"],
-             "dispatch benchmarks", cwd=work)
+    iree_compile([ts.path.name, *ts.flags, "--compile-from=executable-sources",
+                  "--iree-hal-dump-executable-benchmarks-to=bench", "-o", "model.vmfb"],
+                 "dispatch benchmarks", cwd=work)
     counts = call_counts((work / "cfg.mlir").read_text())
     files = sorted((work / "bench").glob("*.mlir"))
     if not files:
@@ -75,8 +75,8 @@ def prepare_variant(module: Path, analysis: Path | None, target: Path, work: Pat
     def build(f: Path) -> tuple[Path, Path]:
         out = f.with_suffix(".vmfb")
         # The dump is at the executable-sources phase (configs already set), as codegen's own route.
-        run_iree([f.name, *ts.flags, "--compile-from=executable-sources", "-o", out.name],
-                 f"dispatch benchmark {f.name}", cwd=f.parent)
+        iree_compile([f.name, *ts.flags, "--compile-from=executable-sources", "-o", out.name],
+                     f"dispatch benchmark {f.name}", cwd=f.parent)
         return f, out
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -49,6 +49,14 @@ class Measured:
                    {lv.name: lv.read_bytes + lv.write_bytes for lv in d.memory.levels}, by_placement)
 
 
+def _analysis_file(work: Path, tag: str, analysis: dict) -> Path:
+    """The round's analysis as the file codegen compiles from: work/<tag>.analysis.json."""
+    path = work / f"{tag}.analysis.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
+    return path
+
+
 def _target_name(target: Path) -> str:
     try:
         return load_target(target).name
@@ -73,9 +81,7 @@ class CodeCostRound:
         self.module, self.target, self.core, self.work = module, target, core, work
 
     def __call__(self, analysis: dict, only: set[str], tag: str) -> dict[str, float]:
-        path = self.work / f"{tag}.analysis.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
+        path = _analysis_file(self.work, tag, analysis)
         return module_call_cycles(self.module, path, self.target, self.core, self.work / tag)
 
 
@@ -90,8 +96,7 @@ class MeasureRound:
 
     def __call__(self, analysis: dict, only: set[str], tag: str,
                  placements: tuple[int, ...] = (0,)) -> dict[str, Measured | None]:
-        path = self.work / f"{tag}.analysis.json"
-        path.write_text(json.dumps(analysis, indent=1, sort_keys=True))
+        path = _analysis_file(self.work, tag, analysis)
         # Compiled by codegen (the vmfb and the layout its compile reads), run by perf from them.
         try:
             build = compile_module(self.module, CompileOptions(self.target, path, layout=True), self.work / tag)

@@ -362,23 +362,12 @@ def _compile_in(tmp: Path, module: Path, build: Build) -> None:
     from iree.compiler import ir
 
     options = build.options
-    try:  # a directory or a device was "not found" (issue 80)
-        check_input(module, "module file")
-    except InputError as err:
-        raise CompileError(str(err)) from None
-    try:
-        target = load_target(options.target)
-    except TargetError as err:
-        raise CompileError(str(err)) from None
-    analysis = None
-    if options.analysis is not None:
-        analysis = load_analysis(options.analysis)
-        check_analysis_fits(analysis, target, options.analysis)
-    lanes = target.vector_bits // 32
-
-    tuned = tuned_sources(module, analysis, options.target, tmp, allow_untuned_dispatches=options.allow_untuned_dispatches,
+    # tuned_sources checks the module, loads the target and the analysis and checks they fit.
+    tuned = tuned_sources(module, options.analysis, options.target, tmp,
+                          allow_untuned_dispatches=options.allow_untuned_dispatches,
                           reproducer=options.keep_temps is not None)
-    flags, entries = tuned.flags, tuned.entries
+    target, analysis, flags, entries = tuned.target, tuned.analysis, tuned.flags, tuned.entries
+    lanes = target.vector_bits // 32
 
     # Both halves of one compile give the vmfb of a single call, byte for byte (checked on
     # mlp_batch32, 2026-11-29): the layout reads the first half's host program.

@@ -70,7 +70,7 @@ from codegen.compile import CompileError, compile_module
 from common.build import Build, CompileOptions
 from common.files import InputError, OutputClash, check_input, check_new_directory
 from common.hardware import QEMU_VLEN_RANGE
-from common.targets import TARGETS_DIR, IreeTarget, TargetError, load_target, named_target
+from common.targets import TARGETS_DIR, IreeTarget, TargetError, load_target
 from common.scratch import scratch_directory
 from runtime.hal_runner.dispatch import (QEMU_REPOSITORY, SEED, BuildError, Dispatch, DriveError, RunnerError, Subspan,
                                          compare, compare_outputs, corrupt, dispatch_command, fill,
@@ -81,16 +81,13 @@ if TYPE_CHECKING:
     from runtime.hal_runner.activations import Capture
 
 
-def _target(name_or_file: str) -> IreeTarget:
-    """A target file (e.g. one accelerator_target derived) or a name in common/targets."""
-    if name_or_file.endswith(".yaml"):
-        return load_target(name_or_file)
-    return named_target(name_or_file)
-
-
 def _target_file(name_or_file: str) -> Path:
-    """The file `_target` reads."""
+    """A target file (e.g. one accelerator_target derived), or the file of a name in common/targets."""
     return Path(name_or_file) if name_or_file.endswith(".yaml") else TARGETS_DIR / f"{name_or_file}.yaml"
+
+
+def _target(name_or_file: str) -> IreeTarget:
+    return load_target(_target_file(name_or_file))
 
 
 def check(module: Path, target_name: str, reference_name: str, vlen: int | None,
